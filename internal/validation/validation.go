@@ -1,0 +1,53 @@
+// Package validation carries a request's invalid fields, all of them at once,
+// by JSON Pointer, from the service that finds them to the HTTP layer that
+// answers 422 with one entry per problem.
+package validation
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Field is one problem with one value of a request.
+type Field struct {
+	Pointer string // JSON Pointer into the request body (or a parameter name)
+	Code    string // stable: required, enum, format, range, duplicate, forbidden_key, ...
+	Detail  string
+}
+
+// Error lists every invalid field of one request.
+type Error struct{ Fields []Field }
+
+func (e *Error) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Pointer + ": " + f.Detail
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+// List collects field problems.
+type List struct{ fields []Field }
+
+// Add records a problem at pointer.
+func (l *List) Add(pointer, code, format string, args ...any) {
+	l.fields = append(l.fields, Field{Pointer: pointer, Code: code, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Len is the number of problems so far.
+func (l *List) Len() int { return len(l.fields) }
+
+// Err is nil when there is no problem, else an *Error with all of them.
+func (l *List) Err() error {
+	if len(l.fields) == 0 {
+		return nil
+	}
+	return &Error{Fields: l.fields}
+}
+
+// One is an *Error with a single problem.
+func One(pointer, code, format string, args ...any) error {
+	var l List
+	l.Add(pointer, code, format, args...)
+	return l.Err()
+}

@@ -1,0 +1,24 @@
+-- name: AgentCount :one
+SELECT count(*) FROM agents;
+
+-- name: AgentGetByKeyHash :one
+SELECT * FROM agents WHERE key_sha256 = @key_sha256;
+
+-- name: AgentGet :one
+SELECT * FROM agents WHERE id = @id;
+
+-- name: AgentInsert :one
+INSERT INTO agents (id, name, role, permission, projects, key_sha256, created_by)
+VALUES (@id, @name, @role, @permission, @projects, @key_sha256, @created_by)
+RETURNING *;
+
+-- name: AgentList :many
+SELECT * FROM agents
+WHERE id > @after
+ORDER BY id
+LIMIT @max;
+
+-- name: AgentRevoke :one
+UPDATE agents SET revoked_at = coalesce(revoked_at, now())
+WHERE id = @id
+RETURNING *;

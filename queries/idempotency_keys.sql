@@ -1,0 +1,15 @@
+-- name: IdempotencyKeyDeleteExpired :execrows
+DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours';
+
+-- name: IdempotencyKeyGet :one
+SELECT * FROM idempotency_keys
+WHERE agent_id = @agent_id AND key = @key AND created_at >= now() - interval '24 hours';
+
+-- name: IdempotencyKeyUpsert :exec
+-- An expired row for the same key is replaced: keys are kept 24 hours.
+INSERT INTO idempotency_keys (agent_id, key, request_sha256, status, content_type, headers, body)
+VALUES (@agent_id, @key, @request_sha256, @status, @content_type, @headers, @body)
+ON CONFLICT (agent_id, key) DO UPDATE
+    SET request_sha256 = EXCLUDED.request_sha256, status = EXCLUDED.status,
+        content_type = EXCLUDED.content_type, headers = EXCLUDED.headers,
+        body = EXCLUDED.body, created_at = now();

@@ -1,0 +1,72 @@
+-- name: ItemVersionCurrent :one
+SELECT v.* FROM items i
+JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project AND i.key = @key;
+
+-- name: ItemVersionCurrentMany :many
+SELECT v.* FROM items i
+JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project AND i.key = ANY(@keys::text[]);
+
+-- name: ItemVersionGet :one
+SELECT * FROM item_version_rows
+WHERE project = @project AND key = @key AND version = @version;
+
+-- name: ItemVersionAsOf :one
+SELECT * FROM item_version_rows
+WHERE project = @project AND key = @key AND created_at <= @as_of
+ORDER BY version DESC
+LIMIT 1;
+
+-- name: ItemVersionList :many
+SELECT * FROM item_version_rows
+WHERE project = @project AND key = @key AND version > @after
+ORDER BY version
+LIMIT @max;
+
+-- name: ItemVersionListLatest :many
+-- Latest live versions, by key, for one page of a listing. Role filtering
+-- happens here so that a page is never short because of hidden items.
+SELECT v.* FROM items i
+JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project
+  AND i.key > @after_key
+  AND NOT v.deleted
+  AND (sqlc.narg('kind')::text IS NULL OR v.kind = sqlc.narg('kind'))
+  AND (sqlc.narg('source')::text IS NULL OR v.source = sqlc.narg('source'))
+  AND (@see_all::boolean OR ((cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))))
+ORDER BY i.key
+LIMIT @max;
+
+-- name: ItemVersionSearchLatest :many
+-- Latest live versions matching a full-text query, by rank then key. The
+-- cursor is (rank, key) of the last row of the previous page.
+SELECT sqlc.embed(v), ts_rank_cd(s.search, q.query)::float8 AS rank
+FROM items i
+JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = v.version,
+     websearch_to_tsquery('english', @q::text) AS q(query)
+WHERE i.project = @project
+  AND NOT v.deleted
+  AND s.search @@ q.query
+  AND (sqlc.narg('kind')::text IS NULL OR v.kind = sqlc.narg('kind'))
+  AND (sqlc.narg('source')::text IS NULL OR v.source = sqlc.narg('source'))
+  AND (@see_all::boolean OR ((cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))))
+  AND (NOT @has_cursor::boolean
+       OR ts_rank_cd(s.search, q.query)::float8 < @after_rank::float8
+       OR (ts_rank_cd(s.search, q.query)::float8 = @after_rank::float8 AND i.key > @after_key))
+ORDER BY rank DESC, i.key
+LIMIT @max;
+
+-- name: ItemVersionInsertMany :copyfrom
+INSERT INTO item_versions (
+    project, key, version, deleted, kind, source, title, summary, content,
+    priority, authority, confidence, state_key, valid_from, valid_until, slot,
+    trigger, visible_to, hidden_from, template, metadata, provenance,
+    fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_by
+) VALUES (
+    @project, @key, @version, @deleted, @kind, @source, @title, @summary, @content,
+    @priority, @authority, @confidence, @state_key, @valid_from, @valid_until, @slot,
+    @trigger, @visible_to, @hidden_from, @template, @metadata, @provenance,
+    @fields_sha256, @content_sha256, @tokens_o200k, @tokens_cl100k, @created_by
+);
