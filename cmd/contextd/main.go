@@ -1,15 +1,14 @@
+// Command contextd is a persistent context store for LLM agents. It only
+// wires the command line; everything else lives under internal/.
 package main
 
 import (
-	_ "github.com/jackc/pgx/v5"
-	_ "github.com/labstack/echo/v4"
-	_ "github.com/oapi-codegen/runtime"
-	_ "github.com/pressly/goose/v3"
-	_ "github.com/spf13/cobra"
-	_ "github.com/stretchr/testify/require"
-	_ "github.com/testcontainers/testcontainers-go"
-	_ "github.com/testcontainers/testcontainers-go/modules/postgres"
-	_ "github.com/tiktoken-go/tokenizer"
+	"context"
+	"os"
+
+	"github.com/contextd/contextd/internal/cli"
 )
 
-func main() {}
+func main() {
+	os.Exit(cli.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/migrate"
+	"github.com/contextd/contextd/internal/pgcluster"
+)
+
+// withDB runs fn on the database, stopping an embedded cluster afterwards
+// only if this command started it.
+func withDB(cmd *cobra.Command, db *dbFlags, fn func(ctx context.Context, url string) error) error {
+	ctx := cmd.Context()
+	url, cluster, err := db.open(ctx, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if cluster != nil && !cluster.Reused() {
+		defer func(c *pgcluster.Cluster) { _ = c.Stop(context.WithoutCancel(ctx)) }(cluster)
+	}
+	return fn(ctx, url)
+}
+
+func newMigrate() *cobra.Command {
+	var db dbFlags
+	cmd := &cobra.Command{Use: "migrate", Short: "Apply, roll back or list schema migrations"}
+	db.register(cmd)
+	cmd.PersistentFlags().AddFlagSet(cmd.Flags())
+	up := &cobra.Command{Use: "up", Short: "Apply every pending migration", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd, &db, func(ctx context.Context, url string) error {
+				if err := migrate.Up(ctx, url); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "schema is current")
+				return nil
+			})
+		}}
+	down := &cobra.Command{Use: "down", Short: "Roll back the most recent migration", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd, &db, func(ctx context.Context, url string) error {
+				return migrate.Down(ctx, url)
+			})
+		}}
+	status := &cobra.Command{Use: "status", Short: "List migrations and whether each is applied", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd, &db, func(ctx context.Context, url string) error {
+				list, err := migrate.List(ctx, url)
+				if err != nil {
+					return err
+				}
+				for _, s := range list {
+					state := "pending"
+					if s.Applied {
+						state = "applied"
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%05d  %-8s %s\n", s.Version, state, s.Name)
+				}
+				return nil
+			})
+		}}
+	cmd.AddCommand(up, down, status)
+	return cmd
+}
+
+func newAgents() *cobra.Command {
+	cmd := &cobra.Command{Use: "agents", Short: "Manage agents"}
+	var (
+		db                            dbFlags
+		name, role, permission, projs string
+		asJSON                        bool
+	)
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an agent straight in the database and print its key once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(cmd, &db, func(ctx context.Context, url string) error {
+				if err := migrate.Up(ctx, url); err != nil {
+					return err
+				}
+				pool, err := pgxpool.New(ctx, url)
+				if err != nil {
+					return fmt.Errorf("connect: %w", err)
+				}
+				defer pool.Close()
+				var projects []string
+				for _, p := range strings.Split(projs, ",") {
+					if p = strings.TrimSpace(p); p != "" {
+						projects = append(projects, p)
+					}
+				}
+				a, key, err := auth.NewService(pool).Create(ctx, auth.CreateParams{
+					Name: name, Role: role, Permission: auth.Permission(permission), Projects: projects,
+				})
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					return json.NewEncoder(out).Encode(map[string]any{
+						"id": a.ID, "name": a.Name, "role": a.Role, "permission": a.Permission, "projects": a.Projects, "key": key,
+					})
+				}
+				fmt.Fprintf(out, "agent %s (%s, role %s, %s on %s)\nkey (shown once): %s\n", a.ID, a.Name, a.Role, a.Permission, strings.Join(a.Projects, ","), key)
+				return nil
+			})
+		},
+	}
+	db.register(create)
+	create.Flags().StringVar(&name, "name", "", "agent name")
+	create.Flags().StringVar(&role, "role", "", "agent role: planner, implementer, critic, reviewer, ...")
+	create.Flags().StringVar(&permission, "permission", "read-only", "read-only, edit or admin")
+	create.Flags().StringVar(&projs, "projects", "", "comma-separated projects, or *")
+	create.Flags().BoolVar(&asJSON, "json", false, "print {id,name,role,permission,projects,key} as JSON")
+	cmd.AddCommand(create)
+	return cmd
+}

@@ -1,0 +1,193 @@
+package item
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/dbsqlc"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// visibleCurrent returns the item's current version if the agent may see the
+// item at all. Visibility is decided by the current version (a tombstone
+// keeps its predecessor's roles), so an item hidden from a role now is hidden
+// with its whole history.
+func (s *Service) visibleCurrent(ctx context.Context, agent *auth.Agent, proj, key string) (dbsqlc.ItemVersionRow, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return dbsqlc.ItemVersionRow{}, err
+	}
+	if !ValidKey(key) {
+		return dbsqlc.ItemVersionRow{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	cur, err := store.Q.ItemVersionCurrent(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionCurrentParams{Project: proj, Key: key})
+	if err != nil {
+		return cur, notFound(err, key)
+	}
+	if !agent.SeesAllRoles() && !rolesOf(cur).Visible(agent.Role) {
+		return cur, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return cur, nil
+}
+
+// Get returns the latest live version of an item, or with asOf the version
+// that was latest at that recorded time. A tombstone answers ErrNotFound.
+func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, asOf *time.Time) (*Version, error) {
+	cur, err := s.visibleCurrent(ctx, agent, proj, key)
+	if err != nil {
+		return nil, err
+	}
+	row := cur
+	if asOf != nil {
+		row, err = store.Q.ItemVersionAsOf(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionAsOfParams{Project: proj, Key: key, AsOf: *asOf})
+		if err != nil {
+			return nil, notFound(err, key)
+		}
+	}
+	if row.Deleted {
+		return nil, fmt.Errorf("%w: %s is deleted", ErrNotFound, key)
+	}
+	return fromRow(row), nil
+}
+
+// GetVersion returns version n of an item, tombstones included.
+func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key string, n int) (*Version, error) {
+	if _, err := s.visibleCurrent(ctx, agent, proj, key); err != nil {
+		return nil, err
+	}
+	row, err := store.Q.ItemVersionGet(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionGetParams{Project: proj, Key: key, Version: int32(n)})
+	if err != nil {
+		return nil, notFound(err, fmt.Sprintf("%s version %d", key, n))
+	}
+	return fromRow(row), nil
+}
+
+// Page is one page of a listing; Next is empty on the last page.
+type Page struct {
+	Versions []*Version
+	Next     string
+}
+
+// cursor is the opaque position of a listing; which members are set
+// depends on the listing.
+type cursor struct {
+	Key     string   `json:"k,omitempty"`
+	Rank    *float64 `json:"r,omitempty"`
+	Version int      `json:"v,omitempty"`
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	if s == "" {
+		return c, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		return c, validation.One("cursor", "format", "cursor is not one this server gave out")
+	}
+	return c, nil
+}
+
+// Versions lists every version of an item, oldest first.
+func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cur string, limit int) (Page, error) {
+	if _, err := s.visibleCurrent(ctx, agent, proj, key); err != nil {
+		return Page{}, err
+	}
+	c, err := decodeCursor(cur)
+	if err != nil {
+		return Page{}, err
+	}
+	rows, err := store.Q.ItemVersionList(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionListParams{
+		Project: proj, Key: key, After: int32(c.Version), Max: int32(limit + 1),
+	})
+	if err != nil {
+		return Page{}, fmt.Errorf("list versions: %w", store.Interpret(err))
+	}
+	var p Page
+	for i, r := range rows {
+		if i == limit {
+			p.Next = cursor{Version: int(rows[i-1].Version)}.encode()
+			break
+		}
+		p.Versions = append(p.Versions, fromRow(r))
+	}
+	return p, nil
+}
+
+// ListParams filters a listing of an item's latest live versions.
+type ListParams struct {
+	Kind, Source string // empty: any
+	Query        string // PostgreSQL full-text query; orders by rank, then key
+	Cursor       string
+	Limit        int
+}
+
+// List returns the latest live versions the agent may see, by key, or by
+// full-text rank then key when a query is given.
+func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p ListParams) (Page, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return Page{}, err
+	}
+	c, err := decodeCursor(p.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	db := store.Exec(ctx, s.pool)
+	var page Page
+	if p.Query == "" {
+		rows, err := store.Q.ItemVersionListLatest(ctx, db, dbsqlc.ItemVersionListLatestParams{
+			Project: proj, AfterKey: c.Key, Kind: opt(p.Kind), Source: opt(p.Source),
+			SeeAll: agent.SeesAllRoles(), Role: agent.Role, Max: int32(p.Limit + 1),
+		})
+		if err != nil {
+			return Page{}, fmt.Errorf("list items: %w", store.Interpret(err))
+		}
+		for i, r := range rows {
+			if i == p.Limit {
+				page.Next = cursor{Key: rows[i-1].Key}.encode()
+				break
+			}
+			page.Versions = append(page.Versions, fromRow(r))
+		}
+		return page, nil
+	}
+	rank := 0.0
+	if c.Rank != nil {
+		rank = *c.Rank
+	}
+	rows, err := store.Q.ItemVersionSearchLatest(ctx, db, dbsqlc.ItemVersionSearchLatestParams{
+		Project: proj, Q: p.Query, Kind: opt(p.Kind), Source: opt(p.Source),
+		SeeAll: agent.SeesAllRoles(), Role: agent.Role,
+		HasCursor: c.Rank != nil, AfterRank: rank, AfterKey: c.Key, Max: int32(p.Limit + 1),
+	})
+	if err != nil {
+		return Page{}, fmt.Errorf("search items: %w", store.Interpret(err))
+	}
+	for i, r := range rows {
+		if i == p.Limit {
+			last := rows[i-1]
+			page.Next = cursor{Key: last.ItemVersionRow.Key, Rank: &last.Rank}.encode()
+			break
+		}
+		page.Versions = append(page.Versions, fromRow(r.ItemVersionRow))
+	}
+	return page, nil
+}

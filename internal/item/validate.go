@@ -1,0 +1,299 @@
+package item
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// KeyPattern is what an item key must match.
+var keyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
+
+// ValidKey reports whether key may name an item.
+func ValidKey(key string) bool { return keyRE.MatchString(key) }
+
+var (
+	kinds       = set("knowledge", "state", "episode", "skill", "decision", "instruction", "evidence", "tool")
+	authorities = set("policy", "instruction", "evidence", "hypothesis")
+	confidences = set("verified", "probable", "uncertain")
+	slots       = set("system", "messages", "tools")
+	// sources is the open vocabulary of the seeds; anything else is other:<tag>.
+	sources = set("file", "project", "user_selection", "canvas_node", "study_block", "focus_thread",
+		"material_excerpt", "session_summary", "decision", "memory_search", "rag", "memory", "steering",
+		"human", "git", "workflow", "tool", "peer", "external", "derived")
+	otherTagRE = regexp.MustCompile(`^other:[A-Za-z0-9._-]{1,64}$`)
+)
+
+func set(vals ...string) map[string]bool {
+	m := make(map[string]bool, len(vals))
+	for _, v := range vals {
+		m[v] = true
+	}
+	return m
+}
+
+// Input is an item write as a client sent it: nil means omitted, and an
+// omitted field takes its default (a PUT is a full replacement).
+type Input struct {
+	Key        string
+	Kind       *string
+	Source     *string
+	Title      *string
+	Summary    *string
+	Content    string
+	Priority   *int32
+	Authority  *string
+	Confidence *string
+	StateKey   *string
+	ValidFrom  *string
+	ValidUntil *string
+	Slot       *string
+	Trigger    *Trigger
+	Roles      *Roles
+	Template   *bool
+	Metadata   json.RawMessage
+	Provenance *Provenance
+}
+
+func str(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// normalize validates in and applies defaults. prefix is the JSON Pointer of
+// the item in its request ("" for a PUT body, "/items/3" in a batch).
+func (in *Input) normalize(prefix string, errs *validation.List) Fields {
+	f := Fields{
+		Kind:       str(in.Kind, "knowledge"),
+		Source:     str(in.Source, "project"),
+		Title:      str(in.Title, ""),
+		Summary:    str(in.Summary, ""),
+		Content:    in.Content,
+		Authority:  str(in.Authority, "evidence"),
+		Confidence: str(in.Confidence, "probable"),
+		StateKey:   str(in.StateKey, ""),
+		Slot:       str(in.Slot, "system"),
+		Trigger:    Trigger{Always: true},
+		Roles:      Roles{VisibleTo: []string{}, HiddenFrom: []string{}},
+		Metadata:   json.RawMessage(`{}`),
+		Provenance: Provenance{DerivedFrom: []string{}},
+	}
+	if in.Priority != nil {
+		f.Priority = int(*in.Priority)
+	}
+	if in.Template != nil {
+		f.Template = *in.Template
+	}
+	enum := func(field, val string, allowed map[string]bool, list string) {
+		if !allowed[val] {
+			errs.Add(prefix+"/"+field, "enum", "%s must be one of %s, not %q", field, list, val)
+		}
+	}
+	enum("kind", f.Kind, kinds, "knowledge, state, episode, skill, decision, instruction, evidence, tool")
+	enum("authority", f.Authority, authorities, "policy, instruction, evidence, hypothesis")
+	enum("confidence", f.Confidence, confidences, "verified, probable, uncertain")
+	enum("slot", f.Slot, slots, "system, messages, tools")
+	if !sources[f.Source] && !otherTagRE.MatchString(f.Source) {
+		errs.Add(prefix+"/source", "enum", "source must be one of the seed vocabulary (file, project, user_selection, ..., derived) or other:<tag>, not %q", f.Source)
+	}
+	for field, val := range map[string]string{"title": f.Title, "summary": f.Summary, "content": f.Content, "state_key": f.StateKey, "source": f.Source} {
+		if strings.ContainsRune(val, 0) {
+			errs.Add(prefix+"/"+field, "format", "%s must not contain NUL characters", field)
+		}
+	}
+	if strings.TrimSpace(f.Content) == "" {
+		errs.Add(prefix+"/content", "required", "content is required and must not be blank")
+	}
+	if len(f.Title) > 1000 {
+		errs.Add(prefix+"/title", "range", "title is longer than 1000 bytes")
+	}
+	if len(f.StateKey) > 200 {
+		errs.Add(prefix+"/state_key", "range", "state_key is longer than 200 bytes")
+	}
+	parseTime := func(field string, p *string) *time.Time {
+		if p == nil {
+			return nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, *p)
+		if err != nil {
+			errs.Add(prefix+"/"+field, "format", "%s must be an RFC 3339 time, not %q", field, *p)
+			return nil
+		}
+		t = t.UTC()
+		return &t
+	}
+	f.ValidFrom = parseTime("valid_from", in.ValidFrom)
+	f.ValidUntil = parseTime("valid_until", in.ValidUntil)
+	if f.ValidFrom != nil && f.ValidUntil != nil && !f.ValidFrom.Before(*f.ValidUntil) {
+		errs.Add(prefix+"/valid_until", "range", "valid_until must be after valid_from")
+	}
+	if in.Trigger != nil {
+		f.Trigger = in.Trigger.normalize(prefix+"/trigger", errs)
+	}
+	if in.Roles != nil {
+		f.Roles = Roles{VisibleTo: nonNil(in.Roles.VisibleTo), HiddenFrom: nonNil(in.Roles.HiddenFrom)}
+		checkStrings(prefix+"/roles/visible_to", f.Roles.VisibleTo, errs)
+		checkStrings(prefix+"/roles/hidden_from", f.Roles.HiddenFrom, errs)
+	}
+	if in.Provenance != nil {
+		f.Provenance = Provenance{SourceRef: in.Provenance.SourceRef, DerivedFrom: nonNil(in.Provenance.DerivedFrom)}
+		checkStrings(prefix+"/provenance/derived_from", f.Provenance.DerivedFrom, errs)
+	}
+	if len(in.Metadata) > 0 && !bytes.Equal(bytes.TrimSpace(in.Metadata), []byte("null")) {
+		f.Metadata = normalizeMetadata(prefix+"/metadata", in.Metadata, errs)
+	}
+	return f
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func checkStrings(pointer string, vals []string, errs *validation.List) {
+	for i, v := range vals {
+		if strings.TrimSpace(v) == "" {
+			errs.Add(fmt.Sprintf("%s/%d", pointer, i), "required", "must not be blank")
+		}
+	}
+}
+
+func (t *Trigger) normalize(pointer string, errs *validation.List) Trigger {
+	n := 0
+	out := Trigger{}
+	if t.Always {
+		out.Always = true
+		n++
+	}
+	if t.Keywords != nil {
+		n++
+		if len(t.Keywords) == 0 {
+			errs.Add(pointer+"/keywords", "required", "keywords must list at least one keyword")
+		}
+		for i, k := range t.Keywords {
+			if strings.TrimSpace(k) == "" {
+				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword must not be blank")
+			}
+		}
+		out.Keywords = t.Keywords
+	}
+	if t.Tool != nil {
+		n++
+		if strings.TrimSpace(*t.Tool) == "" {
+			errs.Add(pointer+"/tool", "required", "tool must name a tool")
+		}
+		out.Tool = t.Tool
+	}
+	if t.PinnedOnly {
+		out.PinnedOnly = true
+		n++
+	}
+	if t.Relevance {
+		out.Relevance = true
+		n++
+	}
+	if n != 1 {
+		errs.Add(pointer, "invalid", `trigger must be exactly one of {"always":true}, {"keywords":[...]}, {"tool":"name"}, {"pinned_only":true}, {"relevance":true}`)
+	}
+	return out
+}
+
+// credentialWords are the parts of a metadata key that mark it as a
+// credential. KXM refuses such keys so that secrets never reach a prompt.
+var credentialWords = set("token", "password", "passwd", "secret", "secrets", "permissions", "apikey", "credential", "credentials")
+
+// looksLikeCredential splits a key into words (on non-alphanumerics and
+// camelCase) and reports whether it names a credential: token, api_key,
+// password, secret, permissions and their spellings. max_tokens is fine;
+// access_token and apiKey are not.
+func looksLikeCredential(key string) bool {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	runes := []rune(key)
+	for i, r := range runes {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+		case unicode.IsUpper(r) && i > 0 && unicode.IsLower(runes[i-1]):
+			flush()
+			cur = append(cur, r)
+		default:
+			cur = append(cur, r)
+		}
+	}
+	flush()
+	for i, w := range words {
+		if credentialWords[w] {
+			return true
+		}
+		if w == "api" && i+1 < len(words) && words[i+1] == "key" {
+			return true
+		}
+	}
+	return false
+}
+
+// normalizeMetadata checks that raw is a JSON object without credential-like
+// keys (at any depth) and returns it in canonical form (sorted keys), so
+// that equal metadata hashes equally.
+func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.List) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		errs.Add(pointer, "format", "metadata must be a JSON object")
+		return json.RawMessage(`{}`)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		errs.Add(pointer, "type", "metadata must be a JSON object")
+		return json.RawMessage(`{}`)
+	}
+	var walk func(p string, v any)
+	walk = func(p string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, child := range x {
+				cp := p + "/" + escapePointer(k)
+				if looksLikeCredential(k) {
+					errs.Add(cp, "forbidden_key", "metadata key %q looks like a credential; credentials are never stored in context", k)
+					continue
+				}
+				walk(cp, child)
+			}
+		case []any:
+			for i, child := range x {
+				walk(fmt.Sprintf("%s/%d", p, i), child)
+			}
+		}
+	}
+	walk(pointer, v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		errs.Add(pointer, "format", "metadata cannot be encoded: %v", err)
+		return json.RawMessage(`{}`)
+	}
+	if bytes.Contains(out, []byte(`\u0000`)) {
+		errs.Add(pointer, "format", "metadata must not contain NUL characters")
+	}
+	return out
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/contextd/contextd/internal/validation"
+)
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// strictBinder decodes a JSON request body strictly: an unknown field, a value
+// of the wrong JSON type or trailing data is 400 malformed (with a pointer
+// where one is known), an empty body is io.EOF (the generated code treats it
+// as absent for optional bodies; required ones get 400 from requireBody).
+// Values of the right type but out of range are left to the services (422).
+type strictBinder struct{}
+
+func (strictBinder) Bind(i any, c echo.Context) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return problem(413, "payload_too_large", "request body is over the %d-byte limit", mbe.Limit)
+		}
+		return problem(400, "malformed", "cannot read request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return io.EOF
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(i); err != nil {
+		return decodeProblem(err)
+	}
+	if dec.More() {
+		return problem(400, "malformed", "request body holds more than one JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return problem(400, "malformed", "request body holds data after its JSON value")
+	}
+	return nil
+}
+
+func decodeProblem(err error) *Problem {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return problem(400, "malformed", "request body is not valid JSON: %v (at byte %d)", err, syn.Offset)
+	case errors.As(err, &typ):
+		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
+		if typ.Field == "" {
+			ptr = ""
+		}
+		p := problem(400, "malformed", "%s must be a JSON %s, not %s", orBody(ptr), jsonType(typ.Type.Kind().String()), typ.Value)
+		p.Fields = []validation.Field{{Pointer: ptr, Code: "type", Detail: p.Detail}}
+		return p
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		p := problem(400, "malformed", "unknown field %q", name)
+		p.Fields = []validation.Field{{Pointer: "/" + name, Code: "unknown_field", Detail: p.Detail}}
+		return p
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return problem(400, "malformed", "request body is truncated JSON")
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return problem(413, "payload_too_large", "request body is over the %d-byte limit", mbe.Limit)
+	}
+	return problem(400, "malformed", "request body cannot be decoded: %v", err)
+}
+
+func orBody(ptr string) string {
+	if ptr == "" {
+		return "the body"
+	}
+	return ptr
+}
+
+func jsonType(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+		return "number"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	}
+	return goKind
+}
+
+// requireBody turns a missing required body into 400.
+func requireBody[T any](b *T) (*T, error) {
+	if b == nil {
+		return nil, problem(400, "malformed", "a JSON request body is required")
+	}
+	return b, nil
+}

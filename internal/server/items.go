@@ -1,0 +1,238 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+func etag(v int) *string {
+	s := `"` + strconv.Itoa(v) + `"`
+	return &s
+}
+
+// parseIfMatch reads If-Match: "<version>" (a weak W/ prefix is tolerated).
+func parseIfMatch(h *string) (*int, error) {
+	if h == nil {
+		return nil, nil
+	}
+	s := strings.TrimPrefix(strings.TrimSpace(*h), "W/")
+	n, err := strconv.Atoi(strings.Trim(s, `"`))
+	if err != nil || n < 1 {
+		return nil, validation.One("If-Match", "format", `If-Match must be "<version>", as given in ETag`)
+	}
+	return &n, nil
+}
+
+func pageLimit(l *int32) (int, error) {
+	if l == nil {
+		return 100, nil
+	}
+	if *l < 1 || *l > 1000 {
+		return 0, validation.One("limit", "range", "limit must be between 1 and 1000, not %d", *l)
+	}
+	return int(*l), nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func toInput(key string, w api.ItemWrite) item.Input {
+	in := item.Input{
+		Key: key, Kind: w.Kind, Source: w.Source, Title: w.Title, Summary: w.Summary, Content: w.Content,
+		Priority: w.Priority, Authority: w.Authority, Confidence: w.Confidence, StateKey: w.StateKey,
+		ValidFrom: w.ValidFrom, ValidUntil: w.ValidUntil, Slot: w.Slot, Template: w.Template,
+	}
+	if w.Metadata != nil {
+		in.Metadata = *w.Metadata
+	}
+	if t := w.Trigger; t != nil {
+		in.Trigger = &item.Trigger{Always: deref(t.Always), PinnedOnly: deref(t.PinnedOnly), Relevance: deref(t.Relevance), Tool: t.Tool}
+		if t.Keywords != nil {
+			in.Trigger.Keywords = append([]string{}, *t.Keywords...)
+		}
+	}
+	if r := w.Roles; r != nil {
+		in.Roles = &item.Roles{VisibleTo: deref(r.VisibleTo), HiddenFrom: deref(r.HiddenFrom)}
+	}
+	if p := w.Provenance; p != nil {
+		in.Provenance = &item.Provenance{SourceRef: deref(p.SourceRef), DerivedFrom: deref(p.DerivedFrom)}
+	}
+	return in
+}
+
+func ptrIf[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func toItem(v *item.Version) api.Item {
+	t := v.Trigger
+	trig := api.Trigger{Tool: t.Tool}
+	if t.Always {
+		trig.Always = &t.Always
+	}
+	if t.PinnedOnly {
+		trig.PinnedOnly = &t.PinnedOnly
+	}
+	if t.Relevance {
+		trig.Relevance = &t.Relevance
+	}
+	if t.Keywords != nil {
+		kw := t.Keywords
+		trig.Keywords = &kw
+	}
+	vis, hid, der := v.Roles.VisibleTo, v.Roles.HiddenFrom, v.Provenance.DerivedFrom
+	return api.Item{
+		Project: v.Project, Key: v.Key, Version: int32(v.Version), Deleted: v.Deleted,
+		Kind: v.Kind, Source: v.Source, Title: v.Title, Summary: v.Summary, Content: v.Content,
+		Priority: int32(v.Priority), Authority: v.Authority, Confidence: v.Confidence, StateKey: v.StateKey,
+		ValidFrom: v.ValidFrom, ValidUntil: v.ValidUntil, Slot: v.Slot, Trigger: trig,
+		Roles:    api.Roles{VisibleTo: &vis, HiddenFrom: &hid},
+		Template: v.Template, Metadata: v.Metadata,
+		Provenance:    api.Provenance{SourceRef: ptrIf(v.Provenance.SourceRef), DerivedFrom: &der},
+		ContentSha256: v.ContentSHA256, Tokens: int32(v.Tokens.O200k), TokensCl100kBase: int32(v.Tokens.Cl100k),
+		CreatedAt: v.CreatedAt, CreatedBy: v.CreatedBy, XactId: v.XactID,
+	}
+}
+
+func toItems(vs []*item.Version) []api.Item {
+	out := make([]api.Item, len(vs))
+	for i, v := range vs {
+		out[i] = toItem(v)
+	}
+	return out
+}
+
+// PutItem implements api.StrictServerInterface.
+func (s *Server) PutItem(ctx context.Context, r api.PutItemRequestObject) (api.PutItemResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	ifMatch, err := parseIfMatch(r.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.items.Put(ctx, agentFrom(ctx), r.Project, toInput(r.Key, *body), item.PutOpts{IfMatch: ifMatch})
+	if err != nil {
+		return nil, err
+	}
+	h := etag(res.Version.Version)
+	if res.Status == item.Unchanged {
+		return api.PutItem200JSONResponse{Body: toItem(res.Version), Headers: api.PutItem200ResponseHeaders{ETag: h}}, nil
+	}
+	return api.PutItem201JSONResponse{Body: toItem(res.Version), Headers: api.PutItem201ResponseHeaders{ETag: h}}, nil
+}
+
+// GetItem implements api.StrictServerInterface.
+func (s *Server) GetItem(ctx context.Context, r api.GetItemRequestObject) (api.GetItemResponseObject, error) {
+	var asOf *time.Time
+	if r.Params.AsOf != nil {
+		t, err := time.Parse(time.RFC3339Nano, *r.Params.AsOf)
+		if err != nil {
+			return nil, validation.One("as_of", "format", "as_of must be an RFC 3339 time, not %q", *r.Params.AsOf)
+		}
+		asOf = &t
+	}
+	v, err := s.items.Get(ctx, agentFrom(ctx), r.Project, r.Key, asOf)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetItem200JSONResponse{Body: toItem(v), Headers: api.GetItem200ResponseHeaders{ETag: etag(v.Version)}}, nil
+}
+
+// DeleteItem implements api.StrictServerInterface.
+func (s *Server) DeleteItem(ctx context.Context, r api.DeleteItemRequestObject) (api.DeleteItemResponseObject, error) {
+	ifMatch, err := parseIfMatch(r.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.items.Delete(ctx, agentFrom(ctx), r.Project, r.Key, item.PutOpts{IfMatch: ifMatch})
+	if err != nil {
+		return nil, err
+	}
+	return api.DeleteItem200JSONResponse{Body: toItem(v), Headers: api.DeleteItem200ResponseHeaders{ETag: etag(v.Version)}}, nil
+}
+
+// ListItemVersions implements api.StrictServerInterface.
+func (s *Server) ListItemVersions(ctx context.Context, r api.ListItemVersionsRequestObject) (api.ListItemVersionsResponseObject, error) {
+	limit, err := pageLimit(r.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.items.Versions(ctx, agentFrom(ctx), r.Project, r.Key, deref(r.Params.Cursor), limit)
+	if err != nil {
+		return nil, err
+	}
+	return api.ListItemVersions200JSONResponse{Data: toItems(p.Versions), NextCursor: ptrIf(p.Next)}, nil
+}
+
+// GetItemVersion implements api.StrictServerInterface.
+func (s *Server) GetItemVersion(ctx context.Context, r api.GetItemVersionRequestObject) (api.GetItemVersionResponseObject, error) {
+	v, err := s.items.GetVersion(ctx, agentFrom(ctx), r.Project, r.Key, int(r.Version))
+	if err != nil {
+		return nil, err
+	}
+	return api.GetItemVersion200JSONResponse{Body: toItem(v), Headers: api.GetItemVersion200ResponseHeaders{ETag: etag(v.Version)}}, nil
+}
+
+// ListItems implements api.StrictServerInterface.
+func (s *Server) ListItems(ctx context.Context, r api.ListItemsRequestObject) (api.ListItemsResponseObject, error) {
+	limit, err := pageLimit(r.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.items.List(ctx, agentFrom(ctx), r.Project, item.ListParams{
+		Kind: deref(r.Params.Kind), Source: deref(r.Params.Source), Query: deref(r.Params.Q),
+		Cursor: deref(r.Params.Cursor), Limit: limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.ListItems200JSONResponse{Data: toItems(p.Versions), NextCursor: ptrIf(p.Next)}, nil
+}
+
+// BatchItems implements api.StrictServerInterface.
+func (s *Server) BatchItems(ctx context.Context, r api.BatchItemsRequestObject) (api.BatchItemsResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	ins := make([]item.Input, len(body.Items))
+	for i, b := range body.Items {
+		ins[i] = toInput(b.Key, api.ItemWrite{
+			Kind: b.Kind, Source: b.Source, Title: b.Title, Summary: b.Summary, Content: b.Content,
+			Priority: b.Priority, Authority: b.Authority, Confidence: b.Confidence, StateKey: b.StateKey,
+			ValidFrom: b.ValidFrom, ValidUntil: b.ValidUntil, Slot: b.Slot, Trigger: b.Trigger, Roles: b.Roles,
+			Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance,
+		})
+	}
+	res, err := s.items.Batch(ctx, agentFrom(ctx), r.Project, ins)
+	if err != nil {
+		return nil, err
+	}
+	out := api.BatchItems200JSONResponse{Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged}
+	out.Items = make([]struct {
+		Key     string `json:"key"`
+		Status  string `json:"status"`
+		Version int32  `json:"version"`
+	}, len(res.Items))
+	for i, e := range res.Items {
+		out.Items[i].Key, out.Items[i].Status, out.Items[i].Version = e.Key, string(e.Status), int32(e.Version)
+	}
+	return out, nil
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// Problem is an error that already knows its HTTP answer. Handlers and
+// middleware return it for conditions only the HTTP layer knows about
+// (a malformed body, a bad header); services return domain errors.
+type Problem struct {
+	Status int
+	Code   string
+	Detail string
+	Fields []validation.Field
+	Extra  map[string]any // more members, e.g. current_status
+}
+
+func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+func problem(status int, code, format string, args ...any) *Problem {
+	return &Problem{Status: status, Code: code, Detail: sprintf(format, args...)}
+}
+
+// problemBody is the RFC 9457 document. It is built by hand rather than
+// from api.Problem so that Extra members can sit at the top level.
+func (p *Problem) body(instance string) map[string]any {
+	b := map[string]any{
+		"type":   "https://contextd.dev/problems/" + strings.ReplaceAll(p.Code, "_", "-"),
+		"title":  http.StatusText(p.Status),
+		"status": p.Status,
+		"code":   p.Code,
+		"detail": p.Detail,
+	}
+	if instance != "" {
+		b["instance"] = instance
+	}
+	if len(p.Fields) > 0 {
+		errs := make([]map[string]string, len(p.Fields))
+		for i, f := range p.Fields {
+			e := map[string]string{"code": f.Code, "detail": f.Detail}
+			if strings.HasPrefix(f.Pointer, "/") || f.Pointer == "" {
+				e["pointer"] = f.Pointer
+			} else {
+				// Not in the body: a path, query or header parameter.
+				e["pointer"] = ""
+				e["parameter"] = f.Pointer
+			}
+			errs[i] = e
+		}
+		b["errors"] = errs
+	}
+	for k, v := range p.Extra {
+		b[k] = v
+	}
+	return b
+}
+
+var _ = api.Problem{} // the contract's schema of the document built above
+
+// toProblem maps any error to its answer. This is the one place where
+// domain errors become HTTP statuses.
+func toProblem(err error) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	if errors.Is(err, io.EOF) {
+		// The generated strict handlers pass a missing required body up as io.EOF.
+		return problem(400, "malformed", "a JSON request body is required")
+	}
+	var verr *validation.Error
+	if errors.As(err, &verr) {
+		return &Problem{Status: 422, Code: "validation_failed", Detail: "the request has invalid values; see errors", Fields: verr.Fields}
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		msg := sprintf("%v", he.Message)
+		switch he.Code {
+		case http.StatusNotFound:
+			return problem(404, "not_found", "no such resource")
+		case http.StatusMethodNotAllowed:
+			return problem(405, "method_not_allowed", "method not allowed on this resource")
+		case http.StatusRequestEntityTooLarge:
+			return problem(413, "payload_too_large", "request body is over the limit")
+		case http.StatusUnauthorized:
+			return problem(401, "unauthenticated", "%s", msg)
+		case http.StatusBadRequest:
+			return problem(400, "malformed", "%s", msg)
+		case http.StatusServiceUnavailable:
+			return problem(503, "unavailable", "%s", msg)
+		}
+		if he.Code >= 400 && he.Code < 500 {
+			return problem(he.Code, "malformed", "%s", msg)
+		}
+	}
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return problem(401, "unauthenticated", "%s", err.Error())
+	case errors.Is(err, auth.ErrForbidden):
+		return problem(403, "forbidden", "%s", err.Error())
+	case errors.Is(err, project.ErrNotFound), errors.Is(err, item.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return problem(404, "not_found", "%s", err.Error())
+	case errors.Is(err, item.ErrPreconditionFailed):
+		return problem(412, "precondition_failed", "%s", err.Error())
+	case errors.Is(err, store.ErrConflict):
+		return problem(409, "conflict", "%s", err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		return problem(503, "unavailable", "the database is unavailable; retry later")
+	}
+	return &Problem{Status: 500, Code: "internal", Detail: "internal error; it has been logged with this request's id"}
+}
+
+// errorHandler writes every error as application/problem+json and logs each
+// 5xx once, with the request id.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p := toProblem(err)
+	reqID := c.Response().Header().Get(echo.HeaderXRequestID)
+	if p.Status >= 500 {
+		s.log.Error("request failed", slog.String("request_id", reqID), slog.String("method", c.Request().Method),
+			slog.String("path", c.Request().URL.Path), slog.Any("error", err))
+	}
+	if p.Status == http.StatusUnauthorized {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="contextd"`)
+	}
+	writeProblem(c, p)
+}
+
+func writeProblem(c echo.Context, p *Problem) {
+	b, _ := json.Marshal(p.body(c.Request().URL.Path))
+	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
+	c.Response().WriteHeader(p.Status)
+	_, _ = c.Response().Write(b)
+}

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"context"
+
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/project"
+)
+
+func toProject(p project.Project) api.Project {
+	return api.Project{Project: p.Name, Description: p.Description, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC()}
+}
+
+// PutProject implements api.StrictServerInterface.
+func (s *Server) PutProject(ctx context.Context, r api.PutProjectRequestObject) (api.PutProjectResponseObject, error) {
+	var desc string
+	if r.Body != nil && r.Body.Description != nil {
+		desc = *r.Body.Description
+	}
+	p, created, err := s.projects.Put(ctx, agentFrom(ctx), r.Project, desc)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		return api.PutProject201JSONResponse(toProject(p)), nil
+	}
+	return api.PutProject200JSONResponse(toProject(p)), nil
+}
+
+// ListProjects implements api.StrictServerInterface.
+func (s *Server) ListProjects(ctx context.Context, r api.ListProjectsRequestObject) (api.ListProjectsResponseObject, error) {
+	limit, err := pageLimit(r.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	after := deref(r.Params.Cursor)
+	ps, err := s.projects.List(ctx, agentFrom(ctx), after, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListProjects200JSONResponse{Data: []api.Project{}}
+	for i, p := range ps {
+		if i == limit {
+			next := ps[i-1].Name
+			out.NextCursor = &next
+			break
+		}
+		out.Data = append(out.Data, toProject(p))
+	}
+	return out, nil
+}

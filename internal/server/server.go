@@ -1,0 +1,135 @@
+// Package server is contextd's HTTP layer: it implements the strict server
+// interface generated from api/openapi.yaml. Handlers only translate HTTP to
+// a service call and back; errors become problem+json in one place
+// (errorHandler), and authentication and idempotency are middleware.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/project"
+)
+
+// DefaultBodyLimit is the largest request body accepted unless configured.
+const DefaultBodyLimit = 8 << 20
+
+// Config wires a server.
+type Config struct {
+	Pool      *pgxpool.Pool
+	Logger    *slog.Logger
+	BodyLimit int64 // bytes; 0 means DefaultBodyLimit
+	// Ready reports whether the schema is current; /readyz calls it.
+	Ready func(ctx context.Context) error
+}
+
+// Server holds the services behind the API.
+type Server struct {
+	pool      *pgxpool.Pool
+	log       *slog.Logger
+	bodyLimit int64
+	ready     func(ctx context.Context) error
+	agents    *auth.Service
+	projects  *project.Service
+	items     *item.Service
+}
+
+// New builds the Echo instance serving the whole API.
+func New(cfg Config) *echo.Echo {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	projects := project.NewService(cfg.Pool)
+	s := &Server{
+		pool: cfg.Pool, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready,
+		agents: auth.NewService(cfg.Pool), projects: projects, items: item.NewService(cfg.Pool, projects),
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.Binder = strictBinder{}
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(middleware.RequestID())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	e.Use(s.logRequests)
+	e.Use(s.limitBody)
+	e.Use(s.authenticate)
+	e.Use(s.idempotency)
+
+	strict := api.NewStrictHandler(s, nil)
+	api.RegisterHandlers(e, strict)
+	e.GET("/openapi.yaml", func(c echo.Context) error {
+		return c.Blob(http.StatusOK, "application/yaml", api.Spec)
+	})
+	return e
+}
+
+var _ api.StrictServerInterface = (*Server)(nil)
+
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		s.log.Debug("request", slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path),
+			slog.Int("status", c.Response().Status), slog.Duration("took", time.Since(start)),
+			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+		return nil
+	}
+}
+
+// limitBody refuses bodies over the limit: at once when Content-Length says
+// so, otherwise when reading passes it.
+func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > s.bodyLimit {
+			return problem(413, "payload_too_large", "request body of %d bytes is over the %d-byte limit", r.ContentLength, s.bodyLimit)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.bodyLimit)
+		return next(c)
+	}
+}
+
+type agentKey struct{}
+
+// agentFrom returns the authenticated agent of a /v1 request.
+func agentFrom(ctx context.Context) *auth.Agent {
+	a, _ := ctx.Value(agentKey{}).(*auth.Agent)
+	return a
+}
+
+// authenticate requires a valid bearer key on every /v1 route.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !strings.HasPrefix(c.Request().URL.Path, "/v1/") {
+			return next(c)
+		}
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		scheme, key, ok := strings.Cut(h, " ")
+		if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
+			return problem(401, "unauthenticated", "an Authorization: Bearer <key> header is required")
+		}
+		agent, err := s.agents.Authenticate(c.Request().Context(), strings.TrimSpace(key))
+		if err != nil {
+			return err
+		}
+		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), agentKey{}, agent)))
+		return next(c)
+	}
+}
