@@ -86,6 +86,7 @@ type Cluster struct {
 	// runs a program as the postgres user, and that user's ids for chown.
 	asPostgres []string
 	uid, gid   int
+	reused     bool
 }
 
 // searchDirs returns the fixed install locations FindBinaries tries after
@@ -231,6 +232,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.reused = reused
 	if !reused {
 		if err := c.start(ctx); err != nil {
 			return nil, err
@@ -465,11 +467,26 @@ func (c *Cluster) findRunning(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("pgcluster: a server is already running in %s but its postmaster.pid has no port; stop it with: pg_ctl stop -D %s", c.pgdata, c.pgdata)
 	}
 	c.port = port
-	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := c.waitReady(waitCtx); err != nil {
-		return false, fmt.Errorf("pgcluster: a server is already running in %s (pid %s) but does not accept connections on 127.0.0.1:%d; stop it with: pg_ctl stop -D %s: %w",
-			c.pgdata, strings.TrimSpace(lines[0]), port, c.pgdata, err)
+	// Poll rather than give up at once: the server may still be in crash
+	// recovery, or the postmaster may have just died (a dead but not yet
+	// reaped process still counts as running), in which case we start it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := c.ping(ctx)
+		if err == nil {
+			break
+		}
+		if up, statusErr := c.running(ctx); statusErr == nil && !up {
+			return false, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false, fmt.Errorf("pgcluster: a server is already running in %s (pid %s) but does not accept connections on 127.0.0.1:%d; stop it with: pg_ctl stop -D %s: %w",
+				c.pgdata, strings.TrimSpace(lines[0]), port, c.pgdata, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	c.logf("pgcluster: reusing the PostgreSQL server already running in %s on port %d", c.pgdata, port)
 	return true, nil
@@ -599,6 +616,11 @@ func (c *Cluster) URL(dbname string) string {
 	}
 	return u.String()
 }
+
+// Reused reports whether Start found the server already running rather
+// than starting it. A short-lived command (agents create, migrate) stops
+// only a server it started itself, never one a running contextd is using.
+func (c *Cluster) Reused() bool { return c.reused }
 
 // Port returns the TCP port the server listens on, which changes from one
 // start to the next.

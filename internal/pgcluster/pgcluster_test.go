@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,4 +137,33 @@ func TestRunAsPostgres(t *testing.T) {
 		require.NoError(t, err, out)
 		require.Equal(t, "postgres\nit's \"quoted\" $HOME", out, prefix[0])
 	}
+}
+
+// TestStartAfterCrash kills the postmaster outright: the next Start must see
+// through the stale postmaster.pid and start the server again (after crash
+// recovery) instead of reporting a running server.
+func TestStartAfterCrash(t *testing.T) {
+	if _, err := FindBinaries(""); err != nil {
+		t.Fatalf("this test needs PostgreSQL server binaries: %v", err)
+	}
+	dir := dataDir(t)
+	c, err := Start(t.Context(), Options{DataDir: dir, Logf: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+
+	b, err := os.ReadFile(filepath.Join(dir, "pgdata", "postmaster.pid"))
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	require.NoError(t, err)
+	p, err := os.FindProcess(pid)
+	require.NoError(t, err)
+	require.NoError(t, p.Kill())
+
+	c2, err := Start(t.Context(), Options{DataDir: dir, Logf: t.Logf})
+	require.NoError(t, err)
+	require.NotEqual(t, c.Port(), c2.Port(), "the killed server was reused")
+	conn, err := pgx.Connect(t.Context(), c2.URL(DefaultDatabase))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(t.Context()))
+	require.NoError(t, c2.Stop(t.Context()))
 }

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Execute(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestMigrateUpDownStatus(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Empty(t)
+	out, errs, code := run(t, "migrate", "status", "--database-url", url)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "pending")
+	_, errs, code = run(t, "migrate", "up", "--database-url", url)
+	require.Equal(t, 0, code, errs)
+	out, _, _ = run(t, "migrate", "status", "--database-url", url)
+	require.Contains(t, out, "applied")
+	require.NotContains(t, out, "pending")
+	_, errs, code = run(t, "migrate", "down", "--database-url", url)
+	require.Equal(t, 0, code, errs)
+	out, _, _ = run(t, "migrate", "status", "--database-url", url)
+	require.Contains(t, out, "pending")
+	_, errs, code = run(t, "migrate", "up", "--database-url", url)
+	require.Equal(t, 0, code, errs)
+}
+
+func TestAgentsCreateJSON(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewURL(t)
+	out, errs, code := run(t, "agents", "create", "--database-url", url, "--name", "crit", "--role", "critic",
+		"--permission", "edit", "--projects", "acme, globex", "--json")
+	require.Equal(t, 0, code, errs)
+	var a struct {
+		ID, Name, Role, Permission, Key string
+		Projects                        []string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &a), out)
+	require.True(t, strings.HasPrefix(a.ID, "agt_"))
+	require.True(t, strings.HasPrefix(a.Key, "ctxd_"))
+	require.Equal(t, []string{"acme", "globex"}, a.Projects)
+	require.Equal(t, "critic", a.Role)
+	require.Equal(t, "edit", a.Permission)
+
+	_, errs, code = run(t, "agents", "create", "--database-url", url, "--name", "x", "--role", "r", "--permission", "root", "--projects", "a")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "permission")
+}
+
+// serve starts `contextd serve` in-process and returns its base URL, its
+// stdout so far, and a stop function that waits for it to exit.
+func serve(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	errb := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- Execute(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), out, errb) }()
+	re := regexp.MustCompile(`listening on (http://\S+)`)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			stopped := false
+			var code int
+			return m[1], out, func() int {
+				if !stopped {
+					cancel()
+					code = <-done
+					stopped = true
+				}
+				return code
+			}
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited with %d:\n%s\n%s", code, out.String(), errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve did not start:\n%s\n%s", out.String(), errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func get(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+var keyRE = regexp.MustCompile(`ctxd_[0-9A-Za-z]+`)
+
+func TestServeMigratesAndBootstrapsOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Empty(t)
+	// A stale schema with --migrate=false refuses to start.
+	_, errs, code := run(t, "serve", "--database-url", url, "--migrate=false", "--listen", "127.0.0.1:0")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "not current")
+
+	base, out, stop := serve(t, "--database-url", url)
+	key := keyRE.FindString(out.String())
+	require.NotEmpty(t, key, out.String())
+	status, _ := get(t, base+"/readyz", "")
+	require.Equal(t, 200, status)
+	status, body := get(t, base+"/v1/projects", key)
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, "_shared")
+	require.Equal(t, 0, stop())
+
+	// The second start finds an admin and prints no key; --migrate=false is fine now.
+	base, out, stop = serve(t, "--database-url", url, "--migrate=false")
+	require.Empty(t, keyRE.FindString(out.String()))
+	status, _ = get(t, base+"/v1/projects", key)
+	require.Equal(t, 200, status)
+	require.Equal(t, 0, stop())
+}
+
+// TestServeEmbeddedDefault is `make run` on a machine with only
+// PostgreSQL's binaries: no DATABASE_URL, a data directory of its own.
+func TestServeEmbeddedDefault(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	// As root the cluster runs as the postgres user, who must reach the
+	// data directory; t.TempDir makes its directories 0700.
+	require.NoError(t, os.Chmod(tmp, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(tmp), 0o755))
+	dir := filepath.Join(tmp, "data")
+	base, out, stop := serve(t, "--database-url", "", "--data-dir", dir)
+	key := keyRE.FindString(out.String())
+	require.NotEmpty(t, key, out.String())
+	keyFile := filepath.Join(dir, "admin.key")
+	st, err := os.Stat(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	b, err := os.ReadFile(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, key, strings.TrimSpace(string(b)))
+	status, body := get(t, base+"/v1/projects", key)
+	require.Equal(t, 200, status, body)
+	require.Equal(t, 0, stop())
+	pid := filepath.Join(dir, "pgdata", "postmaster.pid")
+	_, err = os.Stat(pid)
+	require.True(t, os.IsNotExist(err), "the cluster is stopped with the server")
+
+	// Reused on the next start: same data, same key, no new admin.
+	base, out, stop = serve(t, "--database-url", "", "--data-dir", dir)
+	require.Empty(t, keyRE.FindString(out.String()))
+	status, _ = get(t, base+"/v1/projects", key)
+	require.Equal(t, 200, status)
+	require.Equal(t, 0, stop())
+}
