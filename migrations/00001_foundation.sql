@@ -27,15 +27,26 @@ CREATE TABLE agents (
 
 -- items is the one mutable row per (project, key): it points at the current
 -- version and serialises writers of the key (they lock it FOR UPDATE), so two
--- concurrent writes become versions n+1 and n+2 instead of a conflict.
+-- concurrent writes become versions n+1 and n+2 instead of a conflict. It
+-- also carries the current version's trigger, denormalised, so that packet
+-- assembly finds its plausible candidates through indexes (always-on items,
+-- tool items, keyword items by their first words) instead of scanning.
 CREATE TABLE items (
     project         text        NOT NULL REFERENCES projects (project),
     key             text        NOT NULL CHECK (key ~ '^[A-Za-z0-9._:-]{1,200}$'),
     current_version integer     NOT NULL DEFAULT 0 CHECK (current_version >= 0),
+    live            boolean     NOT NULL DEFAULT false, -- current version exists and is not a tombstone
+    trigger_kind    text        NOT NULL DEFAULT '',    -- always, keywords, tool, pinned_only, relevance
+    trigger_tool    text,
+    trigger_words   text[]      NOT NULL DEFAULT '{}',  -- first word of each keyword, lower case
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (project, key)
 );
+
+CREATE INDEX items_trigger_kind_idx ON items (project, trigger_kind) WHERE live;
+CREATE INDEX items_trigger_tool_idx ON items (project, trigger_tool) WHERE live AND trigger_tool IS NOT NULL;
+CREATE INDEX items_trigger_words_idx ON items USING gin (trigger_words) WHERE live AND trigger_kind = 'keywords';
 
 -- item_versions is append-only (see the trigger below). A tombstone is a
 -- version with deleted = true; it keeps the roles of the version before it so
@@ -69,6 +80,11 @@ CREATE TABLE item_versions (
     content_sha256   bytea       NOT NULL CHECK (length(content_sha256) = 32),
     tokens_o200k     integer     NOT NULL CHECK (tokens_o200k >= 0),
     tokens_cl100k    integer     NOT NULL CHECK (tokens_cl100k >= 0),
+    -- block_tokens_* count the version's markdown block ("- title: content",
+    -- continuation lines indented), so that assembly adds up stored counts
+    -- instead of tokenizing every candidate.
+    block_tokens_o200k  integer  NOT NULL DEFAULT 0 CHECK (block_tokens_o200k >= 0),
+    block_tokens_cl100k integer  NOT NULL DEFAULT 0 CHECK (block_tokens_cl100k >= 0),
     created_at       timestamptz NOT NULL DEFAULT clock_timestamp(),
     created_by       text        NOT NULL,
     -- xact_id is the writing transaction (pg_current_xact_id()), kept as a
@@ -91,6 +107,7 @@ SELECT project, key, version, deleted, kind, source, title, summary, content,
        priority, authority, confidence, state_key, valid_from, valid_until, slot,
        trigger, visible_to, hidden_from, template, metadata, provenance,
        fields_sha256, content_sha256, tokens_o200k, tokens_cl100k,
+       block_tokens_o200k, block_tokens_cl100k,
        created_at, created_by, xact_id
 FROM item_versions;
 

@@ -63,10 +63,12 @@ INSERT INTO item_versions (
     project, key, version, deleted, kind, source, title, summary, content,
     priority, authority, confidence, state_key, valid_from, valid_until, slot,
     trigger, visible_to, hidden_from, template, metadata, provenance,
-    fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_by
+    fields_sha256, content_sha256, tokens_o200k, tokens_cl100k,
+    block_tokens_o200k, block_tokens_cl100k, created_by
 ) VALUES (
     @project, @key, @version, @deleted, @kind, @source, @title, @summary, @content,
     @priority, @authority, @confidence, @state_key, @valid_from, @valid_until, @slot,
     @trigger, @visible_to, @hidden_from, @template, @metadata, @provenance,
-    @fields_sha256, @content_sha256, @tokens_o200k, @tokens_cl100k, @created_by
+    @fields_sha256, @content_sha256, @tokens_o200k, @tokens_cl100k,
+    @block_tokens_o200k, @block_tokens_cl100k, @created_by
 );

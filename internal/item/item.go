@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/token"
@@ -100,12 +103,15 @@ type Version struct {
 	Fields
 	ContentSHA256 string
 	Tokens        token.Counts
+	BlockTokens   token.Counts // of render.MarkdownItemBlock(Title, Content)
 	CreatedAt     time.Time
 	CreatedBy     string
 	XactID        int64
 }
 
-func fromRow(r dbsqlc.ItemVersionRow) *Version {
+// FromRow converts a stored version. Packet assembly loads versions with its
+// own queries and converts them here, so there is one mapping.
+func FromRow(r dbsqlc.ItemVersionRow) *Version {
 	v := &Version{
 		Project: r.Project, Key: r.Key, Version: int(r.Version), Deleted: r.Deleted,
 		Fields: Fields{
@@ -117,6 +123,7 @@ func fromRow(r dbsqlc.ItemVersionRow) *Version {
 		},
 		ContentSHA256: hex.EncodeToString(r.ContentSha256),
 		Tokens:        token.Counts{O200k: int(r.TokensO200k), Cl100k: int(r.TokensCl100k)},
+		BlockTokens:   token.Counts{O200k: int(r.BlockTokensO200k), Cl100k: int(r.BlockTokensCl100k)},
 		CreatedAt:     r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, XactID: r.XactID,
 	}
 	// Both were written by this package from these types; a decode error
@@ -145,6 +152,7 @@ type prepared struct {
 	tokens     token.Counts
 	trigger    []byte
 	provenance []byte
+	block      token.Counts // the markdown block, see render.MarkdownItemBlock
 }
 
 func prepare(key string, f Fields) (prepared, error) {
@@ -158,9 +166,13 @@ func prepare(key string, f Fields) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
+	block, err := token.CountAll(render.MarkdownItemBlock(f.Title, f.Content))
+	if err != nil {
+		return prepared{}, err
+	}
 	trig, _ := json.Marshal(f.Trigger)
 	prov, _ := json.Marshal(f.Provenance)
-	return prepared{key: key, fields: f, fieldsHash: fh[:], content: ch[:], tokens: counts, trigger: trig, provenance: prov}, nil
+	return prepared{key: key, fields: f, fieldsHash: fh[:], content: ch[:], tokens: counts, block: block, trigger: trig, provenance: prov}, nil
 }
 
 // prepareAll prepares writes on every core: exact token counts are the
@@ -249,7 +261,7 @@ func (s *Service) Put(ctx context.Context, agent *auth.Agent, proj string, in In
 		if err != nil {
 			return store.Interpret(err)
 		}
-		res.Version = fromRow(row)
+		res.Version = FromRow(row)
 		return nil
 	})
 	if err != nil {
@@ -372,8 +384,7 @@ func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj 
 	}
 	out := make([]BatchEntry, len(ps))
 	var inserts []dbsqlc.ItemVersionInsertManyParams
-	var setKeys []string
-	var setVersions []int32
+	var set pointerUpdate
 	for i, p := range ps {
 		cur, exists := current[p.key]
 		live := exists && !cur.Deleted
@@ -408,10 +419,10 @@ func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj 
 			VisibleTo: f.Roles.VisibleTo, HiddenFrom: f.Roles.HiddenFrom, Template: f.Template,
 			Metadata: f.Metadata, Provenance: p.provenance, FieldsSha256: p.fieldsHash,
 			ContentSha256: p.content, TokensO200k: int32(p.tokens.O200k), TokensCl100k: int32(p.tokens.Cl100k),
+			BlockTokensO200k: int32(p.block.O200k), BlockTokensCl100k: int32(p.block.Cl100k),
 			CreatedBy: agent.ID,
 		})
-		setKeys = append(setKeys, p.key)
-		setVersions = append(setVersions, int32(next))
+		set.add(p.key, next, true, f.Trigger)
 	}
 	if len(inserts) == 0 {
 		return out, nil
@@ -419,10 +430,65 @@ func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj 
 	if _, err := store.Q.ItemVersionInsertMany(ctx, tx, inserts); err != nil {
 		return nil, store.Interpret(err)
 	}
-	if err := store.Q.ItemSetCurrentMany(ctx, tx, dbsqlc.ItemSetCurrentManyParams{Project: proj, Keys: setKeys, Versions: setVersions}); err != nil {
+	if err := store.Q.ItemSetCurrentMany(ctx, tx, set.params(proj)); err != nil {
 		return nil, store.Interpret(err)
 	}
 	return out, nil
+}
+
+// pointerUpdate collects new current versions and their denormalised
+// triggers for ItemSetCurrentMany.
+type pointerUpdate struct {
+	keys, kinds, tools, words []string
+	versions                  []int32
+	lives                     []bool
+}
+
+func (u *pointerUpdate) add(key string, version int, live bool, t Trigger) {
+	kind, tool, words := "", "", ""
+	if live {
+		kind = t.Kind()
+		if t.Tool != nil {
+			tool = *t.Tool
+		}
+		var firsts []string
+		for _, k := range t.Keywords {
+			if w := keyword.First(k); w != "" && !slices.Contains(firsts, w) {
+				firsts = append(firsts, w)
+			}
+		}
+		words = strings.Join(firsts, ",")
+	}
+	u.keys = append(u.keys, key)
+	u.versions = append(u.versions, int32(version))
+	u.lives = append(u.lives, live)
+	u.kinds = append(u.kinds, kind)
+	u.tools = append(u.tools, tool)
+	u.words = append(u.words, words)
+}
+
+func (u *pointerUpdate) params(proj string) dbsqlc.ItemSetCurrentManyParams {
+	return dbsqlc.ItemSetCurrentManyParams{
+		Project: proj, Keys: u.keys, Versions: u.versions, Lives: u.lives,
+		TriggerKinds: u.kinds, TriggerTools: u.tools, TriggerWords: u.words,
+	}
+}
+
+// Kind names the trigger's one member.
+func (t Trigger) Kind() string {
+	switch {
+	case t.Always:
+		return "always"
+	case t.Keywords != nil:
+		return "keywords"
+	case t.Tool != nil:
+		return "tool"
+	case t.PinnedOnly:
+		return "pinned_only"
+	case t.Relevance:
+		return "relevance"
+	}
+	return ""
 }
 
 func rolesOf(r dbsqlc.ItemVersionRow) Roles {
@@ -469,14 +535,16 @@ func (s *Service) Delete(ctx context.Context, agent *auth.Agent, proj, key strin
 		if err != nil {
 			return store.Interpret(err)
 		}
-		if err := store.Q.ItemSetCurrentMany(ctx, tx, dbsqlc.ItemSetCurrentManyParams{Project: proj, Keys: []string{key}, Versions: []int32{next}}); err != nil {
+		var set pointerUpdate
+		set.add(key, int(next), false, Trigger{})
+		if err := store.Q.ItemSetCurrentMany(ctx, tx, set.params(proj)); err != nil {
 			return store.Interpret(err)
 		}
 		row, err := store.Q.ItemVersionGet(ctx, tx, dbsqlc.ItemVersionGetParams{Project: proj, Key: key, Version: next})
 		if err != nil {
 			return store.Interpret(err)
 		}
-		v = fromRow(row)
+		v = FromRow(row)
 		return nil
 	})
 	if err != nil {

@@ -51,7 +51,7 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, 
 	if row.Deleted {
 		return nil, fmt.Errorf("%w: %s is deleted", ErrNotFound, key)
 	}
-	return fromRow(row), nil
+	return FromRow(row), nil
 }
 
 // GetVersion returns version n of an item, tombstones included.
@@ -63,7 +63,7 @@ func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key s
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("%s version %d", key, n))
 	}
-	return fromRow(row), nil
+	return FromRow(row), nil
 }
 
 // Page is one page of a listing; Next is empty on the last page.
@@ -121,7 +121,7 @@ func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cu
 			p.Next = cursor{Version: int(rows[i-1].Version)}.encode()
 			break
 		}
-		p.Versions = append(p.Versions, fromRow(r))
+		p.Versions = append(p.Versions, FromRow(r))
 	}
 	return p, nil
 }
@@ -165,7 +165,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 				page.Next = cursor{Key: rows[i-1].Key}.encode()
 				break
 			}
-			page.Versions = append(page.Versions, fromRow(r))
+			page.Versions = append(page.Versions, FromRow(r))
 		}
 		return page, nil
 	}
@@ -187,7 +187,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 			page.Next = cursor{Key: last.ItemVersionRow.Key, Rank: &last.Rank}.encode()
 			break
 		}
-		page.Versions = append(page.Versions, fromRow(r.ItemVersionRow))
+		page.Versions = append(page.Versions, FromRow(r.ItemVersionRow))
 	}
 	return page, nil
 }

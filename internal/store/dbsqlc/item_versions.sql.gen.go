@@ -12,7 +12,7 @@ import (
 )
 
 const itemVersionAsOf = `-- name: ItemVersionAsOf :one
-SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
+SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
 WHERE project = $1 AND key = $2 AND created_at <= $3
 ORDER BY version DESC
 LIMIT 1
@@ -54,6 +54,8 @@ func (q *Queries) ItemVersionAsOf(ctx context.Context, db DBTX, arg ItemVersionA
 		&i.ContentSha256,
 		&i.TokensO200k,
 		&i.TokensCl100k,
+		&i.BlockTokensO200k,
+		&i.BlockTokensCl100k,
 		&i.CreatedAt,
 		&i.CreatedBy,
 		&i.XactID,
@@ -62,7 +64,7 @@ func (q *Queries) ItemVersionAsOf(ctx context.Context, db DBTX, arg ItemVersionA
 }
 
 const itemVersionCurrent = `-- name: ItemVersionCurrent :one
-SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
 JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = $1 AND i.key = $2
 `
@@ -102,6 +104,8 @@ func (q *Queries) ItemVersionCurrent(ctx context.Context, db DBTX, arg ItemVersi
 		&i.ContentSha256,
 		&i.TokensO200k,
 		&i.TokensCl100k,
+		&i.BlockTokensO200k,
+		&i.BlockTokensCl100k,
 		&i.CreatedAt,
 		&i.CreatedBy,
 		&i.XactID,
@@ -110,7 +114,7 @@ func (q *Queries) ItemVersionCurrent(ctx context.Context, db DBTX, arg ItemVersi
 }
 
 const itemVersionCurrentMany = `-- name: ItemVersionCurrentMany :many
-SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
 JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = $1 AND i.key = ANY($2::text[])
 `
@@ -156,6 +160,8 @@ func (q *Queries) ItemVersionCurrentMany(ctx context.Context, db DBTX, arg ItemV
 			&i.ContentSha256,
 			&i.TokensO200k,
 			&i.TokensCl100k,
+			&i.BlockTokensO200k,
+			&i.BlockTokensCl100k,
 			&i.CreatedAt,
 			&i.CreatedBy,
 			&i.XactID,
@@ -171,7 +177,7 @@ func (q *Queries) ItemVersionCurrentMany(ctx context.Context, db DBTX, arg ItemV
 }
 
 const itemVersionGet = `-- name: ItemVersionGet :one
-SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
+SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
 WHERE project = $1 AND key = $2 AND version = $3
 `
 
@@ -211,6 +217,8 @@ func (q *Queries) ItemVersionGet(ctx context.Context, db DBTX, arg ItemVersionGe
 		&i.ContentSha256,
 		&i.TokensO200k,
 		&i.TokensCl100k,
+		&i.BlockTokensO200k,
+		&i.BlockTokensCl100k,
 		&i.CreatedAt,
 		&i.CreatedBy,
 		&i.XactID,
@@ -219,37 +227,39 @@ func (q *Queries) ItemVersionGet(ctx context.Context, db DBTX, arg ItemVersionGe
 }
 
 type ItemVersionInsertManyParams struct {
-	Project       string
-	Key           string
-	Version       int32
-	Deleted       bool
-	Kind          string
-	Source        string
-	Title         string
-	Summary       string
-	Content       string
-	Priority      int32
-	Authority     string
-	Confidence    string
-	StateKey      string
-	ValidFrom     *time.Time
-	ValidUntil    *time.Time
-	Slot          string
-	Trigger       json.RawMessage
-	VisibleTo     []string
-	HiddenFrom    []string
-	Template      bool
-	Metadata      json.RawMessage
-	Provenance    json.RawMessage
-	FieldsSha256  []byte
-	ContentSha256 []byte
-	TokensO200k   int32
-	TokensCl100k  int32
-	CreatedBy     string
+	Project           string
+	Key               string
+	Version           int32
+	Deleted           bool
+	Kind              string
+	Source            string
+	Title             string
+	Summary           string
+	Content           string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	StateKey          string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	Slot              string
+	Trigger           json.RawMessage
+	VisibleTo         []string
+	HiddenFrom        []string
+	Template          bool
+	Metadata          json.RawMessage
+	Provenance        json.RawMessage
+	FieldsSha256      []byte
+	ContentSha256     []byte
+	TokensO200k       int32
+	TokensCl100k      int32
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	CreatedBy         string
 }
 
 const itemVersionList = `-- name: ItemVersionList :many
-SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
+SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
 WHERE project = $1 AND key = $2 AND version > $3
 ORDER BY version
 LIMIT $4
@@ -303,6 +313,8 @@ func (q *Queries) ItemVersionList(ctx context.Context, db DBTX, arg ItemVersionL
 			&i.ContentSha256,
 			&i.TokensO200k,
 			&i.TokensCl100k,
+			&i.BlockTokensO200k,
+			&i.BlockTokensCl100k,
 			&i.CreatedAt,
 			&i.CreatedBy,
 			&i.XactID,
@@ -318,7 +330,7 @@ func (q *Queries) ItemVersionList(ctx context.Context, db DBTX, arg ItemVersionL
 }
 
 const itemVersionListLatest = `-- name: ItemVersionListLatest :many
-SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
 JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = $1
   AND i.key > $2
@@ -386,6 +398,8 @@ func (q *Queries) ItemVersionListLatest(ctx context.Context, db DBTX, arg ItemVe
 			&i.ContentSha256,
 			&i.TokensO200k,
 			&i.TokensCl100k,
+			&i.BlockTokensO200k,
+			&i.BlockTokensCl100k,
 			&i.CreatedAt,
 			&i.CreatedBy,
 			&i.XactID,
@@ -401,7 +415,7 @@ func (q *Queries) ItemVersionListLatest(ctx context.Context, db DBTX, arg ItemVe
 }
 
 const itemVersionSearchLatest = `-- name: ItemVersionSearchLatest :many
-SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.created_at, v.created_by, v.xact_id, ts_rank_cd(s.search, q.query)::float8 AS rank
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id, ts_rank_cd(s.search, q.query)::float8 AS rank
 FROM items i
 JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = v.version,
@@ -486,6 +500,8 @@ func (q *Queries) ItemVersionSearchLatest(ctx context.Context, db DBTX, arg Item
 			&i.ItemVersionRow.ContentSha256,
 			&i.ItemVersionRow.TokensO200k,
 			&i.ItemVersionRow.TokensCl100k,
+			&i.ItemVersionRow.BlockTokensO200k,
+			&i.ItemVersionRow.BlockTokensCl100k,
 			&i.ItemVersionRow.CreatedAt,
 			&i.ItemVersionRow.CreatedBy,
 			&i.ItemVersionRow.XactID,

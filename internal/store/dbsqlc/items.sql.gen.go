@@ -41,7 +41,7 @@ func (q *Queries) ItemEnsureMany(ctx context.Context, db DBTX, arg ItemEnsureMan
 }
 
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, created_at, updated_at FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -56,6 +56,10 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.Project,
 		&i.Key,
 		&i.CurrentVersion,
+		&i.Live,
+		&i.TriggerKind,
+		&i.TriggerTool,
+		&i.TriggerWords,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
@@ -63,7 +67,7 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 }
 
 const itemLockMany = `-- name: ItemLockMany :many
-SELECT project, key, current_version, created_at, updated_at FROM items
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at FROM items
 WHERE project = $1 AND key = ANY($2::text[])
 ORDER BY key
 FOR UPDATE
@@ -87,6 +91,10 @@ func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyPar
 			&i.Project,
 			&i.Key,
 			&i.CurrentVersion,
+			&i.Live,
+			&i.TriggerKind,
+			&i.TriggerTool,
+			&i.TriggerWords,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 		); err != nil {
@@ -102,18 +110,38 @@ func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyPar
 
 const itemSetCurrentMany = `-- name: ItemSetCurrentMany :exec
 UPDATE items i
-SET current_version = u.version, updated_at = now()
-FROM (SELECT unnest($2::text[]) AS key, unnest($3::integer[]) AS version) u
+SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
+    trigger_tool = nullif(u.trigger_tool, ''),
+    trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
+    updated_at = now()
+FROM (SELECT unnest($2::text[]) AS key, unnest($3::integer[]) AS version,
+             unnest($4::boolean[]) AS live, unnest($5::text[]) AS trigger_kind,
+             unnest($6::text[]) AS trigger_tool, unnest($7::text[]) AS trigger_words) u
 WHERE i.project = $1 AND i.key = u.key
 `
 
 type ItemSetCurrentManyParams struct {
-	Project  string
-	Keys     []string
-	Versions []int32
+	Project      string
+	Keys         []string
+	Versions     []int32
+	Lives        []bool
+	TriggerKinds []string
+	TriggerTools []string
+	TriggerWords []string
 }
 
+// Moves each item to its new version and refreshes the denormalised trigger.
+// trigger_words holds one comma-joined string per key (they cannot be a
+// ragged array); empty means none.
 func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCurrentManyParams) error {
-	_, err := db.Exec(ctx, itemSetCurrentMany, arg.Project, arg.Keys, arg.Versions)
+	_, err := db.Exec(ctx, itemSetCurrentMany,
+		arg.Project,
+		arg.Keys,
+		arg.Versions,
+		arg.Lives,
+		arg.TriggerKinds,
+		arg.TriggerTools,
+		arg.TriggerWords,
+	)
 	return err
 }

@@ -36,73 +36,81 @@ type Item struct {
 	Project        string
 	Key            string
 	CurrentVersion int32
+	Live           bool
+	TriggerKind    string
+	TriggerTool    *string
+	TriggerWords   []string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
 
 type ItemVersion struct {
-	Project       string
-	Key           string
-	Version       int32
-	Deleted       bool
-	Kind          string
-	Source        string
-	Title         string
-	Summary       string
-	Content       string
-	Priority      int32
-	Authority     string
-	Confidence    string
-	StateKey      string
-	ValidFrom     *time.Time
-	ValidUntil    *time.Time
-	Slot          string
-	Trigger       json.RawMessage
-	VisibleTo     []string
-	HiddenFrom    []string
-	Template      bool
-	Metadata      json.RawMessage
-	Provenance    json.RawMessage
-	FieldsSha256  []byte
-	ContentSha256 []byte
-	TokensO200k   int32
-	TokensCl100k  int32
-	CreatedAt     time.Time
-	CreatedBy     string
-	XactID        int64
-	Search        interface{}
+	Project           string
+	Key               string
+	Version           int32
+	Deleted           bool
+	Kind              string
+	Source            string
+	Title             string
+	Summary           string
+	Content           string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	StateKey          string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	Slot              string
+	Trigger           json.RawMessage
+	VisibleTo         []string
+	HiddenFrom        []string
+	Template          bool
+	Metadata          json.RawMessage
+	Provenance        json.RawMessage
+	FieldsSha256      []byte
+	ContentSha256     []byte
+	TokensO200k       int32
+	TokensCl100k      int32
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	CreatedAt         time.Time
+	CreatedBy         string
+	XactID            int64
+	Search            interface{}
 }
 
 type ItemVersionRow struct {
-	Project       string
-	Key           string
-	Version       int32
-	Deleted       bool
-	Kind          string
-	Source        string
-	Title         string
-	Summary       string
-	Content       string
-	Priority      int32
-	Authority     string
-	Confidence    string
-	StateKey      string
-	ValidFrom     *time.Time
-	ValidUntil    *time.Time
-	Slot          string
-	Trigger       json.RawMessage
-	VisibleTo     []string
-	HiddenFrom    []string
-	Template      bool
-	Metadata      json.RawMessage
-	Provenance    json.RawMessage
-	FieldsSha256  []byte
-	ContentSha256 []byte
-	TokensO200k   int32
-	TokensCl100k  int32
-	CreatedAt     time.Time
-	CreatedBy     string
-	XactID        int64
+	Project           string
+	Key               string
+	Version           int32
+	Deleted           bool
+	Kind              string
+	Source            string
+	Title             string
+	Summary           string
+	Content           string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	StateKey          string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	Slot              string
+	Trigger           json.RawMessage
+	VisibleTo         []string
+	HiddenFrom        []string
+	Template          bool
+	Metadata          json.RawMessage
+	Provenance        json.RawMessage
+	FieldsSha256      []byte
+	ContentSha256     []byte
+	TokensO200k       int32
+	TokensCl100k      int32
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	CreatedAt         time.Time
+	CreatedBy         string
+	XactID            int64
 }
 
 type Project struct {

@@ -1,0 +1,198 @@
+package assemble
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/render"
+	"github.com/contextd/contextd/internal/token"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// DefaultBudget and MaxBudget bound a packet's token budget.
+const (
+	DefaultBudget = 16000
+	MaxBudget     = 200000
+)
+
+// Request is what an agent asks for, normalised: defaults applied,
+// validated. It is stored with the packet as JSON, and a replay decodes it
+// back, so every field that shapes the output is here.
+type Request struct {
+	TargetRole         string          `json:"target_role"`
+	Task               *Task           `json:"task,omitempty"`
+	AcceptanceCriteria []Criterion     `json:"acceptance_criteria"`
+	Plan               *Plan           `json:"plan,omitempty"`
+	Predecessors       []string        `json:"predecessors"`
+	TokenBudget        int             `json:"token_budget"`
+	History            []Message       `json:"history"`
+	ToolResults        []ToolResult    `json:"tool_results"`
+	Pins               []string        `json:"pins"`
+	Query              string          `json:"query"`
+	AgentContext       map[string]any  `json:"agent_context,omitempty"`
+	Variables          map[string]any  `json:"variables"`
+	Format             render.Format   `json:"format"`
+	Tokenizer          token.Tokenizer `json:"tokenizer"`
+}
+
+// Task is the step the packet is for.
+type Task struct {
+	TaskID            string   `json:"task_id"`
+	StepID            string   `json:"step_id"`
+	StepAttempt       int      `json:"step_attempt"`
+	Objective         string   `json:"objective"`
+	AllowedOutcomes   []string `json:"allowed_outcomes"`
+	PermissionCeiling string   `json:"permission_ceiling"`
+}
+
+// Criterion is one acceptance criterion.
+type Criterion struct {
+	ID               string `json:"id"`
+	Description      string `json:"description"`
+	VerificationKind string `json:"verification_kind"`
+	TargetRef        string `json:"target_ref"`
+	Required         bool   `json:"required"`
+}
+
+// Plan points into the plan being executed.
+type Plan struct {
+	PlanHash         string   `json:"plan_hash"`
+	ActiveStepIndex  int      `json:"active_step_index"`
+	TotalSteps       int      `json:"total_steps"`
+	SettledDecisions []string `json:"settled_decisions"`
+}
+
+// Message is one message of the conversation so far. Only messages whose
+// author is a person may fire keyword triggers.
+type Message struct {
+	Role    string `json:"role"`
+	Author  string `json:"author"`
+	Content string `json:"content"`
+}
+
+// ToolResult is one result of a tool call.
+type ToolResult struct {
+	Tool    string `json:"tool"`
+	Status  string `json:"status"`
+	Content string `json:"content"`
+}
+
+// DecodeRequest reads a stored request back. Numbers stay json.Number so
+// that they render the same as when the packet was made.
+func DecodeRequest(raw []byte) (*Request, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var r Request
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("decode stored request: %w", err)
+	}
+	return &r, nil
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Normalize applies defaults and validates r, reporting every problem by
+// JSON Pointer. It does not check predecessors (they need the database).
+func (r *Request) Normalize() error {
+	var errs validation.List
+	if strings.TrimSpace(r.TargetRole) == "" {
+		errs.Add("/target_role", "required", "target_role is required")
+	}
+	if r.TokenBudget == 0 {
+		r.TokenBudget = DefaultBudget
+	}
+	if r.TokenBudget < 1 || r.TokenBudget > MaxBudget {
+		errs.Add("/token_budget", "range", "token_budget must be between 1 and %d, not %d", MaxBudget, r.TokenBudget)
+	}
+	if r.Format == "" {
+		r.Format = render.Markdown
+	}
+	if !r.Format.Valid() {
+		errs.Add("/format", "enum", "format must be markdown, blocks or json, not %q", r.Format)
+	}
+	if r.Tokenizer == "" {
+		r.Tokenizer = token.Default
+	}
+	if !r.Tokenizer.Valid() {
+		errs.Add("/tokenizer", "enum", "tokenizer must be o200k_base or cl100k_base, not %q", r.Tokenizer)
+	}
+	if t := r.Task; t != nil {
+		if t.PermissionCeiling != "" && !oneOf(t.PermissionCeiling, "read-only", "edit", "admin") {
+			errs.Add("/task/permission_ceiling", "enum", "permission_ceiling must be read-only, edit or admin")
+		}
+		if t.StepAttempt < 0 {
+			errs.Add("/task/step_attempt", "range", "step_attempt must not be negative")
+		}
+		if t.AllowedOutcomes == nil {
+			t.AllowedOutcomes = []string{}
+		}
+	}
+	for i, c := range r.AcceptanceCriteria {
+		if !oneOf(c.VerificationKind, "gate", "witness", "critic", "human") {
+			errs.Add(fmt.Sprintf("/acceptance_criteria/%d/verification_kind", i), "enum", "verification_kind must be gate, witness, critic or human")
+		}
+		if strings.TrimSpace(c.ID) == "" {
+			errs.Add(fmt.Sprintf("/acceptance_criteria/%d/id", i), "required", "id is required")
+		}
+	}
+	if p := r.Plan; p != nil {
+		if p.TotalSteps < 0 || p.ActiveStepIndex < 0 || (p.TotalSteps > 0 && p.ActiveStepIndex >= p.TotalSteps) {
+			errs.Add("/plan/active_step_index", "range", "active_step_index must be in [0, total_steps)")
+		}
+		if p.SettledDecisions == nil {
+			p.SettledDecisions = []string{}
+		}
+	}
+	for i, m := range r.History {
+		if !oneOf(m.Role, "user", "assistant", "tool", "system") {
+			errs.Add(fmt.Sprintf("/history/%d/role", i), "enum", "role must be user, assistant, tool or system")
+		}
+		if m.Author == "" {
+			errs.Add(fmt.Sprintf("/history/%d/author", i), "required", "author is required: person, agent or library")
+		} else if !oneOf(m.Author, "person", "agent", "library") {
+			errs.Add(fmt.Sprintf("/history/%d/author", i), "enum", "author must be person, agent or library")
+		}
+	}
+	for i, tr := range r.ToolResults {
+		if strings.TrimSpace(tr.Tool) == "" {
+			errs.Add(fmt.Sprintf("/tool_results/%d/tool", i), "required", "tool is required")
+		}
+	}
+	for i, p := range r.Pins {
+		if !item.ValidKey(p) {
+			errs.Add(fmt.Sprintf("/pins/%d", i), "format", "pins are item keys")
+		}
+	}
+	if r.AcceptanceCriteria == nil {
+		r.AcceptanceCriteria = []Criterion{}
+	}
+	if r.Predecessors == nil {
+		r.Predecessors = []string{}
+	}
+	if r.History == nil {
+		r.History = []Message{}
+	}
+	if r.ToolResults == nil {
+		r.ToolResults = []ToolResult{}
+	}
+	if r.Pins == nil {
+		r.Pins = []string{}
+	}
+	if r.Variables == nil {
+		r.Variables = map[string]any{}
+	}
+	if b, _ := json.Marshal(r); bytes.Contains(b, []byte(`\u0000`)) {
+		errs.Add("", "format", "the request must not contain NUL characters")
+	}
+	return errs.Err()
+}

@@ -1,0 +1,50 @@
+// Package keyword matches keyword triggers against what a person said:
+// whole words, case-insensitive, a multi-word keyword as a phrase, no
+// stemming. Words are runs of letters and digits, so punctuation never
+// decides a match ("e-mail" is the phrase "e mail"). Item writes and packet
+// assembly share it, so the index of first words that assembly searches and
+// the match it confirms can never disagree.
+package keyword
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Words splits text into lower-case words.
+func Words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// First returns the first word of a keyword, "" if it has none. Assembly
+// finds keyword items by the first words of their keywords.
+func First(keyword string) string {
+	if w := Words(keyword); len(w) > 0 {
+		return w[0]
+	}
+	return ""
+}
+
+// Contains reports whether the words of text contain the keyword's words
+// as a contiguous phrase.
+func Contains(textWords []string, keyword string) bool {
+	kw := Words(keyword)
+	if len(kw) == 0 {
+		return false
+	}
+	for i := 0; i+len(kw) <= len(textWords); i++ {
+		match := true
+		for j, w := range kw {
+			if textWords[i+j] != w {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
