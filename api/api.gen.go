@@ -32,7 +32,7 @@ type Agent struct {
 type AgentCreate struct {
 	Name string `json:"name"`
 
-	// Permission read-only
+	// Permission read-only, edit or admin.
 	Permission string `json:"permission"`
 
 	// Projects Project names, or ["*"] for every project.
@@ -58,6 +58,27 @@ type AgentWithKey struct {
 	Projects   []string   `json:"projects"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	Role       string     `json:"role"`
+}
+
+// AttributeMatch defines model for AttributeMatch.
+type AttributeMatch struct {
+	End         int      `json:"end"`
+	Records     []Record `json:"records"`
+	Scaffolding []Span   `json:"scaffolding"`
+	Start       int      `json:"start"`
+	Text        string   `json:"text"`
+}
+
+// AttributeRequest defines model for AttributeRequest.
+type AttributeRequest struct {
+	End   *int    `json:"end,omitempty"`
+	Start *int    `json:"start,omitempty"`
+	Text  *string `json:"text,omitempty"`
+}
+
+// AttributeResult defines model for AttributeResult.
+type AttributeResult struct {
+	Matches []AttributeMatch `json:"matches"`
 }
 
 // BatchItem defines model for BatchItem.
@@ -104,12 +125,20 @@ type BatchResult struct {
 	Items   []struct {
 		Key string `json:"key"`
 
-		// Status created
+		// Status created, updated or unchanged.
 		Status  string `json:"status"`
 		Version int32  `json:"version"`
 	} `json:"items"`
 	Unchanged int `json:"unchanged"`
 	Updated   int `json:"updated"`
+}
+
+// Budget defines model for Budget.
+type Budget struct {
+	Allocated      int   `json:"allocated"`
+	Headroom       int   `json:"headroom"`
+	UnresolvedGaps []Gap `json:"unresolved_gaps"`
+	Used           int   `json:"used"`
 }
 
 // FieldError defines model for FieldError.
@@ -121,9 +150,37 @@ type FieldError struct {
 	Pointer string `json:"pointer"`
 }
 
+// Gap defines model for Gap.
+type Gap struct {
+	Key *string `json:"key,omitempty"`
+
+	// Reason budget or budget_exceeded_by_inviolable
+	Reason  string `json:"reason"`
+	Tokens  *int   `json:"tokens,omitempty"`
+	Version *int   `json:"version,omitempty"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status string `json:"status"`
+}
+
+// Injection defines model for Injection.
+type Injection struct {
+	Agent      string    `json:"agent"`
+	CreatedAt  time.Time `json:"created_at"`
+	PacketId   string    `json:"packet_id"`
+	Project    string    `json:"project"`
+	Rule       string    `json:"rule"`
+	Section    string    `json:"section"`
+	TargetRole string    `json:"target_role"`
+	Version    int       `json:"version"`
+}
+
+// InjectionList defines model for InjectionList.
+type InjectionList struct {
+	Data       []Injection `json:"data"`
+	NextCursor *string     `json:"next_cursor,omitempty"`
 }
 
 // Item defines model for Item.
@@ -209,6 +266,106 @@ type ItemWrite struct {
 	ValidUntil *string  `json:"valid_until,omitempty"`
 }
 
+// Packet defines model for Packet.
+type Packet struct {
+	Budget    Budget    `json:"budget"`
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
+
+	// Excluded Counts by reason.
+	Excluded          map[string]int    `json:"excluded"`
+	Format            string            `json:"format"`
+	PacketId          string            `json:"packet_id"`
+	Project           string            `json:"project"`
+	ProvenanceSummary ProvenanceSummary `json:"provenance_summary"`
+	Rendered          string            `json:"rendered"`
+	RenderedSha256    string            `json:"rendered_sha256"`
+	Sections          []Section         `json:"sections"`
+	TargetRole        string            `json:"target_role"`
+	TaskId            *string           `json:"task_id,omitempty"`
+	Tokenizer         string            `json:"tokenizer"`
+}
+
+// PacketList defines model for PacketList.
+type PacketList struct {
+	Data       []PacketSummary `json:"data"`
+	NextCursor *string         `json:"next_cursor,omitempty"`
+}
+
+// PacketRequest defines model for PacketRequest.
+type PacketRequest struct {
+	AcceptanceCriteria *[]struct {
+		Description *string `json:"description,omitempty"`
+		Id          *string `json:"id,omitempty"`
+		Required    *bool   `json:"required,omitempty"`
+		TargetRef   *string `json:"target_ref,omitempty"`
+
+		// VerificationKind gate, witness, critic or human
+		VerificationKind *string `json:"verification_kind,omitempty"`
+	} `json:"acceptance_criteria,omitempty"`
+	AgentContext *json.RawMessage `json:"agent_context,omitempty"`
+
+	// Format markdown (default), blocks or json
+	Format  *string `json:"format,omitempty"`
+	History *[]struct {
+		// Author person, agent or library
+		Author  *string `json:"author,omitempty"`
+		Content *string `json:"content,omitempty"`
+
+		// Role user, assistant, tool or system
+		Role *string `json:"role,omitempty"`
+	} `json:"history,omitempty"`
+	Pins *[]string `json:"pins,omitempty"`
+	Plan *struct {
+		ActiveStepIndex  *int      `json:"active_step_index,omitempty"`
+		PlanHash         *string   `json:"plan_hash,omitempty"`
+		SettledDecisions *[]string `json:"settled_decisions,omitempty"`
+		TotalSteps       *int      `json:"total_steps,omitempty"`
+	} `json:"plan,omitempty"`
+
+	// Predecessors Handoff ids.
+	Predecessors *[]string `json:"predecessors,omitempty"`
+	Query        *string   `json:"query,omitempty"`
+	TargetRole   string    `json:"target_role"`
+	Task         *struct {
+		AllowedOutcomes *[]string `json:"allowed_outcomes,omitempty"`
+		Objective       *string   `json:"objective,omitempty"`
+
+		// PermissionCeiling read-only, edit or admin
+		PermissionCeiling *string `json:"permission_ceiling,omitempty"`
+		StepAttempt       *int    `json:"step_attempt,omitempty"`
+		StepId            *string `json:"step_id,omitempty"`
+		TaskId            *string `json:"task_id,omitempty"`
+	} `json:"task,omitempty"`
+
+	// TokenBudget Default 16,000; at most 200,000.
+	TokenBudget *int `json:"token_budget,omitempty"`
+
+	// Tokenizer o200k_base (default) or cl100k_base
+	Tokenizer   *string `json:"tokenizer,omitempty"`
+	ToolResults *[]struct {
+		Content *string `json:"content,omitempty"`
+		Status  *string `json:"status,omitempty"`
+		Tool    *string `json:"tool,omitempty"`
+	} `json:"tool_results,omitempty"`
+	Variables *json.RawMessage `json:"variables,omitempty"`
+}
+
+// PacketSummary defines model for PacketSummary.
+type PacketSummary struct {
+	Budget            Budget            `json:"budget"`
+	CreatedAt         time.Time         `json:"created_at"`
+	CreatedBy         string            `json:"created_by"`
+	Format            string            `json:"format"`
+	PacketId          string            `json:"packet_id"`
+	Project           string            `json:"project"`
+	ProvenanceSummary ProvenanceSummary `json:"provenance_summary"`
+	RenderedSha256    string            `json:"rendered_sha256"`
+	TargetRole        string            `json:"target_role"`
+	TaskId            *string           `json:"task_id,omitempty"`
+	Tokenizer         string            `json:"tokenizer"`
+}
+
 // Problem defines model for Problem.
 type Problem struct {
 	// Code Stable: unauthenticated, forbidden, not_found, conflict, precondition_failed, payload_too_large, malformed, validation_failed, rate_limited, unavailable, internal.
@@ -246,10 +403,92 @@ type Provenance struct {
 	SourceRef   *string   `json:"source_ref,omitempty"`
 }
 
+// ProvenanceSummary defines model for ProvenanceSummary.
+type ProvenanceSummary struct {
+	ByKind   map[string]int `json:"by_kind"`
+	BySource map[string]int `json:"by_source"`
+}
+
+// Record defines model for Record.
+type Record struct {
+	// Decision included or excluded
+	Decision string  `json:"decision"`
+	Detail   *string `json:"detail,omitempty"`
+	Key      string  `json:"key"`
+
+	// Layer project or shared
+	Layer    *string `json:"layer,omitempty"`
+	Position *int    `json:"position,omitempty"`
+	Project  *string `json:"project,omitempty"`
+	Rank     *int    `json:"rank,omitempty"`
+	Reason   *string `json:"reason,omitempty"`
+	Rule     *string `json:"rule,omitempty"`
+	Section  *string `json:"section,omitempty"`
+
+	// Span UTF-8 byte offsets [start, end) into rendered.
+	Span *Span `json:"span,omitempty"`
+
+	// Subject item, request or handoff
+	Subject string `json:"subject"`
+	Tokens  *int   `json:"tokens,omitempty"`
+	Version *int   `json:"version,omitempty"`
+}
+
+// RecordList defines model for RecordList.
+type RecordList struct {
+	Data []Record `json:"data"`
+}
+
+// ReplayDifference defines model for ReplayDifference.
+type ReplayDifference struct {
+	Now     string `json:"now"`
+	Subject string `json:"subject"`
+	Then    string `json:"then"`
+}
+
+// ReplayResult defines model for ReplayResult.
+type ReplayResult struct {
+	Differences        []ReplayDifference `json:"differences"`
+	Identical          bool               `json:"identical"`
+	RenderedSha256Now  string             `json:"rendered_sha256_now"`
+	RenderedSha256Then string             `json:"rendered_sha256_then"`
+}
+
 // Roles defines model for Roles.
 type Roles struct {
 	HiddenFrom *[]string `json:"hidden_from,omitempty"`
 	VisibleTo  *[]string `json:"visible_to,omitempty"`
+}
+
+// Section defines model for Section.
+type Section struct {
+	Entries []SectionEntry `json:"entries"`
+	Name    string         `json:"name"`
+}
+
+// SectionEntry defines model for SectionEntry.
+type SectionEntry struct {
+	Decision string `json:"decision"`
+	Key      string `json:"key"`
+
+	// Project For items, the layer's project.
+	Project *string `json:"project,omitempty"`
+	Reason  *string `json:"reason,omitempty"`
+	Rule    string  `json:"rule"`
+
+	// Span UTF-8 byte offsets [start, end) into rendered.
+	Span Span `json:"span"`
+
+	// Subject item, request or handoff
+	Subject string `json:"subject"`
+	Tokens  int    `json:"tokens"`
+	Version *int   `json:"version,omitempty"`
+}
+
+// Span UTF-8 byte offsets [start, end) into rendered.
+type Span struct {
+	End   int `json:"end"`
+	Start int `json:"start"`
 }
 
 // Trigger Exactly one of the members.
@@ -259,6 +498,23 @@ type Trigger struct {
 	PinnedOnly *bool     `json:"pinned_only,omitempty"`
 	Relevance  *bool     `json:"relevance,omitempty"`
 	Tool       *string   `json:"tool,omitempty"`
+}
+
+// WhyAnswer defines model for WhyAnswer.
+type WhyAnswer struct {
+	// Decision included, excluded or not_candidate
+	Decision string  `json:"decision"`
+	Detail   *string `json:"detail,omitempty"`
+	Item     *Item   `json:"item,omitempty"`
+	Layer    *string `json:"layer,omitempty"`
+	Rank     *int    `json:"rank,omitempty"`
+	Reason   *string `json:"reason,omitempty"`
+	Rule     *string `json:"rule,omitempty"`
+	Section  *string `json:"section,omitempty"`
+
+	// Span UTF-8 byte offsets [start, end) into rendered.
+	Span   *Span `json:"span,omitempty"`
+	Tokens *int  `json:"tokens,omitempty"`
 }
 
 // Cursor defines model for Cursor.
@@ -275,6 +531,9 @@ type KeyPath = string
 
 // Limit defines model for Limit.
 type Limit = int32
+
+// PacketID defines model for PacketID.
+type PacketID = string
 
 // ProjectPath defines model for ProjectPath.
 type ProjectPath = string
@@ -351,6 +610,19 @@ type PutItemParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ListItemInjectionsParams defines parameters for ListItemInjections.
+type ListItemInjectionsParams struct {
+	Version *int32  `form:"version,omitempty" json:"version,omitempty"`
+	Since   *string `form:"since,omitempty" json:"since,omitempty"`
+	Until   *string `form:"until,omitempty" json:"until,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListItemVersionsParams defines parameters for ListItemVersions.
 type ListItemVersionsParams struct {
 	// Limit Page size, 1 to 1000 (default 100).
@@ -358,6 +630,38 @@ type ListItemVersionsParams struct {
 
 	// Cursor The next_cursor of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListPacketsParams defines parameters for ListPackets.
+type ListPacketsParams struct {
+	TaskId     *string `form:"task_id,omitempty" json:"task_id,omitempty"`
+	TargetRole *string `form:"target_role,omitempty" json:"target_role,omitempty"`
+
+	// Agent The assembling agent's id.
+	Agent *string `form:"agent,omitempty" json:"agent,omitempty"`
+	Since *string `form:"since,omitempty" json:"since,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// AssemblePacketParams defines parameters for AssemblePacket.
+type AssemblePacketParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListPacketRecordsParams defines parameters for ListPacketRecords.
+type ListPacketRecordsParams struct {
+	Decision *string `form:"decision,omitempty" json:"decision,omitempty"`
+}
+
+// WhyPacketParams defines parameters for WhyPacket.
+type WhyPacketParams struct {
+	Item string `form:"item" json:"item"`
 }
 
 // CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
@@ -371,6 +675,12 @@ type BatchItemsJSONRequestBody = BatchRequest
 
 // PutItemJSONRequestBody defines body for PutItem for application/json ContentType.
 type PutItemJSONRequestBody = ItemWrite
+
+// AssemblePacketJSONRequestBody defines body for AssemblePacket for application/json ContentType.
+type AssemblePacketJSONRequestBody = PacketRequest
+
+// AttributePacketJSONRequestBody defines body for AttributePacket for application/json ContentType.
+type AttributePacketJSONRequestBody = AttributeRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -410,12 +720,36 @@ type ServerInterface interface {
 	// PutItem Write an item (full replacement); a new version only when something changed.
 	// (PUT /v1/projects/{project}/items/{key})
 	PutItem(ctx echo.Context, project ProjectPath, key KeyPath, params PutItemParams) error
+	// ListItemInjections Every packet that included the item, newest first.
+	// (GET /v1/projects/{project}/items/{key}/injections)
+	ListItemInjections(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemInjectionsParams) error
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	// (GET /v1/projects/{project}/items/{key}/versions)
 	ListItemVersions(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemVersionsParams) error
 	// GetItemVersion One version of an item.
 	// (GET /v1/projects/{project}/items/{key}/versions/{version})
 	GetItemVersion(ctx echo.Context, project ProjectPath, key KeyPath, version int32) error
+	// ListPackets Packets of the project, newest first (non-admins see those of their own role).
+	// (GET /v1/projects/{project}/packets)
+	ListPackets(ctx echo.Context, project ProjectPath, params ListPacketsParams) error
+	// AssemblePacket Assemble, store and return the context packet for one prompt.
+	// (POST /v1/projects/{project}/packets)
+	AssemblePacket(ctx echo.Context, project ProjectPath, params AssemblePacketParams) error
+	// GetPacket One packet, as answered when it was assembled.
+	// (GET /v1/projects/{project}/packets/{id})
+	GetPacket(ctx echo.Context, project ProjectPath, id PacketID) error
+	// AttributePacket Which records a piece of the rendered text came from.
+	// (POST /v1/projects/{project}/packets/{id}/attribute)
+	AttributePacket(ctx echo.Context, project ProjectPath, id PacketID) error
+	// ListPacketRecords Every decision the assembly took (hidden items only for admins).
+	// (GET /v1/projects/{project}/packets/{id}/records)
+	ListPacketRecords(ctx echo.Context, project ProjectPath, id PacketID, params ListPacketRecordsParams) error
+	// ReplayPacket Assemble the stored request again against exactly what the packet read; nothing is stored.
+	// (POST /v1/projects/{project}/packets/{id}/replay)
+	ReplayPacket(ctx echo.Context, project ProjectPath, id PacketID) error
+	// WhyPacket Why the packet did (or did not) contain an item.
+	// (GET /v1/projects/{project}/packets/{id}/why)
+	WhyPacket(ctx echo.Context, project ProjectPath, id PacketID, params WhyPacketParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -797,6 +1131,67 @@ func (w *ServerInterfaceWrapper) PutItem(ctx echo.Context) error {
 	return err
 }
 
+// ListItemInjections converts echo context to params.
+func (w *ServerInterfaceWrapper) ListItemInjections(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "key" -------------
+	var key KeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListItemInjectionsParams
+	// ------------- Optional query parameter "version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "version", ctx.QueryParams(), &params.Version, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", ctx.QueryParams(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter until: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListItemInjections(ctx, project, key, params)
+	return err
+}
+
 // ListItemVersions converts echo context to params.
 func (w *ServerInterfaceWrapper) ListItemVersions(ctx echo.Context) error {
 	var err error
@@ -869,6 +1264,240 @@ func (w *ServerInterfaceWrapper) GetItemVersion(ctx echo.Context) error {
 	return err
 }
 
+// ListPackets converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPackets(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPacketsParams
+	// ------------- Optional query parameter "task_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "task_id", ctx.QueryParams(), &params.TaskId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "target_role" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "target_role", ctx.QueryParams(), &params.TargetRole, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_role: %s", err))
+	}
+
+	// ------------- Optional query parameter "agent" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "agent", ctx.QueryParams(), &params.Agent, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter agent: %s", err))
+	}
+
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPackets(ctx, project, params)
+	return err
+}
+
+// AssemblePacket converts echo context to params.
+func (w *ServerInterfaceWrapper) AssemblePacket(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AssemblePacketParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AssemblePacket(ctx, project, params)
+	return err
+}
+
+// GetPacket converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPacket(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPacket(ctx, project, id)
+	return err
+}
+
+// AttributePacket converts echo context to params.
+func (w *ServerInterfaceWrapper) AttributePacket(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AttributePacket(ctx, project, id)
+	return err
+}
+
+// ListPacketRecords converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPacketRecords(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPacketRecordsParams
+	// ------------- Optional query parameter "decision" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "decision", ctx.QueryParams(), &params.Decision, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter decision: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPacketRecords(ctx, project, id, params)
+	return err
+}
+
+// ReplayPacket converts echo context to params.
+func (w *ServerInterfaceWrapper) ReplayPacket(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ReplayPacket(ctx, project, id)
+	return err
+}
+
+// WhyPacket converts echo context to params.
+func (w *ServerInterfaceWrapper) WhyPacket(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WhyPacketParams
+	// ------------- Required query parameter "item" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "item", ctx.QueryParams(), &params.Item, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter item: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.WhyPacket(ctx, project, id, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -927,6 +1556,14 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/v1/projects/:project/items/:key", wrapper.PutItem, options.OperationMiddlewares["putItem"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/versions", wrapper.ListItemVersions, options.OperationMiddlewares["listItemVersions"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/versions/:version", wrapper.GetItemVersion, options.OperationMiddlewares["getItemVersion"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/packets", wrapper.ListPackets, options.OperationMiddlewares["listPackets"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/packets", wrapper.AssemblePacket, options.OperationMiddlewares["assemblePacket"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id", wrapper.GetPacket, options.OperationMiddlewares["getPacket"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/records", wrapper.ListPacketRecords, options.OperationMiddlewares["listPacketRecords"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/why", wrapper.WhyPacket, options.OperationMiddlewares["whyPacket"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/attribute", wrapper.AttributePacket, options.OperationMiddlewares["attributePacket"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
 	router.GET(options.BaseURL+"/v1/agents", wrapper.ListAgents, options.OperationMiddlewares["listAgents"]...)
 	router.POST(options.BaseURL+"/v1/agents", wrapper.CreateAgent, options.OperationMiddlewares["createAgent"]...)
 	router.DELETE(options.BaseURL+"/v1/agents/:id", wrapper.RevokeAgent, options.OperationMiddlewares["revokeAgent"]...)
@@ -1465,6 +2102,47 @@ func (response PutItemdefaultApplicationProblemPlusJSONResponse) VisitPutItemRes
 	return err
 }
 
+type ListItemInjectionsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Key     KeyPath     `json:"key"`
+	Params  ListItemInjectionsParams
+}
+
+type ListItemInjectionsResponseObject interface {
+	VisitListItemInjectionsResponse(w http.ResponseWriter) error
+}
+
+type ListItemInjections200JSONResponse InjectionList
+
+func (response ListItemInjections200JSONResponse) VisitListItemInjectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListItemInjectionsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListItemInjectionsdefaultApplicationProblemPlusJSONResponse) VisitListItemInjectionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListItemVersionsRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Key     KeyPath     `json:"key"`
@@ -1557,6 +2235,290 @@ func (response GetItemVersiondefaultApplicationProblemPlusJSONResponse) VisitGet
 	return err
 }
 
+type ListPacketsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  ListPacketsParams
+}
+
+type ListPacketsResponseObject interface {
+	VisitListPacketsResponse(w http.ResponseWriter) error
+}
+
+type ListPackets200JSONResponse PacketList
+
+func (response ListPackets200JSONResponse) VisitListPacketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPacketsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListPacketsdefaultApplicationProblemPlusJSONResponse) VisitListPacketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssemblePacketRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  AssemblePacketParams
+	Body    *AssemblePacketJSONRequestBody
+}
+
+type AssemblePacketResponseObject interface {
+	VisitAssemblePacketResponse(w http.ResponseWriter) error
+}
+
+type AssemblePacket201JSONResponse Packet
+
+func (response AssemblePacket201JSONResponse) VisitAssemblePacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AssemblePacketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response AssemblePacketdefaultApplicationProblemPlusJSONResponse) VisitAssemblePacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPacketRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+}
+
+type GetPacketResponseObject interface {
+	VisitGetPacketResponse(w http.ResponseWriter) error
+}
+
+type GetPacket200JSONResponse Packet
+
+func (response GetPacket200JSONResponse) VisitGetPacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPacketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetPacketdefaultApplicationProblemPlusJSONResponse) VisitGetPacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttributePacketRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+	Body    *AttributePacketJSONRequestBody
+}
+
+type AttributePacketResponseObject interface {
+	VisitAttributePacketResponse(w http.ResponseWriter) error
+}
+
+type AttributePacket200JSONResponse AttributeResult
+
+func (response AttributePacket200JSONResponse) VisitAttributePacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttributePacketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response AttributePacketdefaultApplicationProblemPlusJSONResponse) VisitAttributePacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPacketRecordsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+	Params  ListPacketRecordsParams
+}
+
+type ListPacketRecordsResponseObject interface {
+	VisitListPacketRecordsResponse(w http.ResponseWriter) error
+}
+
+type ListPacketRecords200JSONResponse RecordList
+
+func (response ListPacketRecords200JSONResponse) VisitListPacketRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPacketRecordsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListPacketRecordsdefaultApplicationProblemPlusJSONResponse) VisitListPacketRecordsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayPacketRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+}
+
+type ReplayPacketResponseObject interface {
+	VisitReplayPacketResponse(w http.ResponseWriter) error
+}
+
+type ReplayPacket200JSONResponse ReplayResult
+
+func (response ReplayPacket200JSONResponse) VisitReplayPacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayPacketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ReplayPacketdefaultApplicationProblemPlusJSONResponse) VisitReplayPacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WhyPacketRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+	Params  WhyPacketParams
+}
+
+type WhyPacketResponseObject interface {
+	VisitWhyPacketResponse(w http.ResponseWriter) error
+}
+
+type WhyPacket200JSONResponse WhyAnswer
+
+func (response WhyPacket200JSONResponse) VisitWhyPacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WhyPacketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response WhyPacketdefaultApplicationProblemPlusJSONResponse) VisitWhyPacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealthz The process is up.
@@ -1595,12 +2557,36 @@ type StrictServerInterface interface {
 	// PutItem Write an item (full replacement); a new version only when something changed.
 	// (PUT /v1/projects/{project}/items/{key})
 	PutItem(ctx context.Context, request PutItemRequestObject) (PutItemResponseObject, error)
+	// ListItemInjections Every packet that included the item, newest first.
+	// (GET /v1/projects/{project}/items/{key}/injections)
+	ListItemInjections(ctx context.Context, request ListItemInjectionsRequestObject) (ListItemInjectionsResponseObject, error)
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	// (GET /v1/projects/{project}/items/{key}/versions)
 	ListItemVersions(ctx context.Context, request ListItemVersionsRequestObject) (ListItemVersionsResponseObject, error)
 	// GetItemVersion One version of an item.
 	// (GET /v1/projects/{project}/items/{key}/versions/{version})
 	GetItemVersion(ctx context.Context, request GetItemVersionRequestObject) (GetItemVersionResponseObject, error)
+	// ListPackets Packets of the project, newest first (non-admins see those of their own role).
+	// (GET /v1/projects/{project}/packets)
+	ListPackets(ctx context.Context, request ListPacketsRequestObject) (ListPacketsResponseObject, error)
+	// AssemblePacket Assemble, store and return the context packet for one prompt.
+	// (POST /v1/projects/{project}/packets)
+	AssemblePacket(ctx context.Context, request AssemblePacketRequestObject) (AssemblePacketResponseObject, error)
+	// GetPacket One packet, as answered when it was assembled.
+	// (GET /v1/projects/{project}/packets/{id})
+	GetPacket(ctx context.Context, request GetPacketRequestObject) (GetPacketResponseObject, error)
+	// AttributePacket Which records a piece of the rendered text came from.
+	// (POST /v1/projects/{project}/packets/{id}/attribute)
+	AttributePacket(ctx context.Context, request AttributePacketRequestObject) (AttributePacketResponseObject, error)
+	// ListPacketRecords Every decision the assembly took (hidden items only for admins).
+	// (GET /v1/projects/{project}/packets/{id}/records)
+	ListPacketRecords(ctx context.Context, request ListPacketRecordsRequestObject) (ListPacketRecordsResponseObject, error)
+	// ReplayPacket Assemble the stored request again against exactly what the packet read; nothing is stored.
+	// (POST /v1/projects/{project}/packets/{id}/replay)
+	ReplayPacket(ctx context.Context, request ReplayPacketRequestObject) (ReplayPacketResponseObject, error)
+	// WhyPacket Why the packet did (or did not) contain an item.
+	// (GET /v1/projects/{project}/packets/{id}/why)
+	WhyPacket(ctx context.Context, request WhyPacketRequestObject) (WhyPacketResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2015,6 +3001,33 @@ func (sh *strictHandler) PutItem(ctx echo.Context, project ProjectPath, key KeyP
 	return nil
 }
 
+// ListItemInjections operation middleware
+func (sh *strictHandler) ListItemInjections(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemInjectionsParams) error {
+	var request ListItemInjectionsRequestObject
+
+	request.Project = project
+	request.Key = key
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListItemInjections(ctx.Request().Context(), request.(ListItemInjectionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListItemInjections")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListItemInjectionsResponseObject); ok {
+		return validResponse.VisitListItemInjectionsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListItemVersions operation middleware
 func (sh *strictHandler) ListItemVersions(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemVersionsParams) error {
 	var request ListItemVersionsRequestObject
@@ -2063,6 +3076,236 @@ func (sh *strictHandler) GetItemVersion(ctx echo.Context, project ProjectPath, k
 		return err
 	} else if validResponse, ok := response.(GetItemVersionResponseObject); ok {
 		return validResponse.VisitGetItemVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPackets operation middleware
+func (sh *strictHandler) ListPackets(ctx echo.Context, project ProjectPath, params ListPacketsParams) error {
+	var request ListPacketsRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPackets(ctx.Request().Context(), request.(ListPacketsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPackets")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPacketsResponseObject); ok {
+		return validResponse.VisitListPacketsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AssemblePacket operation middleware
+func (sh *strictHandler) AssemblePacket(ctx echo.Context, project ProjectPath, params AssemblePacketParams) error {
+	var request AssemblePacketRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	var body AssemblePacketJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AssemblePacket(ctx.Request().Context(), request.(AssemblePacketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AssemblePacket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AssemblePacketResponseObject); ok {
+		return validResponse.VisitAssemblePacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetPacket operation middleware
+func (sh *strictHandler) GetPacket(ctx echo.Context, project ProjectPath, id PacketID) error {
+	var request GetPacketRequestObject
+
+	request.Project = project
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPacket(ctx.Request().Context(), request.(GetPacketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPacket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPacketResponseObject); ok {
+		return validResponse.VisitGetPacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AttributePacket operation middleware
+func (sh *strictHandler) AttributePacket(ctx echo.Context, project ProjectPath, id PacketID) error {
+	var request AttributePacketRequestObject
+
+	request.Project = project
+	request.Id = id
+
+	var body AttributePacketJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AttributePacket(ctx.Request().Context(), request.(AttributePacketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AttributePacket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AttributePacketResponseObject); ok {
+		return validResponse.VisitAttributePacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPacketRecords operation middleware
+func (sh *strictHandler) ListPacketRecords(ctx echo.Context, project ProjectPath, id PacketID, params ListPacketRecordsParams) error {
+	var request ListPacketRecordsRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPacketRecords(ctx.Request().Context(), request.(ListPacketRecordsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPacketRecords")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPacketRecordsResponseObject); ok {
+		return validResponse.VisitListPacketRecordsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ReplayPacket operation middleware
+func (sh *strictHandler) ReplayPacket(ctx echo.Context, project ProjectPath, id PacketID) error {
+	var request ReplayPacketRequestObject
+
+	request.Project = project
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReplayPacket(ctx.Request().Context(), request.(ReplayPacketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReplayPacket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ReplayPacketResponseObject); ok {
+		return validResponse.VisitReplayPacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// WhyPacket operation middleware
+func (sh *strictHandler) WhyPacket(ctx echo.Context, project ProjectPath, id PacketID, params WhyPacketParams) error {
+	var request WhyPacketRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WhyPacket(ctx.Request().Context(), request.(WhyPacketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WhyPacket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(WhyPacketResponseObject); ok {
+		return validResponse.VisitWhyPacketResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

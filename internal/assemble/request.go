@@ -3,6 +3,7 @@ package assemble
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -80,14 +81,19 @@ type ToolResult struct {
 	Content string `json:"content"`
 }
 
-// DecodeRequest reads a stored request back. Numbers stay json.Number so
+// DecodeRequest reads a request, from a client or stored with a packet. Numbers stay json.Number so
 // that they render the same as when the packet was made.
 func DecodeRequest(raw []byte) (*Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var r Request
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("decode stored request: %w", err)
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
+			return nil, validation.One(ptr, "type", "%s has the wrong JSON type (%s)", ptr, typ.Value)
+		}
+		return nil, fmt.Errorf("decode request: %w", err)
 	}
 	return &r, nil
 }

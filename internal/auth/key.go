@@ -1,10 +1,11 @@
 package auth
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"hash/crc32"
 	"strings"
+
+	"github.com/contextd/contextd/internal/ident"
 )
 
 // KeyPrefix starts every API key, so that a leaked key is recognisable by
@@ -19,26 +20,6 @@ const (
 	idRandomLen = 20
 )
 
-func randomBase62(n int) string {
-	// Rejection sampling keeps every character uniformly likely.
-	out := make([]byte, 0, n)
-	buf := make([]byte, n*2)
-	for len(out) < n {
-		if _, err := rand.Read(buf); err != nil {
-			panic(err) // crypto/rand never fails on supported platforms
-		}
-		for _, b := range buf {
-			if b < 248 { // 248 = 4 × 62
-				out = append(out, base62[b%62])
-				if len(out) == n {
-					break
-				}
-			}
-		}
-	}
-	return string(out)
-}
-
 func checksum(body string) string {
 	c := crc32.ChecksumIEEE([]byte(body))
 	out := make([]byte, keyCheckLen)
@@ -51,7 +32,7 @@ func checksum(body string) string {
 
 // NewKey returns a fresh API key. It is shown once; only its hash is kept.
 func NewKey() string {
-	body := randomBase62(keyBodyLen)
+	body := ident.Random(keyBodyLen)
 	return KeyPrefix + body + checksum(body)
 }
 
@@ -76,4 +57,4 @@ func HashKey(key string) []byte {
 }
 
 // NewAgentID returns an opaque agent id (agt_...).
-func NewAgentID() string { return "agt_" + randomBase62(idRandomLen) }
+func NewAgentID() string { return ident.New("agt") }

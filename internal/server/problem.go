@@ -13,6 +13,7 @@ import (
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
@@ -112,7 +113,7 @@ func toProblem(err error) *Problem {
 		return problem(401, "unauthenticated", "%s", err.Error())
 	case errors.Is(err, auth.ErrForbidden):
 		return problem(403, "forbidden", "%s", err.Error())
-	case errors.Is(err, project.ErrNotFound), errors.Is(err, item.ErrNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, project.ErrNotFound), errors.Is(err, item.ErrNotFound), errors.Is(err, packet.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return problem(404, "not_found", "%s", err.Error())
 	case errors.Is(err, item.ErrPreconditionFailed):
 		return problem(412, "precondition_failed", "%s", err.Error())

@@ -18,6 +18,7 @@ import (
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
 )
 
@@ -42,6 +43,7 @@ type Server struct {
 	agents    *auth.Service
 	projects  *project.Service
 	items     *item.Service
+	packets   *packet.Service
 }
 
 // New builds the Echo instance serving the whole API.
@@ -56,6 +58,7 @@ func New(cfg Config) *echo.Echo {
 	s := &Server{
 		pool: cfg.Pool, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready,
 		agents: auth.NewService(cfg.Pool), projects: projects, items: item.NewService(cfg.Pool, projects),
+		packets: packet.NewService(cfg.Pool, projects),
 	}
 	e := echo.New()
 	e.HideBanner = true

@@ -68,3 +68,54 @@ func (r iteratorForItemVersionInsertMany) Err() error {
 func (q *Queries) ItemVersionInsertMany(ctx context.Context, db DBTX, arg []ItemVersionInsertManyParams) (int64, error) {
 	return db.CopyFrom(ctx, []string{"item_versions"}, []string{"project", "key", "version", "deleted", "kind", "source", "title", "summary", "content", "priority", "authority", "confidence", "state_key", "valid_from", "valid_until", "slot", "trigger", "visible_to", "hidden_from", "template", "metadata", "provenance", "fields_sha256", "content_sha256", "tokens_o200k", "tokens_cl100k", "block_tokens_o200k", "block_tokens_cl100k", "created_by"}, &iteratorForItemVersionInsertMany{rows: arg})
 }
+
+// iteratorForPacketRecordInsertMany implements pgx.CopyFromSource.
+type iteratorForPacketRecordInsertMany struct {
+	rows                 []PacketRecordInsertManyParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPacketRecordInsertMany) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPacketRecordInsertMany) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Project,
+		r.rows[0].PacketID,
+		r.rows[0].Ord,
+		r.rows[0].SubjectKind,
+		r.rows[0].SubjectProject,
+		r.rows[0].SubjectKey,
+		r.rows[0].SubjectVersion,
+		r.rows[0].Decision,
+		r.rows[0].Section,
+		r.rows[0].Position,
+		r.rows[0].SpanStart,
+		r.rows[0].SpanEnd,
+		r.rows[0].Tokens,
+		r.rows[0].Rank,
+		r.rows[0].Rule,
+		r.rows[0].Reason,
+		r.rows[0].Detail,
+		r.rows[0].Layer,
+		r.rows[0].AdminOnly,
+		r.rows[0].CreatedAt,
+	}, nil
+}
+
+func (r iteratorForPacketRecordInsertMany) Err() error {
+	return nil
+}
+
+func (q *Queries) PacketRecordInsertMany(ctx context.Context, db DBTX, arg []PacketRecordInsertManyParams) (int64, error) {
+	return db.CopyFrom(ctx, []string{"packet_records"}, []string{"project", "packet_id", "ord", "subject_kind", "subject_project", "subject_key", "subject_version", "decision", "section", "position", "span_start", "span_end", "tokens", "rank", "rule", "reason", "detail", "layer", "admin_only", "created_at"}, &iteratorForPacketRecordInsertMany{rows: arg})
+}

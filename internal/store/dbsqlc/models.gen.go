@@ -113,6 +113,48 @@ type ItemVersionRow struct {
 	XactID            int64
 }
 
+type Packet struct {
+	Project           string
+	ID                string
+	CreatedAt         time.Time
+	CreatedBy         string
+	TargetRole        string
+	TaskID            string
+	Request           json.RawMessage
+	Format            string
+	Tokenizer         string
+	Rendered          string
+	RenderedSha256    []byte
+	TokenBudget       int32
+	TokensUsed        int32
+	Gaps              json.RawMessage
+	ProvenanceSummary json.RawMessage
+	Snapshot          string
+}
+
+type PacketRecord struct {
+	Project        string
+	PacketID       string
+	Ord            int32
+	SubjectKind    string
+	SubjectProject string
+	SubjectKey     string
+	SubjectVersion int32
+	Decision       string
+	Section        string
+	Position       int32
+	SpanStart      *int32
+	SpanEnd        *int32
+	Tokens         int32
+	Rank           int32
+	Rule           string
+	Reason         string
+	Detail         string
+	Layer          string
+	AdminOnly      bool
+	CreatedAt      time.Time
+}
+
 type Project struct {
 	Project     string
 	Description string

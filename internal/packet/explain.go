@@ -1,0 +1,511 @@
+package packet
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/dbsqlc"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// mayView reports whether agent may read a packet: admins read every packet
+// of their projects, other agents the packets assembled for their own role
+// (a packet holds what its role may see, not what theirs may).
+func mayView(agent *auth.Agent, targetRole string) bool {
+	return agent.IsAdmin() || agent.Role == targetRole
+}
+
+func fromRow(r dbsqlc.Packet) (*Packet, error) {
+	req, err := assemble.DecodeRequest(r.Request)
+	if err != nil {
+		return nil, err
+	}
+	p := &Packet{
+		ID: r.ID, Project: r.Project, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, TargetRole: r.TargetRole,
+		TaskID: r.TaskID, Request: req, RequestRaw: r.Request, Rendered: r.Rendered,
+		RenderedSHA256: hex.EncodeToString(r.RenderedSha256), Tokenizer: r.Tokenizer, Format: r.Format,
+		Allocated: int(r.TokenBudget), Used: int(r.TokensUsed), Snapshot: r.Snapshot,
+	}
+	if err := json.Unmarshal(r.Gaps, &p.Gaps); err != nil {
+		return nil, fmt.Errorf("decode gaps: %w", err)
+	}
+	if err := json.Unmarshal(r.ProvenanceSummary, &p.Provenance); err != nil {
+		return nil, fmt.Errorf("decode provenance: %w", err)
+	}
+	return p, nil
+}
+
+func recordFromRow(r dbsqlc.PacketRecord) assemble.Record {
+	rec := assemble.Record{
+		SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey,
+		SubjectVersion: int(r.SubjectVersion), Decision: r.Decision, Section: r.Section, Position: int(r.Position),
+		Tokens: int(r.Tokens), Rank: int(r.Rank), Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer,
+		AdminOnly: r.AdminOnly,
+	}
+	if r.SpanStart != nil && r.SpanEnd != nil {
+		rec.Span = &assemble.Span{Start: int(*r.SpanStart), End: int(*r.SpanEnd)}
+	}
+	return rec
+}
+
+// Get returns a packet with the records the agent may see.
+func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (*Packet, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return nil, err
+	}
+	db := store.Exec(ctx, s.pool)
+	row, err := store.Q.PacketGet(ctx, db, dbsqlc.PacketGetParams{Project: proj, ID: id})
+	if err != nil {
+		if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return nil, err
+	}
+	if !mayView(agent, row.TargetRole) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	p, err := fromRow(row)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := store.Q.PacketRecordList(ctx, db, dbsqlc.PacketRecordListParams{Project: proj, PacketID: id})
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	for _, r := range recs {
+		p.Records = append(p.Records, recordFromRow(r))
+	}
+	p.Records = visibleRecords(agent, p.Records)
+	return p, nil
+}
+
+// ListParams filters a listing of packets.
+type ListParams struct {
+	TaskID, TargetRole, Agent string
+	Since                     *time.Time
+	Cursor                    string
+	Limit                     int
+}
+
+type listCursor struct {
+	T  time.Time `json:"t"`
+	ID string    `json:"id"`
+}
+
+func encodeCursor(c listCursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (*listCursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var c listCursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		return nil, validation.One("cursor", "format", "cursor is not one this server gave out")
+	}
+	return &c, nil
+}
+
+// List returns packets newest first (without their records).
+func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp ListParams) ([]*Packet, string, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return nil, "", err
+	}
+	cur, err := decodeCursor(lp.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	role := opt(lp.TargetRole)
+	if !agent.IsAdmin() {
+		if lp.TargetRole != "" && lp.TargetRole != agent.Role {
+			return nil, "", nil
+		}
+		role = &agent.Role
+	}
+	params := dbsqlc.PacketListParams{Project: proj, TaskID: opt(lp.TaskID), TargetRole: role, Agent: opt(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
+	if cur != nil {
+		params.HasCursor, params.CursorTime, params.CursorID = true, cur.T, cur.ID
+	}
+	rows, err := store.Q.PacketList(ctx, store.Exec(ctx, s.pool), params)
+	if err != nil {
+		return nil, "", store.Interpret(err)
+	}
+	var out []*Packet
+	next := ""
+	for i, r := range rows {
+		if i == lp.Limit {
+			last := rows[i-1]
+			next = encodeCursor(listCursor{T: last.CreatedAt, ID: last.ID})
+			break
+		}
+		p, err := fromRow(r)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, p)
+	}
+	return out, next, nil
+}
+
+// WhyAnswer explains one item's fate in one packet.
+type WhyAnswer struct {
+	Decision string // included, excluded, not_candidate
+	Record   *assemble.Record
+	Reason   string
+	Detail   string
+	Item     *item.Version // the version as it was then; nil if it did not exist
+}
+
+// Why answers "why did (or didn't) this packet contain this item?". The
+// answer for an item the packet recorded comes from its record; for any
+// other item it is worked out now from the stored request and snapshot.
+func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key string) (*WhyAnswer, error) {
+	p, err := s.Get(ctx, agent, proj, id)
+	if err != nil {
+		return nil, err
+	}
+	if !item.ValidKey(key) {
+		return nil, validation.One("item", "format", "item must be an item key")
+	}
+	db := store.Exec(ctx, s.pool)
+	rows, err := store.Q.SnapshotVersions(ctx, db, dbsqlc.SnapshotVersionsParams{
+		Projects: []string{proj, assemble.SharedProject}, Key: &key, Snapshot: p.Snapshot,
+	})
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	then := map[string]*item.Version{}
+	for _, r := range rows {
+		then[r.Project] = item.FromRow(r)
+	}
+	visible := func(v *item.Version) bool { return agent.SeesAllRoles() || v.Roles.Visible(agent.Role) }
+
+	// A recorded decision: the project layer's record first.
+	var rec *assemble.Record
+	for _, layer := range []string{proj, assemble.SharedProject} {
+		for i := range p.Records {
+			r := &p.Records[i]
+			if r.SubjectKind == assemble.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer && rec == nil {
+				rec = r
+			}
+		}
+	}
+	if rec != nil {
+		row, err := store.Q.ItemVersionGet(ctx, db, dbsqlc.ItemVersionGetParams{Project: rec.SubjectProject, Key: key, Version: int32(rec.SubjectVersion)})
+		if err != nil {
+			return nil, store.Interpret(err)
+		}
+		v := item.FromRow(row)
+		if !visible(v) {
+			return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
+		}
+		return &WhyAnswer{Decision: rec.Decision, Record: rec, Reason: rec.Reason, Detail: rec.Detail, Item: v}, nil
+	}
+
+	// Not recorded: it was no candidate, or it did not fire.
+	v := then[proj]
+	if v == nil || (v.Deleted && then[assemble.SharedProject] != nil && !then[assemble.SharedProject].Deleted) {
+		v = then[assemble.SharedProject]
+	}
+	if v == nil {
+		return &WhyAnswer{Decision: "not_candidate", Reason: "did_not_exist",
+			Detail: fmt.Sprintf("no item %q existed in %s or _shared when the packet was assembled", key, proj)}, nil
+	}
+	if !visible(v) {
+		return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
+	}
+	ans := &WhyAnswer{Decision: "not_candidate", Item: v}
+	switch {
+	case v.Deleted:
+		ans.Reason, ans.Detail = "tombstoned", fmt.Sprintf("version %d, current then, is a tombstone", v.Version)
+	case !assemble.ValidAt(v, p.CreatedAt):
+		ans.Reason, ans.Detail = "not_valid", fmt.Sprintf("its validity window %s does not hold the packet's time %s", window(v), p.CreatedAt.Format(time.RFC3339Nano))
+	case !agent.SeesAllRoles() || v.Roles.Visible(p.TargetRole):
+		ans.Reason, ans.Detail = "not_triggered", assemble.NotTriggered(p.Request, v)
+	default:
+		// Only an admin gets here: hidden from the packet's role, and its
+		// trigger did not fire either.
+		ans.Reason, ans.Detail = "not_triggered", assemble.NotTriggered(p.Request, v)+fmt.Sprintf("; it is also hidden from role %q", p.TargetRole)
+	}
+	return ans, nil
+}
+
+func window(v *item.Version) string {
+	f, u := "-∞", "+∞"
+	if v.ValidFrom != nil {
+		f = v.ValidFrom.Format(time.RFC3339Nano)
+	}
+	if v.ValidUntil != nil {
+		u = v.ValidUntil.Format(time.RFC3339Nano)
+	}
+	return "[" + f + ", " + u + ")"
+}
+
+// Match is one range of the rendered text and what it came from.
+type Match struct {
+	Start, End  int
+	Records     []assemble.Record
+	Scaffolding []assemble.Span // the parts of the range no record covers
+}
+
+// AttributeParams names the text to explain: every occurrence of Text, or
+// the byte range [Start, End).
+type AttributeParams struct {
+	Text       *string
+	Start, End *int
+}
+
+// Attribute says which records each occurrence of a text (or a byte range)
+// of the rendered packet came from, and which parts are scaffolding.
+func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id string, ap AttributeParams) ([]Match, error) {
+	p, err := s.Get(ctx, agent, proj, id)
+	if err != nil {
+		return nil, err
+	}
+	var ranges [][2]int
+	switch {
+	case ap.Text != nil && (ap.Start != nil || ap.End != nil):
+		return nil, validation.One("", "invalid", "give either text or start and end, not both")
+	case ap.Text != nil:
+		if *ap.Text == "" {
+			return nil, validation.One("/text", "required", "text must not be empty")
+		}
+		for off := 0; off < len(p.Rendered); {
+			i := strings.Index(p.Rendered[off:], *ap.Text)
+			if i < 0 {
+				break
+			}
+			ranges = append(ranges, [2]int{off + i, off + i + len(*ap.Text)})
+			off += i + len(*ap.Text)
+		}
+		if len(ranges) == 0 {
+			return nil, fmt.Errorf("%w: the text does not occur in packet %s", ErrNotFound, id)
+		}
+	case ap.Start != nil && ap.End != nil:
+		if *ap.Start < 0 || *ap.End > len(p.Rendered) || *ap.Start >= *ap.End {
+			return nil, validation.One("/start", "range", "need 0 <= start < end <= %d (the rendered length in bytes)", len(p.Rendered))
+		}
+		ranges = append(ranges, [2]int{*ap.Start, *ap.End})
+	default:
+		return nil, validation.One("/text", "required", "give text, or start and end")
+	}
+	var out []Match
+	for _, rg := range ranges {
+		m := Match{Start: rg[0], End: rg[1], Records: []assemble.Record{}, Scaffolding: []assemble.Span{}}
+		covered := make([]bool, rg[1]-rg[0])
+		for _, r := range p.Records {
+			if r.Span == nil || r.Span.End <= rg[0] || r.Span.Start >= rg[1] {
+				continue
+			}
+			m.Records = append(m.Records, r)
+			for i := max(r.Span.Start, rg[0]); i < min(r.Span.End, rg[1]); i++ {
+				covered[i-rg[0]] = true
+			}
+		}
+		for i := 0; i < len(covered); {
+			if covered[i] {
+				i++
+				continue
+			}
+			j := i
+			for j < len(covered) && !covered[j] {
+				j++
+			}
+			m.Scaffolding = append(m.Scaffolding, assemble.Span{Start: rg[0] + i, End: rg[0] + j})
+			i = j
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Injection is one packet that included an item.
+type Injection struct {
+	PacketID, Project, TargetRole, Agent, Section, Rule string
+	Version                                             int
+	CreatedAt                                           time.Time
+}
+
+// InjectionParams filters the reverse lookup.
+type InjectionParams struct {
+	Version      *int
+	Since, Until *time.Time
+	Cursor       string
+	Limit        int
+}
+
+// Injections lists every packet that included an item, newest first: what
+// a user needs to recall a bad fact. For a _shared item it searches the
+// packets of every project the caller may see.
+func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key string, ip InjectionParams) ([]Injection, string, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return nil, "", err
+	}
+	if !item.ValidKey(key) {
+		return nil, "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
+	}
+	db := store.Exec(ctx, s.pool)
+	cur, err := store.Q.ItemVersionCurrent(ctx, db, dbsqlc.ItemVersionCurrentParams{Project: proj, Key: key})
+	if err != nil {
+		if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+			return nil, "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
+		}
+		return nil, "", err
+	}
+	if !agent.SeesAllRoles() && !item.FromRow(cur).Roles.Visible(agent.Role) {
+		return nil, "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
+	}
+	c, err := decodeCursor(ip.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	projects := []string{proj}
+	if proj == assemble.SharedProject {
+		visible, err := s.projects.List(ctx, agent, "", 100000)
+		if err != nil {
+			return nil, "", err
+		}
+		projects = projects[:0]
+		for _, vp := range visible {
+			projects = append(projects, vp.Name)
+		}
+	}
+	params := dbsqlc.PacketRecordInjectionsParams{
+		Projects: projects, SubjectProject: proj, SubjectKey: key, Since: ip.Since, Until: ip.Until, Max: int32(ip.Limit + 1),
+	}
+	if ip.Version != nil {
+		v := int32(*ip.Version)
+		params.Version = &v
+	}
+	if !agent.IsAdmin() {
+		params.Role = &agent.Role
+	}
+	if c != nil {
+		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
+	}
+	rows, err := store.Q.PacketRecordInjections(ctx, db, params)
+	if err != nil {
+		return nil, "", store.Interpret(err)
+	}
+	var out []Injection
+	next := ""
+	for i, r := range rows {
+		if i == ip.Limit {
+			last := rows[i-1]
+			next = encodeCursor(listCursor{T: last.CreatedAt, ID: last.PacketID})
+			break
+		}
+		out = append(out, Injection{PacketID: r.PacketID, Project: r.Project, TargetRole: r.TargetRole, Agent: r.CreatedBy,
+			Section: r.Section, Rule: r.Rule, Version: int(r.SubjectVersion), CreatedAt: r.CreatedAt.UTC()})
+	}
+	return out, next, nil
+}
+
+// ReplayResult compares a packet with its replay.
+type ReplayResult struct {
+	Identical   bool
+	SHA256Then  string
+	SHA256Now   string
+	Differences []Difference
+}
+
+// Difference is one way a replay differs from the stored packet.
+type Difference struct {
+	Subject string `json:"subject"`
+	Then    string `json:"then"`
+	Now     string `json:"now"`
+}
+
+// Replay assembles the stored request again against exactly the versions
+// the packet read (its snapshot) at its own time, and compares. Nothing is
+// stored.
+func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string) (*ReplayResult, error) {
+	p, err := s.Get(ctx, agent, proj, id)
+	if err != nil {
+		return nil, err
+	}
+	cands, err := s.snapshotCandidates(ctx, proj, p)
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot: %w", err)
+	}
+	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: p.Request, Candidates: cands, Now: p.CreatedAt})
+	if err != nil {
+		return nil, err
+	}
+	now := Packet{Rendered: res.Rendered, Records: visibleRecords(agent, res.Records)}
+	out := &ReplayResult{SHA256Then: p.RenderedSHA256, SHA256Now: sha(res.Rendered), Differences: []Difference{}}
+	out.Identical = out.SHA256Then == out.SHA256Now
+	describe := func(r assemble.Record) string {
+		s := r.Decision
+		if r.Reason != "" {
+			s += ":" + r.Reason
+		}
+		if r.SubjectKind == assemble.SubjectItem {
+			s += fmt.Sprintf(" v%d", r.SubjectVersion)
+		}
+		if r.Span != nil {
+			s += fmt.Sprintf(" [%d,%d)", r.Span.Start, r.Span.End)
+		}
+		return s
+	}
+	subject := func(r assemble.Record) string {
+		if r.SubjectKind == assemble.SubjectItem {
+			return "item:" + r.SubjectProject + "/" + r.SubjectKey
+		}
+		return r.SubjectKind + ":" + r.SubjectKey
+	}
+	thenBy := map[string]string{}
+	var order []string
+	for _, r := range p.Records {
+		k := subject(r)
+		thenBy[k] = describe(r)
+		order = append(order, k)
+	}
+	nowBy := map[string]string{}
+	for _, r := range now.Records {
+		k := subject(r)
+		nowBy[k] = describe(r)
+		if _, ok := thenBy[k]; !ok {
+			order = append(order, k)
+		}
+	}
+	for _, k := range order {
+		if thenBy[k] != nowBy[k] {
+			out.Differences = append(out.Differences, Difference{Subject: k, Then: thenBy[k], Now: nowBy[k]})
+		}
+	}
+	if !out.Identical && len(out.Differences) == 0 {
+		i := 0
+		for i < len(p.Rendered) && i < len(res.Rendered) && p.Rendered[i] == res.Rendered[i] {
+			i++
+		}
+		out.Differences = append(out.Differences, Difference{Subject: "rendered", Then: fmt.Sprintf("differs from byte %d", i), Now: fmt.Sprintf("differs from byte %d", i)})
+	}
+	return out, nil
+}
+
+func sha(s string) string {
+	return hex.EncodeToString(sha256sum([]byte(s)))
+}

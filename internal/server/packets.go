@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/packet"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+func toSpan(s *assemble.Span) *api.Span {
+	if s == nil {
+		return nil
+	}
+	return &api.Span{Start: s.Start, End: s.End}
+}
+
+func toRecord(r assemble.Record) api.Record {
+	out := api.Record{Subject: r.SubjectKind, Key: r.SubjectKey, Decision: r.Decision, Span: toSpan(r.Span),
+		Section: ptrIf(r.Section), Rule: ptrIf(r.Rule), Reason: ptrIf(r.Reason), Detail: ptrIf(r.Detail), Layer: ptrIf(r.Layer)}
+	tokens, rank, pos := r.Tokens, r.Rank, r.Position
+	out.Tokens, out.Rank, out.Position = &tokens, &rank, &pos
+	if r.SubjectKind == assemble.SubjectItem {
+		v := r.SubjectVersion
+		out.Version, out.Project = &v, &r.SubjectProject
+	}
+	return out
+}
+
+func toBudget(p *packet.Packet) api.Budget {
+	gaps := make([]api.Gap, len(p.Gaps))
+	for i, g := range p.Gaps {
+		gaps[i] = api.Gap{Reason: g.Reason, Key: ptrIf(g.Key), Version: ptrIf(g.Version), Tokens: ptrIf(g.Tokens)}
+	}
+	return api.Budget{Allocated: p.Allocated, Used: p.Used, Headroom: p.Allocated - p.Used, UnresolvedGaps: gaps}
+}
+
+func toPacket(p *packet.Packet) api.Packet {
+	out := api.Packet{
+		PacketId: p.ID, Project: p.Project, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
+		TaskId: ptrIf(p.TaskID), Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered, RenderedSha256: p.RenderedSHA256,
+		Budget: toBudget(p), ProvenanceSummary: api.ProvenanceSummary{ByKind: p.Provenance.ByKind, BySource: p.Provenance.BySource},
+		Sections: []api.Section{}, Excluded: p.Excluded(),
+	}
+	for _, sec := range p.Sections() {
+		s := api.Section{Name: sec.Name, Entries: make([]api.SectionEntry, len(sec.Entries))}
+		for i, r := range sec.Entries {
+			e := api.SectionEntry{Subject: r.SubjectKind, Key: r.SubjectKey, Tokens: r.Tokens, Span: *toSpan(r.Span),
+				Rule: r.Rule, Decision: r.Decision, Reason: ptrIf(r.Reason)}
+			if r.SubjectKind == assemble.SubjectItem {
+				v, pr := r.SubjectVersion, r.SubjectProject
+				e.Version, e.Project = &v, &pr
+			}
+			s.Entries[i] = e
+		}
+		out.Sections = append(out.Sections, s)
+	}
+	return out
+}
+
+// AssemblePacket implements api.StrictServerInterface.
+func (s *Server) AssemblePacket(ctx context.Context, r api.AssemblePacketRequestObject) (api.AssemblePacketResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	// One decoder for requests from clients and requests read back from the
+	// database, so that both give the same values (numbers included).
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := assemble.DecodeRequest(raw)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.packets.Assemble(ctx, agentFrom(ctx), r.Project, req)
+	if err != nil {
+		return nil, err
+	}
+	return api.AssemblePacket201JSONResponse(toPacket(p)), nil
+}
+
+func parseTime(name string, v *string) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *v)
+	if err != nil {
+		return nil, validation.One(name, "format", "%s must be an RFC 3339 time, not %q", name, *v)
+	}
+	return &t, nil
+}
+
+// ListPackets implements api.StrictServerInterface.
+func (s *Server) ListPackets(ctx context.Context, r api.ListPacketsRequestObject) (api.ListPacketsResponseObject, error) {
+	limit, err := pageLimit(r.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	since, err := parseTime("since", r.Params.Since)
+	if err != nil {
+		return nil, err
+	}
+	ps, next, err := s.packets.List(ctx, agentFrom(ctx), r.Project, packet.ListParams{
+		TaskID: deref(r.Params.TaskId), TargetRole: deref(r.Params.TargetRole), Agent: deref(r.Params.Agent),
+		Since: since, Cursor: deref(r.Params.Cursor), Limit: limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListPackets200JSONResponse{Data: []api.PacketSummary{}, NextCursor: ptrIf(next)}
+	for _, p := range ps {
+		out.Data = append(out.Data, api.PacketSummary{
+			PacketId: p.ID, Project: p.Project, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
+			TaskId: ptrIf(p.TaskID), Format: p.Format, Tokenizer: p.Tokenizer, RenderedSha256: p.RenderedSHA256,
+			Budget: toBudget(p), ProvenanceSummary: api.ProvenanceSummary{ByKind: p.Provenance.ByKind, BySource: p.Provenance.BySource},
+		})
+	}
+	return out, nil
+}
+
+// GetPacket implements api.StrictServerInterface.
+func (s *Server) GetPacket(ctx context.Context, r api.GetPacketRequestObject) (api.GetPacketResponseObject, error) {
+	p, err := s.packets.Get(ctx, agentFrom(ctx), r.Project, r.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetPacket200JSONResponse(toPacket(p)), nil
+}
+
+// ListPacketRecords implements api.StrictServerInterface.
+func (s *Server) ListPacketRecords(ctx context.Context, r api.ListPacketRecordsRequestObject) (api.ListPacketRecordsResponseObject, error) {
+	d := deref(r.Params.Decision)
+	if d != "" && d != assemble.Included && d != assemble.Excluded {
+		return nil, validation.One("decision", "enum", "decision must be included or excluded")
+	}
+	p, err := s.packets.Get(ctx, agentFrom(ctx), r.Project, r.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListPacketRecords200JSONResponse{Data: []api.Record{}}
+	for _, rec := range p.Records {
+		if d == "" || rec.Decision == d {
+			out.Data = append(out.Data, toRecord(rec))
+		}
+	}
+	return out, nil
+}
+
+// WhyPacket implements api.StrictServerInterface.
+func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (api.WhyPacketResponseObject, error) {
+	a, err := s.packets.Why(ctx, agentFrom(ctx), r.Project, r.Id, r.Params.Item)
+	if err != nil {
+		return nil, err
+	}
+	out := api.WhyPacket200JSONResponse{Decision: a.Decision, Reason: ptrIf(a.Reason), Detail: ptrIf(a.Detail)}
+	if rec := a.Record; rec != nil {
+		out.Rule, out.Layer, out.Section, out.Span = ptrIf(rec.Rule), ptrIf(rec.Layer), ptrIf(rec.Section), toSpan(rec.Span)
+		tokens, rank := rec.Tokens, rec.Rank
+		out.Tokens, out.Rank = &tokens, &rank
+	}
+	if a.Item != nil {
+		it := toItem(a.Item)
+		out.Item = &it
+	}
+	return out, nil
+}
+
+// AttributePacket implements api.StrictServerInterface.
+func (s *Server) AttributePacket(ctx context.Context, r api.AttributePacketRequestObject) (api.AttributePacketResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := s.packets.Attribute(ctx, agentFrom(ctx), r.Project, r.Id, packet.AttributeParams{Text: body.Text, Start: body.Start, End: body.End})
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.packets.Get(ctx, agentFrom(ctx), r.Project, r.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := api.AttributePacket200JSONResponse{Matches: []api.AttributeMatch{}}
+	for _, m := range ms {
+		am := api.AttributeMatch{Start: m.Start, End: m.End, Text: p.Rendered[m.Start:m.End], Records: []api.Record{}, Scaffolding: []api.Span{}}
+		for _, rec := range m.Records {
+			am.Records = append(am.Records, toRecord(rec))
+		}
+		for _, sp := range m.Scaffolding {
+			am.Scaffolding = append(am.Scaffolding, api.Span{Start: sp.Start, End: sp.End})
+		}
+		out.Matches = append(out.Matches, am)
+	}
+	return out, nil
+}
+
+// ReplayPacket implements api.StrictServerInterface.
+func (s *Server) ReplayPacket(ctx context.Context, r api.ReplayPacketRequestObject) (api.ReplayPacketResponseObject, error) {
+	res, err := s.packets.Replay(ctx, agentFrom(ctx), r.Project, r.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ReplayPacket200JSONResponse{Identical: res.Identical, RenderedSha256Then: res.SHA256Then, RenderedSha256Now: res.SHA256Now,
+		Differences: make([]api.ReplayDifference, len(res.Differences))}
+	for i, d := range res.Differences {
+		out.Differences[i] = api.ReplayDifference{Subject: d.Subject, Then: d.Then, Now: d.Now}
+	}
+	return out, nil
+}
+
+// ListItemInjections implements api.StrictServerInterface.
+func (s *Server) ListItemInjections(ctx context.Context, r api.ListItemInjectionsRequestObject) (api.ListItemInjectionsResponseObject, error) {
+	limit, err := pageLimit(r.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	since, err := parseTime("since", r.Params.Since)
+	if err != nil {
+		return nil, err
+	}
+	until, err := parseTime("until", r.Params.Until)
+	if err != nil {
+		return nil, err
+	}
+	var version *int
+	if r.Params.Version != nil {
+		v := int(*r.Params.Version)
+		version = &v
+	}
+	inj, next, err := s.packets.Injections(ctx, agentFrom(ctx), r.Project, r.Key, packet.InjectionParams{
+		Version: version, Since: since, Until: until, Cursor: deref(r.Params.Cursor), Limit: limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListItemInjections200JSONResponse{Data: []api.Injection{}, NextCursor: ptrIf(next)}
+	for _, i := range inj {
+		out.Data = append(out.Data, api.Injection{PacketId: i.PacketID, Project: i.Project, CreatedAt: i.CreatedAt,
+			TargetRole: i.TargetRole, Agent: i.Agent, Section: i.Section, Rule: i.Rule, Version: i.Version})
+	}
+	return out, nil
+}

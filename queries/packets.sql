@@ -1,0 +1,27 @@
+-- name: PacketGet :one
+SELECT * FROM packets WHERE project = @project AND id = @id;
+
+-- name: PacketInsert :exec
+INSERT INTO packets (
+    project, id, created_at, created_by, target_role, task_id, request, format, tokenizer,
+    rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot
+) VALUES (
+    @project, @id, @created_at, @created_by, @target_role, @task_id, @request, @format, @tokenizer,
+    @rendered, @rendered_sha256, @token_budget, @tokens_used, @gaps, @provenance_summary, @snapshot
+);
+
+-- name: PacketList :many
+-- Newest first; the cursor is (created_at, id) of the last row seen.
+SELECT * FROM packets
+WHERE project = @project
+  AND (sqlc.narg('task_id')::text IS NULL OR task_id = sqlc.narg('task_id'))
+  AND (sqlc.narg('target_role')::text IS NULL OR target_role = sqlc.narg('target_role'))
+  AND (sqlc.narg('agent')::text IS NULL OR created_by = sqlc.narg('agent'))
+  AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since'))
+  AND (NOT @has_cursor::boolean OR (created_at, id) < (@cursor_time::timestamptz, @cursor_id::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @max;
+
+-- name: PacketReadPoint :one
+-- The time and snapshot of an assembly's read transaction.
+SELECT now()::timestamptz AS now, pg_current_snapshot()::text AS snapshot;
