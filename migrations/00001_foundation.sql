@@ -113,6 +113,10 @@ FROM item_versions;
 
 CREATE INDEX item_versions_created_idx ON item_versions (project, key, created_at);
 CREATE INDEX item_versions_search_idx ON item_versions USING gin (search);
+-- Relevance-triggered items get an index of their own, so that ranking a
+-- query's matches touches only them (ts_rank_cd must read every match).
+CREATE INDEX item_versions_relevance_idx ON item_versions USING gin (search)
+    WHERE trigger @> '{"relevance": true}';
 
 -- contextd_refuse_change makes a table append-only whatever the client does.
 -- +goose StatementBegin

@@ -29,7 +29,7 @@ JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = 
      (SELECT coalesce(to_tsquery('simple', (
           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', @query::text)))), ''::tsquery)) AS q(query)
 WHERE i.project = ANY(@projects::text[]) AND i.live AND i.trigger_kind = 'relevance'
-  AND s.search @@ q.query
+  AND s.trigger @> '{"relevance": true}' AND s.search @@ q.query
   AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
   AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
 ORDER BY rank DESC, v.key, v.project
@@ -64,7 +64,7 @@ FROM cur
 JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version,
      (SELECT coalesce(to_tsquery('simple', (
           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', @query::text)))), ''::tsquery)) AS q(query)
-WHERE NOT cur.deleted AND (s.trigger->>'relevance')::boolean IS TRUE
+WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}'
   AND s.search @@ q.query
   AND (s.valid_from IS NULL OR s.valid_from <= @at::timestamptz)
   AND (s.valid_until IS NULL OR s.valid_until > @at::timestamptz)

@@ -442,3 +442,32 @@ func TestProperties(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPipeline is the pure pipeline on 300 candidates (200 always-on,
+// 100 keyword items), 16k budget, markdown, stored block counts.
+func BenchmarkPipeline(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	words := strings.Fields("refund ledger deploy alpha beta gamma delta policy money back customer order invoice")
+	var vs []*item.Version
+	for i := range 300 {
+		var sb strings.Builder
+		for sb.Len() < 500 {
+			sb.WriteString(words[rng.IntN(len(words))] + " ")
+		}
+		vs = append(vs, ver("acme", fmt.Sprintf("k%03d", i), sb.String(), func(v *item.Version) {
+			v.Priority = rng.IntN(5)
+			if i >= 200 {
+				v.Trigger = item.Trigger{Keywords: []string{words[rng.IntN(len(words))]}}
+			}
+		}))
+	}
+	r := req(func(r *Request) {
+		r.History = []Message{{Role: "user", Author: "person", Content: "my refund for the order failed"}}
+	})
+	cs := cands(vs...)
+	for b.Loop() {
+		if _, err := Assemble(Input{Project: "acme", Request: r, Candidates: cs, Now: t0}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

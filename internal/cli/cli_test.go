@@ -200,3 +200,54 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	require.Equal(t, 200, status)
 	require.Equal(t, 0, stop())
 }
+
+func send(t *testing.T, method, url, key, body string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	require.Less(t, res.StatusCode, 300, string(b))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+func TestWhyAndPacketShow(t *testing.T) {
+	t.Parallel()
+	base, out, stop := serve(t, "--database-url", pgtest.NewURL(t))
+	defer stop()
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/refund.rules", key, `{"content":"Refunds over 500 EUR need a manager.","trigger":{"keywords":["refund"]}}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/deploy", key, `{"content":"Deploys freeze on Fridays.","trigger":{"keywords":["deploy"]}}`)
+	p := send(t, "POST", base+"/v1/projects/acme/packets", key,
+		`{"target_role":"implementer","history":[{"role":"user","author":"person","content":"my refund failed"}]}`)
+	id := p["packet_id"].(string)
+
+	stdout, errs, code := run(t, "why", id, "refund.rules", "--url", base, "--key", key)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "item refund.rules v1: INCLUDED in Project Knowledge")
+	require.Contains(t, stdout, `rule:    keyword:"refund"@history[0]`)
+	require.Contains(t, stdout, "project acme")
+
+	stdout, errs, code = run(t, "why", id, "deploy", "--url", base, "--key", key, "--project", "acme")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "NOT A CANDIDATE (not_triggered)")
+
+	stdout, errs, code = run(t, "packet", "show", id, "--url", base, "--key", key)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "packet    "+id)
+	require.Contains(t, stdout, "item:refund.rules v1")
+	require.Contains(t, stdout, "---- rendered ----\n# Context Packet\n")
+
+	_, errs, code = run(t, "packet", "show", "ctxpkt_missing", "--url", base, "--key", key)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "not found")
+	_, errs, code = run(t, "why", id, "x", "--url", base)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "CONTEXTD_KEY")
+}

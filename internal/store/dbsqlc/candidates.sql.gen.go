@@ -208,7 +208,7 @@ JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = 
      (SELECT coalesce(to_tsquery('simple', (
           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', $1::text)))), ''::tsquery)) AS q(query)
 WHERE i.project = ANY($2::text[]) AND i.live AND i.trigger_kind = 'relevance'
-  AND s.search @@ q.query
+  AND s.trigger @> '{"relevance": true}' AND s.search @@ q.query
   AND (v.valid_from IS NULL OR v.valid_from <= $3::timestamptz)
   AND (v.valid_until IS NULL OR v.valid_until > $3::timestamptz)
 ORDER BY rank DESC, v.key, v.project
@@ -363,7 +363,7 @@ FROM cur
 JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version,
      (SELECT coalesce(to_tsquery('simple', (
           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', $1::text)))), ''::tsquery)) AS q(query)
-WHERE NOT cur.deleted AND (s.trigger->>'relevance')::boolean IS TRUE
+WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}'
   AND s.search @@ q.query
   AND (s.valid_from IS NULL OR s.valid_from <= $2::timestamptz)
   AND (s.valid_until IS NULL OR s.valid_until > $2::timestamptz)

@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/api"
+)
+
+// client talks to a running contextd.
+type client struct {
+	base, key string
+	http      *http.Client
+}
+
+type clientFlags struct{ url, key, project string }
+
+func (f *clientFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.url, "url", envOr("CONTEXTD_URL", "http://127.0.0.1:8080"), "server URL (env CONTEXTD_URL)")
+	cmd.Flags().StringVar(&f.key, "key", os.Getenv("CONTEXTD_KEY"), "API key (env CONTEXTD_KEY)")
+	cmd.Flags().StringVar(&f.project, "project", os.Getenv("CONTEXTD_PROJECT"), "project (env CONTEXTD_PROJECT); if empty, every project you may see is searched")
+}
+
+func (f *clientFlags) client() (*client, error) {
+	if f.key == "" {
+		return nil, errors.New("no API key: pass --key or set CONTEXTD_KEY")
+	}
+	return &client{base: strings.TrimRight(f.url, "/"), key: f.key, http: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// apiError is a problem+json answer.
+type apiError struct {
+	Status int
+	Code   string
+	Detail string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail) }
+
+func (c *client) get(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	res, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("contextd at %s: %w", c.base, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode >= 300 {
+		var p api.Problem
+		_ = json.Unmarshal(body, &p)
+		return &apiError{Status: res.StatusCode, Code: p.Code, Detail: deref(p.Detail)}
+	}
+	return json.Unmarshal(body, out)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// findPacket returns the packet's project: the given one, or the first
+// project the caller may see that holds the packet.
+func (c *client) findPacket(ctx context.Context, project, id string) (*api.Packet, error) {
+	var p api.Packet
+	if project != "" {
+		if err := c.get(ctx, "/v1/projects/"+url.PathEscape(project)+"/packets/"+url.PathEscape(id), &p); err != nil {
+			return nil, err
+		}
+		return &p, nil
+	}
+	cursor := ""
+	for {
+		var page api.ProjectList
+		if err := c.get(ctx, "/v1/projects?limit=1000&cursor="+url.QueryEscape(cursor), &page); err != nil {
+			return nil, err
+		}
+		for _, pr := range page.Data {
+			err := c.get(ctx, "/v1/projects/"+url.PathEscape(pr.Project)+"/packets/"+url.PathEscape(id), &p)
+			if err == nil {
+				return &p, nil
+			}
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+				return nil, err
+			}
+		}
+		if page.NextCursor == nil {
+			return nil, fmt.Errorf("packet %s not found in any project you may see", id)
+		}
+		cursor = *page.NextCursor
+	}
+}
+
+func newWhy() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "why PACKET_ID ITEM_KEY",
+		Short: "Explain why a packet did or did not contain an item",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			p, err := c.findPacket(ctx, f.project, args[0])
+			if err != nil {
+				return err
+			}
+			var w api.WhyAnswer
+			path := "/v1/projects/" + url.PathEscape(p.Project) + "/packets/" + url.PathEscape(p.PacketId) + "/why?item=" + url.QueryEscape(args[1])
+			if err := c.get(ctx, path, &w); err != nil {
+				return err
+			}
+			printWhy(cmd.OutOrStdout(), p, args[1], &w)
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func printWhy(out io.Writer, p *api.Packet, key string, w *api.WhyAnswer) {
+	fmt.Fprintf(out, "packet %s  (project %s, role %s, %s)\n", p.PacketId, p.Project, p.TargetRole, p.CreatedAt.Format(time.RFC3339))
+	version := ""
+	if w.Item != nil {
+		version = fmt.Sprintf(" v%d", w.Item.Version)
+	}
+	switch w.Decision {
+	case "included":
+		fmt.Fprintf(out, "item %s%s: INCLUDED in %s\n", key, version, deref(w.Section))
+		fmt.Fprintf(out, "  rule:    %s\n", deref(w.Rule))
+		if w.Rank != nil && w.Tokens != nil {
+			fmt.Fprintf(out, "  rank:    %d   tokens: %d\n", *w.Rank, *w.Tokens)
+		}
+		if w.Span != nil {
+			fmt.Fprintf(out, "  bytes:   [%d, %d) of the rendered text\n", w.Span.Start, w.Span.End)
+			fmt.Fprintf(out, "  text:    %q\n", p.Rendered[w.Span.Start:w.Span.End])
+		}
+	case "excluded":
+		fmt.Fprintf(out, "item %s%s: EXCLUDED (%s)\n", key, version, deref(w.Reason))
+		if w.Rule != nil {
+			fmt.Fprintf(out, "  rule:    %s (it fired)\n", *w.Rule)
+		}
+		fmt.Fprintf(out, "  detail:  %s\n", deref(w.Detail))
+	default:
+		fmt.Fprintf(out, "item %s%s: NOT A CANDIDATE (%s)\n", key, version, deref(w.Reason))
+		fmt.Fprintf(out, "  detail:  %s\n", deref(w.Detail))
+	}
+	if w.Layer != nil {
+		fmt.Fprintf(out, "  layer:   %s\n", *w.Layer)
+	}
+	if w.Item != nil && !w.Item.Deleted {
+		fmt.Fprintf(out, "  as it was then (%s, %s, written %s by %s):\n", w.Item.Kind, w.Item.Authority, w.Item.CreatedAt.Format(time.RFC3339), w.Item.CreatedBy)
+		for _, line := range strings.Split(w.Item.Content, "\n") {
+			fmt.Fprintf(out, "    %s\n", line)
+		}
+	}
+}
+
+func newPacket() *cobra.Command {
+	cmd := &cobra.Command{Use: "packet", Short: "Inspect packets"}
+	var f clientFlags
+	show := &cobra.Command{
+		Use:   "show PACKET_ID",
+		Short: "Print a packet: its budget, sections, exclusions and rendered text",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.findPacket(cmd.Context(), f.project, args[0])
+			if err != nil {
+				return err
+			}
+			printPacket(cmd.OutOrStdout(), p)
+			return nil
+		},
+	}
+	f.register(show)
+	cmd.AddCommand(show)
+	return cmd
+}
+
+func printPacket(out io.Writer, p *api.Packet) {
+	fmt.Fprintf(out, "packet    %s\n", p.PacketId)
+	fmt.Fprintf(out, "project   %s   role %s   task %s\n", p.Project, p.TargetRole, deref(p.TaskId))
+	fmt.Fprintf(out, "created   %s by %s\n", p.CreatedAt.Format(time.RFC3339Nano), p.CreatedBy)
+	fmt.Fprintf(out, "format    %s   tokenizer %s   sha256 %s\n", p.Format, p.Tokenizer, p.RenderedSha256)
+	fmt.Fprintf(out, "budget    %d of %d tokens used, %d headroom\n", p.Budget.Used, p.Budget.Allocated, p.Budget.Headroom)
+	for _, g := range p.Budget.UnresolvedGaps {
+		if g.Key != nil {
+			fmt.Fprintf(out, "  gap     %s v%d needed %d tokens (%s)\n", *g.Key, deref32(g.Version), deref32(g.Tokens), g.Reason)
+		} else {
+			fmt.Fprintf(out, "  gap     %s\n", g.Reason)
+		}
+	}
+	if len(p.Excluded) > 0 {
+		reasons := make([]string, 0, len(p.Excluded))
+		for r := range p.Excluded {
+			reasons = append(reasons, r)
+		}
+		sort.Strings(reasons)
+		var parts []string
+		for _, r := range reasons {
+			parts = append(parts, fmt.Sprintf("%s %d", r, p.Excluded[r]))
+		}
+		fmt.Fprintf(out, "excluded  %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(out, "sections")
+	for _, s := range p.Sections {
+		fmt.Fprintf(out, "  %s\n", s.Name)
+		for _, e := range s.Entries {
+			name := e.Subject + ":" + e.Key
+			if e.Version != nil {
+				name += fmt.Sprintf(" v%d", *e.Version)
+			}
+			fmt.Fprintf(out, "    %-40s %5d tok  [%d,%d)  %s\n", name, e.Tokens, e.Span.Start, e.Span.End, e.Rule)
+		}
+	}
+	fmt.Fprintln(out, "---- rendered ----")
+	fmt.Fprint(out, p.Rendered)
+	if !strings.HasSuffix(p.Rendered, "\n") {
+		fmt.Fprintln(out)
+	}
+}
+
+func deref32(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

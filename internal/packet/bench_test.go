@@ -1,0 +1,132 @@
+package packet_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/packet"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/project"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var vocab = func() []string {
+	rng := rand.New(rand.NewPCG(7, 7))
+	out := make([]string, 3000)
+	for i := range out {
+		b := make([]byte, 4+rng.IntN(6))
+		for j := range b {
+			b[j] = byte('a' + rng.IntN(26))
+		}
+		out[i] = string(b)
+	}
+	return out
+}()
+
+func sentence(rng *rand.Rand, bytes int) string {
+	var b strings.Builder
+	for b.Len() < bytes {
+		b.WriteString(vocab[rng.IntN(len(vocab))])
+		b.WriteByte(' ')
+	}
+	return b.String()[:bytes]
+}
+
+// seed writes n items of ~500 bytes: 200 always-on, the rest keyword, tool
+// and relevance items in equal parts.
+func seed(tb testing.TB, items *item.Service, admin *auth.Agent, proj string, n int) {
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	var batch []item.Input
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		_, err := items.Batch(context.Background(), admin, proj, batch)
+		require.NoError(tb, err)
+		batch = batch[:0]
+	}
+	for i := range n {
+		in := item.Input{Key: fmt.Sprintf("item-%06d", i), Content: sentence(rng, 500)}
+		switch {
+		case i < 200:
+		case i%3 == 0:
+			in.Trigger = &item.Trigger{Keywords: []string{vocab[rng.IntN(len(vocab))]}}
+		case i%3 == 1:
+			tool := fmt.Sprintf("tool_%d", rng.IntN(200))
+			in.Trigger = &item.Trigger{Tool: &tool}
+		default:
+			in.Trigger = &item.Trigger{Relevance: true}
+		}
+		batch = append(batch, in)
+		if len(batch) == item.MaxBatch {
+			flush()
+		}
+	}
+	flush()
+}
+
+// BenchmarkAssemble measures the server time of one packet (candidate
+// selection, pipeline, storing the packet and its records) at 1k, 10k and
+// 100k items per project, and reports the median.
+func BenchmarkAssemble(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			pool := pgtest.New(b)
+			ctx := context.Background()
+			projects := project.NewService(pool)
+			items := item.NewService(pool, projects)
+			packets := packet.NewService(pool, projects)
+			admin := &auth.Agent{ID: "agt_bench", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
+			_, _, err := projects.Put(ctx, admin, "bench", "")
+			require.NoError(b, err)
+			seed(b, items, admin, "bench", n)
+			_, err = pool.Exec(ctx, "VACUUM ANALYZE")
+			require.NoError(b, err)
+			rng := rand.New(rand.NewPCG(3, 3))
+			var took []time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				req := &assemble.Request{
+					TargetRole:  "implementer",
+					TokenBudget: 16000,
+					History:     []assemble.Message{{Role: "user", Author: "person", Content: sentence(rng, 200)}},
+					ToolResults: []assemble.ToolResult{{Tool: fmt.Sprintf("tool_%d", rng.IntN(200)), Status: "ok"}},
+					Query:       benchQuery(rng),
+				}
+				start := time.Now()
+				p, err := packets.Assemble(ctx, admin, "bench", req)
+				took = append(took, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p.Used > 16000 {
+					b.Fatalf("budget exceeded: %d", p.Used)
+				}
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-median")
+		})
+	}
+}
+
+// benchQuery is the relevance query of each benchmark packet; set
+// CONTEXTD_BENCH_NO_QUERY=1 to measure assembly without the relevance layer.
+func benchQuery(rng *rand.Rand) string {
+	q := sentence(rng, 40)
+	if os.Getenv("CONTEXTD_BENCH_NO_QUERY") != "" {
+		return ""
+	}
+	return q
+}
