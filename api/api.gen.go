@@ -160,6 +160,171 @@ type Gap struct {
 	Version *int   `json:"version,omitempty"`
 }
 
+// Handoff defines model for Handoff.
+type Handoff struct {
+	BaseCommit        string              `json:"base_commit"`
+	CandidateTreeHash string              `json:"candidate_tree_hash"`
+	CreatedAt         time.Time           `json:"created_at"`
+	CreatedBy         string              `json:"created_by"`
+	Decisions         []string            `json:"decisions"`
+	Deliverables      HandoffDeliverables `json:"deliverables"`
+	Id                string              `json:"id"`
+	Intent            string              `json:"intent"`
+	OpenQuestions     []string            `json:"open_questions"`
+	PacketId          *string             `json:"packet_id,omitempty"`
+	Project           string              `json:"project"`
+	ReworkOf          *string             `json:"rework_of,omitempty"`
+	Source            HandoffSource       `json:"source"`
+
+	// Status pending, accepted, rejected or superseded
+	Status               string           `json:"status"`
+	StatusReason         *string          `json:"status_reason,omitempty"`
+	SuggestedNextStep    *HandoffNextStep `json:"suggested_next_step,omitempty"`
+	Summary              string           `json:"summary"`
+	SupersededBy         *string          `json:"superseded_by,omitempty"`
+	Target               HandoffTarget    `json:"target"`
+	TaskId               string           `json:"task_id"`
+	UpdatedAt            time.Time        `json:"updated_at"`
+	VerificationEvidence HandoffEvidence  `json:"verification_evidence"`
+	WorkflowRunId        string           `json:"workflow_run_id"`
+}
+
+// HandoffCreate defines model for HandoffCreate.
+type HandoffCreate struct {
+	BaseCommit        *string              `json:"base_commit,omitempty"`
+	CandidateTreeHash *string              `json:"candidate_tree_hash,omitempty"`
+	Decisions         *[]string            `json:"decisions,omitempty"`
+	Deliverables      *HandoffDeliverables `json:"deliverables,omitempty"`
+
+	// Intent request_review, dispatch_fix, request_approval or complete_workflow
+	Intent               string           `json:"intent"`
+	OpenQuestions        *[]string        `json:"open_questions,omitempty"`
+	PacketId             *string          `json:"packet_id,omitempty"`
+	ReworkOf             *string          `json:"rework_of,omitempty"`
+	Source               *HandoffSource   `json:"source,omitempty"`
+	SuggestedNextStep    *HandoffNextStep `json:"suggested_next_step,omitempty"`
+	Summary              *string          `json:"summary,omitempty"`
+	Target               HandoffTarget    `json:"target"`
+	TaskId               string           `json:"task_id"`
+	VerificationEvidence *HandoffEvidence `json:"verification_evidence,omitempty"`
+	WorkflowRunId        *string          `json:"workflow_run_id,omitempty"`
+}
+
+// HandoffDeliverables defines model for HandoffDeliverables.
+type HandoffDeliverables struct {
+	Artifacts *[]struct {
+		ArtifactRef    *string `json:"artifact_ref,omitempty"`
+		ContentSnippet *string `json:"content_snippet,omitempty"`
+		Kind           *string `json:"kind,omitempty"`
+		Name           *string `json:"name,omitempty"`
+	} `json:"artifacts,omitempty"`
+	Patches *[]string `json:"patches,omitempty"`
+	Reports *[]string `json:"reports,omitempty"`
+}
+
+// HandoffDetail defines model for HandoffDetail.
+type HandoffDetail struct {
+	BaseCommit        string              `json:"base_commit"`
+	CandidateTreeHash string              `json:"candidate_tree_hash"`
+	CreatedAt         time.Time           `json:"created_at"`
+	CreatedBy         string              `json:"created_by"`
+	Decisions         []string            `json:"decisions"`
+	Deliverables      HandoffDeliverables `json:"deliverables"`
+	Events            []HandoffEvent      `json:"events"`
+	Id                string              `json:"id"`
+	Intent            string              `json:"intent"`
+	OpenQuestions     []string            `json:"open_questions"`
+	PacketId          *string             `json:"packet_id,omitempty"`
+	Project           string              `json:"project"`
+	ReworkChain       struct {
+		Ancestors   []HandoffLink `json:"ancestors"`
+		Descendants []HandoffLink `json:"descendants"`
+	} `json:"rework_chain"`
+	ReworkOf *string       `json:"rework_of,omitempty"`
+	Source   HandoffSource `json:"source"`
+
+	// Status pending, accepted, rejected or superseded
+	Status               string           `json:"status"`
+	StatusReason         *string          `json:"status_reason,omitempty"`
+	SuggestedNextStep    *HandoffNextStep `json:"suggested_next_step,omitempty"`
+	Summary              string           `json:"summary"`
+	SupersededBy         *string          `json:"superseded_by,omitempty"`
+	Target               HandoffTarget    `json:"target"`
+	TaskId               string           `json:"task_id"`
+	UpdatedAt            time.Time        `json:"updated_at"`
+	UsedByPackets        []PacketUse      `json:"used_by_packets"`
+	VerificationEvidence HandoffEvidence  `json:"verification_evidence"`
+	WorkflowRunId        string           `json:"workflow_run_id"`
+}
+
+// HandoffEvent defines model for HandoffEvent.
+type HandoffEvent struct {
+	Actor     string    `json:"actor"`
+	ActorRole string    `json:"actor_role"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Event created, accepted, rejected or superseded
+	Event string `json:"event"`
+
+	// FromStatus Absent for creation.
+	FromStatus *string `json:"from_status,omitempty"`
+	HandoffId  string  `json:"handoff_id"`
+	Reason     string  `json:"reason"`
+	Seq        int64   `json:"seq"`
+	ToStatus   string  `json:"to_status"`
+}
+
+// HandoffEvidence defines model for HandoffEvidence.
+type HandoffEvidence struct {
+	CriticVerdicts *[]struct {
+		Critic  *string `json:"critic,omitempty"`
+		Summary *string `json:"summary,omitempty"`
+
+		// Verdict PASS, FAIL, WARN or UNKNOWN
+		Verdict *string `json:"verdict,omitempty"`
+	} `json:"critic_verdicts,omitempty"`
+	WitnessExitCode *int  `json:"witness_exit_code,omitempty"`
+	WitnessPassed   *bool `json:"witness_passed,omitempty"`
+}
+
+// HandoffLink defines model for HandoffLink.
+type HandoffLink struct {
+	CreatedAt  time.Time `json:"created_at"`
+	Id         string    `json:"id"`
+	SourceRole string    `json:"source_role"`
+	Status     string    `json:"status"`
+	TargetRole string    `json:"target_role"`
+}
+
+// HandoffList defines model for HandoffList.
+type HandoffList struct {
+	Data       []Handoff `json:"data"`
+	NextCursor *string   `json:"next_cursor,omitempty"`
+}
+
+// HandoffNextStep defines model for HandoffNextStep.
+type HandoffNextStep struct {
+	Action *string `json:"action,omitempty"`
+	StepId *string `json:"step_id,omitempty"`
+}
+
+// HandoffSource defines model for HandoffSource.
+type HandoffSource struct {
+	AgentId   *string `json:"agent_id,omitempty"`
+	AttemptId *string `json:"attempt_id,omitempty"`
+	Harness   *string `json:"harness,omitempty"`
+	Model     *string `json:"model,omitempty"`
+	Role      *string `json:"role,omitempty"`
+	StepId    *string `json:"step_id,omitempty"`
+}
+
+// HandoffTarget defines model for HandoffTarget.
+type HandoffTarget struct {
+	// Permission read-only, edit or admin
+	Permission *string `json:"permission,omitempty"`
+	Role       *string `json:"role,omitempty"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status string `json:"status"`
@@ -366,6 +531,14 @@ type PacketSummary struct {
 	Tokenizer         string            `json:"tokenizer"`
 }
 
+// PacketUse defines model for PacketUse.
+type PacketUse struct {
+	Agent      string    `json:"agent"`
+	CreatedAt  time.Time `json:"created_at"`
+	PacketId   string    `json:"packet_id"`
+	TargetRole string    `json:"target_role"`
+}
+
 // Problem defines model for Problem.
 type Problem struct {
 	// Code Stable: unauthenticated, forbidden, not_found, conflict, precondition_failed, payload_too_large, malformed, validation_failed, rate_limited, unavailable, internal.
@@ -491,6 +664,37 @@ type Span struct {
 	Start int `json:"start"`
 }
 
+// TaskHistory defines model for TaskHistory.
+type TaskHistory struct {
+	Entries []TimelineEntry `json:"entries"`
+	TaskId  string          `json:"task_id"`
+}
+
+// TimelineEntry defines model for TimelineEntry.
+type TimelineEntry struct {
+	Agent      string    `json:"agent"`
+	Event      *string   `json:"event,omitempty"`
+	FromStatus *string   `json:"from_status,omitempty"`
+	HandoffId  *string   `json:"handoff_id,omitempty"`
+	PacketId   *string   `json:"packet_id,omitempty"`
+	Reason     *string   `json:"reason,omitempty"`
+	Role       string    `json:"role"`
+	Seq        *int64    `json:"seq,omitempty"`
+	SourceRole *string   `json:"source_role,omitempty"`
+	StepId     *string   `json:"step_id,omitempty"`
+	TargetRole *string   `json:"target_role,omitempty"`
+	Time       time.Time `json:"time"`
+	ToStatus   *string   `json:"to_status,omitempty"`
+
+	// Type handoff_event or packet
+	Type string `json:"type"`
+}
+
+// TransitionRequest defines model for TransitionRequest.
+type TransitionRequest struct {
+	Reason *string `json:"reason,omitempty"`
+}
+
 // Trigger Exactly one of the members.
 type Trigger struct {
 	Always     *bool     `json:"always,omitempty"`
@@ -503,14 +707,15 @@ type Trigger struct {
 // WhyAnswer defines model for WhyAnswer.
 type WhyAnswer struct {
 	// Decision included, excluded or not_candidate
-	Decision string  `json:"decision"`
-	Detail   *string `json:"detail,omitempty"`
-	Item     *Item   `json:"item,omitempty"`
-	Layer    *string `json:"layer,omitempty"`
-	Rank     *int    `json:"rank,omitempty"`
-	Reason   *string `json:"reason,omitempty"`
-	Rule     *string `json:"rule,omitempty"`
-	Section  *string `json:"section,omitempty"`
+	Decision string   `json:"decision"`
+	Detail   *string  `json:"detail,omitempty"`
+	Handoff  *Handoff `json:"handoff,omitempty"`
+	Item     *Item    `json:"item,omitempty"`
+	Layer    *string  `json:"layer,omitempty"`
+	Rank     *int     `json:"rank,omitempty"`
+	Reason   *string  `json:"reason,omitempty"`
+	Rule     *string  `json:"rule,omitempty"`
+	Section  *string  `json:"section,omitempty"`
 
 	// Span UTF-8 byte offsets [start, end) into rendered.
 	Span   *Span `json:"span,omitempty"`
@@ -519,6 +724,9 @@ type WhyAnswer struct {
 
 // Cursor defines model for Cursor.
 type Cursor = string
+
+// HandoffID defines model for HandoffID.
+type HandoffID = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -564,6 +772,50 @@ type ListProjectsParams struct {
 
 // PutProjectParams defines parameters for PutProject.
 type PutProjectParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListHandoffsParams defines parameters for ListHandoffs.
+type ListHandoffsParams struct {
+	TaskId        *string `form:"task_id,omitempty" json:"task_id,omitempty"`
+	Status        *string `form:"status,omitempty" json:"status,omitempty"`
+	TargetRole    *string `form:"target_role,omitempty" json:"target_role,omitempty"`
+	WorkflowRunId *string `form:"workflow_run_id,omitempty" json:"workflow_run_id,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateHandoffParams defines parameters for CreateHandoff.
+type CreateHandoffParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// StreamHandoffEventsParams defines parameters for StreamHandoffEvents.
+type StreamHandoffEventsParams struct {
+	TargetRole  *string `form:"target_role,omitempty" json:"target_role,omitempty"`
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// AcceptHandoffParams defines parameters for AcceptHandoff.
+type AcceptHandoffParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RejectHandoffParams defines parameters for RejectHandoff.
+type RejectHandoffParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WithdrawHandoffParams defines parameters for WithdrawHandoff.
+type WithdrawHandoffParams struct {
 	// IdempotencyKey Replay protection, per agent, kept 24 hours.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -661,7 +913,11 @@ type ListPacketRecordsParams struct {
 
 // WhyPacketParams defines parameters for WhyPacket.
 type WhyPacketParams struct {
-	Item string `form:"item" json:"item"`
+	// Item An item key (give item or handoff).
+	Item *string `form:"item,omitempty" json:"item,omitempty"`
+
+	// Handoff A handoff id (give item or handoff).
+	Handoff *string `form:"handoff,omitempty" json:"handoff,omitempty"`
 }
 
 // CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
@@ -669,6 +925,18 @@ type CreateAgentJSONRequestBody = AgentCreate
 
 // PutProjectJSONRequestBody defines body for PutProject for application/json ContentType.
 type PutProjectJSONRequestBody = ProjectWrite
+
+// CreateHandoffJSONRequestBody defines body for CreateHandoff for application/json ContentType.
+type CreateHandoffJSONRequestBody = HandoffCreate
+
+// AcceptHandoffJSONRequestBody defines body for AcceptHandoff for application/json ContentType.
+type AcceptHandoffJSONRequestBody = TransitionRequest
+
+// RejectHandoffJSONRequestBody defines body for RejectHandoff for application/json ContentType.
+type RejectHandoffJSONRequestBody = TransitionRequest
+
+// WithdrawHandoffJSONRequestBody defines body for WithdrawHandoff for application/json ContentType.
+type WithdrawHandoffJSONRequestBody = TransitionRequest
 
 // BatchItemsJSONRequestBody defines body for BatchItems for application/json ContentType.
 type BatchItemsJSONRequestBody = BatchRequest
@@ -705,6 +973,27 @@ type ServerInterface interface {
 	// PutProject Create or update a project (admin).
 	// (PUT /v1/projects/{project})
 	PutProject(ctx echo.Context, project ProjectPath, params PutProjectParams) error
+	// ListHandoffs Handoffs of the project, newest first.
+	// (GET /v1/projects/{project}/handoffs)
+	ListHandoffs(ctx echo.Context, project ProjectPath, params ListHandoffsParams) error
+	// CreateHandoff Hand work to another role; supersedes the task's earlier pending handoff to that role.
+	// (POST /v1/projects/{project}/handoffs)
+	CreateHandoff(ctx echo.Context, project ProjectPath, params CreateHandoffParams) error
+	// StreamHandoffEvents Live inbox: the project's handoff events for a target role, as Server-Sent Events.
+	// (GET /v1/projects/{project}/handoffs/events)
+	StreamHandoffEvents(ctx echo.Context, project ProjectPath, params StreamHandoffEventsParams) error
+	// GetHandoff A handoff with its events, rework chain and packets.
+	// (GET /v1/projects/{project}/handoffs/{id})
+	GetHandoff(ctx echo.Context, project ProjectPath, id HandoffID) error
+	// AcceptHandoff Accept a pending handoff (target role or admin).
+	// (POST /v1/projects/{project}/handoffs/{id}/accept)
+	AcceptHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params AcceptHandoffParams) error
+	// RejectHandoff Reject a pending handoff with a reason (target role or admin).
+	// (POST /v1/projects/{project}/handoffs/{id}/reject)
+	RejectHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params RejectHandoffParams) error
+	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// (POST /v1/projects/{project}/handoffs/{id}/withdraw)
+	WithdrawHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params WithdrawHandoffParams) error
 	// ListItems Latest live versions, by key (by full-text rank, then key, when q is given).
 	// (GET /v1/projects/{project}/items)
 	ListItems(ctx echo.Context, project ProjectPath, params ListItemsParams) error
@@ -750,6 +1039,9 @@ type ServerInterface interface {
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx echo.Context, project ProjectPath, id PacketID, params WhyPacketParams) error
+	// GetTaskHistory One chronological timeline of a task, oldest first.
+	// (GET /v1/projects/{project}/tasks/{task_id}/history)
+	GetTaskHistory(ctx echo.Context, project ProjectPath, taskId string) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -903,6 +1195,300 @@ func (w *ServerInterfaceWrapper) PutProject(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.PutProject(ctx, project, params)
+	return err
+}
+
+// ListHandoffs converts echo context to params.
+func (w *ServerInterfaceWrapper) ListHandoffs(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListHandoffsParams
+	// ------------- Optional query parameter "task_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "task_id", ctx.QueryParams(), &params.TaskId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "target_role" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "target_role", ctx.QueryParams(), &params.TargetRole, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_role: %s", err))
+	}
+
+	// ------------- Optional query parameter "workflow_run_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "workflow_run_id", ctx.QueryParams(), &params.WorkflowRunId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter workflow_run_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListHandoffs(ctx, project, params)
+	return err
+}
+
+// CreateHandoff converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateHandoff(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateHandoffParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateHandoff(ctx, project, params)
+	return err
+}
+
+// StreamHandoffEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamHandoffEvents(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamHandoffEventsParams
+	// ------------- Optional query parameter "target_role" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "target_role", ctx.QueryParams(), &params.TargetRole, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_role: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamHandoffEvents(ctx, project, params)
+	return err
+}
+
+// GetHandoff converts echo context to params.
+func (w *ServerInterfaceWrapper) GetHandoff(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id HandoffID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetHandoff(ctx, project, id)
+	return err
+}
+
+// AcceptHandoff converts echo context to params.
+func (w *ServerInterfaceWrapper) AcceptHandoff(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id HandoffID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AcceptHandoffParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcceptHandoff(ctx, project, id, params)
+	return err
+}
+
+// RejectHandoff converts echo context to params.
+func (w *ServerInterfaceWrapper) RejectHandoff(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id HandoffID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RejectHandoffParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RejectHandoff(ctx, project, id, params)
+	return err
+}
+
+// WithdrawHandoff converts echo context to params.
+func (w *ServerInterfaceWrapper) WithdrawHandoff(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id HandoffID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WithdrawHandoffParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.WithdrawHandoff(ctx, project, id, params)
 	return err
 }
 
@@ -1486,15 +2072,46 @@ func (w *ServerInterfaceWrapper) WhyPacket(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params WhyPacketParams
-	// ------------- Required query parameter "item" -------------
+	// ------------- Optional query parameter "item" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "item", ctx.QueryParams(), &params.Item, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "item", ctx.QueryParams(), &params.Item, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter item: %s", err))
 	}
 
+	// ------------- Optional query parameter "handoff" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "handoff", ctx.QueryParams(), &params.Handoff, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter handoff: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.WhyPacket(ctx, project, id, params)
+	return err
+}
+
+// GetTaskHistory converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTaskHistory(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "task_id" -------------
+	var taskId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "task_id", ctx.Param("task_id"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTaskHistory(ctx, project, taskId)
 	return err
 }
 
@@ -1564,6 +2181,14 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/attribute", wrapper.AttributePacket, options.OperationMiddlewares["attributePacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.ListHandoffs, options.OperationMiddlewares["listHandoffs"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.CreateHandoff, options.OperationMiddlewares["createHandoff"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/handoffs/events", wrapper.StreamHandoffEvents, options.OperationMiddlewares["streamHandoffEvents"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/handoffs/:id", wrapper.GetHandoff, options.OperationMiddlewares["getHandoff"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/handoffs/:id/accept", wrapper.AcceptHandoff, options.OperationMiddlewares["acceptHandoff"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/handoffs/:id/reject", wrapper.RejectHandoff, options.OperationMiddlewares["rejectHandoff"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/handoffs/:id/withdraw", wrapper.WithdrawHandoff, options.OperationMiddlewares["withdrawHandoff"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/tasks/:task_id/history", wrapper.GetTaskHistory, options.OperationMiddlewares["getTaskHistory"]...)
 	router.GET(options.BaseURL+"/v1/agents", wrapper.ListAgents, options.OperationMiddlewares["listAgents"]...)
 	router.POST(options.BaseURL+"/v1/agents", wrapper.CreateAgent, options.OperationMiddlewares["createAgent"]...)
 	router.DELETE(options.BaseURL+"/v1/agents/:id", wrapper.RevokeAgent, options.OperationMiddlewares["revokeAgent"]...)
@@ -1832,6 +2457,322 @@ type PutProjectdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response PutProjectdefaultApplicationProblemPlusJSONResponse) VisitPutProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListHandoffsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  ListHandoffsParams
+}
+
+type ListHandoffsResponseObject interface {
+	VisitListHandoffsResponse(w http.ResponseWriter) error
+}
+
+type ListHandoffs200JSONResponse HandoffList
+
+func (response ListHandoffs200JSONResponse) VisitListHandoffsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListHandoffsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListHandoffsdefaultApplicationProblemPlusJSONResponse) VisitListHandoffsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateHandoffRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  CreateHandoffParams
+	Body    *CreateHandoffJSONRequestBody
+}
+
+type CreateHandoffResponseObject interface {
+	VisitCreateHandoffResponse(w http.ResponseWriter) error
+}
+
+type CreateHandoff201JSONResponse Handoff
+
+func (response CreateHandoff201JSONResponse) VisitCreateHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateHandoffdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response CreateHandoffdefaultApplicationProblemPlusJSONResponse) VisitCreateHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamHandoffEventsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  StreamHandoffEventsParams
+}
+
+type StreamHandoffEventsResponseObject interface {
+	VisitStreamHandoffEventsResponse(w http.ResponseWriter) error
+}
+
+type StreamHandoffEvents200TexteventStreamResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response StreamHandoffEvents200TexteventStreamResponse) VisitStreamHandoffEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamHandoffEventsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response StreamHandoffEventsdefaultApplicationProblemPlusJSONResponse) VisitStreamHandoffEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHandoffRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      HandoffID   `json:"id"`
+}
+
+type GetHandoffResponseObject interface {
+	VisitGetHandoffResponse(w http.ResponseWriter) error
+}
+
+type GetHandoff200JSONResponse HandoffDetail
+
+func (response GetHandoff200JSONResponse) VisitGetHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHandoffdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetHandoffdefaultApplicationProblemPlusJSONResponse) VisitGetHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptHandoffRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      HandoffID   `json:"id"`
+	Params  AcceptHandoffParams
+	Body    *AcceptHandoffJSONRequestBody
+}
+
+type AcceptHandoffResponseObject interface {
+	VisitAcceptHandoffResponse(w http.ResponseWriter) error
+}
+
+type AcceptHandoff200JSONResponse Handoff
+
+func (response AcceptHandoff200JSONResponse) VisitAcceptHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptHandoffdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response AcceptHandoffdefaultApplicationProblemPlusJSONResponse) VisitAcceptHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectHandoffRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      HandoffID   `json:"id"`
+	Params  RejectHandoffParams
+	Body    *RejectHandoffJSONRequestBody
+}
+
+type RejectHandoffResponseObject interface {
+	VisitRejectHandoffResponse(w http.ResponseWriter) error
+}
+
+type RejectHandoff200JSONResponse Handoff
+
+func (response RejectHandoff200JSONResponse) VisitRejectHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectHandoffdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response RejectHandoffdefaultApplicationProblemPlusJSONResponse) VisitRejectHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawHandoffRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      HandoffID   `json:"id"`
+	Params  WithdrawHandoffParams
+	Body    *WithdrawHandoffJSONRequestBody
+}
+
+type WithdrawHandoffResponseObject interface {
+	VisitWithdrawHandoffResponse(w http.ResponseWriter) error
+}
+
+type WithdrawHandoff200JSONResponse Handoff
+
+func (response WithdrawHandoff200JSONResponse) VisitWithdrawHandoffResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WithdrawHandoffdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response WithdrawHandoffdefaultApplicationProblemPlusJSONResponse) VisitWithdrawHandoffResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2519,6 +3460,46 @@ func (response WhyPacketdefaultApplicationProblemPlusJSONResponse) VisitWhyPacke
 	return err
 }
 
+type GetTaskHistoryRequestObject struct {
+	Project ProjectPath `json:"project"`
+	TaskId  string      `json:"task_id"`
+}
+
+type GetTaskHistoryResponseObject interface {
+	VisitGetTaskHistoryResponse(w http.ResponseWriter) error
+}
+
+type GetTaskHistory200JSONResponse TaskHistory
+
+func (response GetTaskHistory200JSONResponse) VisitGetTaskHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTaskHistorydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetTaskHistorydefaultApplicationProblemPlusJSONResponse) VisitGetTaskHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealthz The process is up.
@@ -2542,6 +3523,27 @@ type StrictServerInterface interface {
 	// PutProject Create or update a project (admin).
 	// (PUT /v1/projects/{project})
 	PutProject(ctx context.Context, request PutProjectRequestObject) (PutProjectResponseObject, error)
+	// ListHandoffs Handoffs of the project, newest first.
+	// (GET /v1/projects/{project}/handoffs)
+	ListHandoffs(ctx context.Context, request ListHandoffsRequestObject) (ListHandoffsResponseObject, error)
+	// CreateHandoff Hand work to another role; supersedes the task's earlier pending handoff to that role.
+	// (POST /v1/projects/{project}/handoffs)
+	CreateHandoff(ctx context.Context, request CreateHandoffRequestObject) (CreateHandoffResponseObject, error)
+	// StreamHandoffEvents Live inbox: the project's handoff events for a target role, as Server-Sent Events.
+	// (GET /v1/projects/{project}/handoffs/events)
+	StreamHandoffEvents(ctx context.Context, request StreamHandoffEventsRequestObject) (StreamHandoffEventsResponseObject, error)
+	// GetHandoff A handoff with its events, rework chain and packets.
+	// (GET /v1/projects/{project}/handoffs/{id})
+	GetHandoff(ctx context.Context, request GetHandoffRequestObject) (GetHandoffResponseObject, error)
+	// AcceptHandoff Accept a pending handoff (target role or admin).
+	// (POST /v1/projects/{project}/handoffs/{id}/accept)
+	AcceptHandoff(ctx context.Context, request AcceptHandoffRequestObject) (AcceptHandoffResponseObject, error)
+	// RejectHandoff Reject a pending handoff with a reason (target role or admin).
+	// (POST /v1/projects/{project}/handoffs/{id}/reject)
+	RejectHandoff(ctx context.Context, request RejectHandoffRequestObject) (RejectHandoffResponseObject, error)
+	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// (POST /v1/projects/{project}/handoffs/{id}/withdraw)
+	WithdrawHandoff(ctx context.Context, request WithdrawHandoffRequestObject) (WithdrawHandoffResponseObject, error)
 	// ListItems Latest live versions, by key (by full-text rank, then key, when q is given).
 	// (GET /v1/projects/{project}/items)
 	ListItems(ctx context.Context, request ListItemsRequestObject) (ListItemsResponseObject, error)
@@ -2587,6 +3589,9 @@ type StrictServerInterface interface {
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx context.Context, request WhyPacketRequestObject) (WhyPacketResponseObject, error)
+	// GetTaskHistory One chronological timeline of a task, oldest first.
+	// (GET /v1/projects/{project}/tasks/{task_id}/history)
+	GetTaskHistory(ctx context.Context, request GetTaskHistoryRequestObject) (GetTaskHistoryResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2816,6 +3821,292 @@ func (sh *strictHandler) PutProject(ctx echo.Context, project ProjectPath, param
 		return err
 	} else if validResponse, ok := response.(PutProjectResponseObject); ok {
 		return validResponse.VisitPutProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListHandoffs operation middleware
+func (sh *strictHandler) ListHandoffs(ctx echo.Context, project ProjectPath, params ListHandoffsParams) error {
+	var request ListHandoffsRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListHandoffs(ctx.Request().Context(), request.(ListHandoffsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListHandoffs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListHandoffsResponseObject); ok {
+		return validResponse.VisitListHandoffsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateHandoff operation middleware
+func (sh *strictHandler) CreateHandoff(ctx echo.Context, project ProjectPath, params CreateHandoffParams) error {
+	var request CreateHandoffRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	var body CreateHandoffJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateHandoff(ctx.Request().Context(), request.(CreateHandoffRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateHandoff")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateHandoffResponseObject); ok {
+		return validResponse.VisitCreateHandoffResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// StreamHandoffEvents operation middleware
+func (sh *strictHandler) StreamHandoffEvents(ctx echo.Context, project ProjectPath, params StreamHandoffEventsParams) error {
+	var request StreamHandoffEventsRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamHandoffEvents(ctx.Request().Context(), request.(StreamHandoffEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamHandoffEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamHandoffEventsResponseObject); ok {
+		return validResponse.VisitStreamHandoffEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetHandoff operation middleware
+func (sh *strictHandler) GetHandoff(ctx echo.Context, project ProjectPath, id HandoffID) error {
+	var request GetHandoffRequestObject
+
+	request.Project = project
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetHandoff(ctx.Request().Context(), request.(GetHandoffRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetHandoff")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetHandoffResponseObject); ok {
+		return validResponse.VisitGetHandoffResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AcceptHandoff operation middleware
+func (sh *strictHandler) AcceptHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params AcceptHandoffParams) error {
+	var request AcceptHandoffRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	var body AcceptHandoffJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptHandoff(ctx.Request().Context(), request.(AcceptHandoffRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptHandoff")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcceptHandoffResponseObject); ok {
+		return validResponse.VisitAcceptHandoffResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RejectHandoff operation middleware
+func (sh *strictHandler) RejectHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params RejectHandoffParams) error {
+	var request RejectHandoffRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	var body RejectHandoffJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RejectHandoff(ctx.Request().Context(), request.(RejectHandoffRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RejectHandoff")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RejectHandoffResponseObject); ok {
+		return validResponse.VisitRejectHandoffResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// WithdrawHandoff operation middleware
+func (sh *strictHandler) WithdrawHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params WithdrawHandoffParams) error {
+	var request WithdrawHandoffRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	var body WithdrawHandoffJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.WithdrawHandoff(ctx.Request().Context(), request.(WithdrawHandoffRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WithdrawHandoff")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(WithdrawHandoffResponseObject); ok {
+		return validResponse.VisitWithdrawHandoffResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -3306,6 +4597,32 @@ func (sh *strictHandler) WhyPacket(ctx echo.Context, project ProjectPath, id Pac
 		return err
 	} else if validResponse, ok := response.(WhyPacketResponseObject); ok {
 		return validResponse.VisitWhyPacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTaskHistory operation middleware
+func (sh *strictHandler) GetTaskHistory(ctx echo.Context, project ProjectPath, taskId string) error {
+	var request GetTaskHistoryRequestObject
+
+	request.Project = project
+	request.TaskId = taskId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTaskHistory(ctx.Request().Context(), request.(GetTaskHistoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTaskHistory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTaskHistoryResponseObject); ok {
+		return validResponse.VisitGetTaskHistoryResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -12,6 +12,9 @@ CREATE TABLE packets (
     target_role        text        NOT NULL,
     task_id            text        NOT NULL DEFAULT '',
     request            jsonb       NOT NULL,
+    -- predecessors are the request's handoffs as they were when the packet
+    -- was made (their status changes later); a replay renders these.
+    predecessors       jsonb       NOT NULL DEFAULT '[]',
     format             text        NOT NULL,
     tokenizer          text        NOT NULL,
     rendered           text        NOT NULL,

@@ -32,3 +32,11 @@ INSERT INTO packet_records (
 SELECT * FROM packet_records
 WHERE project = @project AND packet_id = @packet_id
 ORDER BY ord;
+
+-- name: PacketRecordHandoffUses :many
+-- Packets that used a handoff as a predecessor.
+SELECT r.packet_id, r.created_at, p.target_role, p.created_by
+FROM packet_records r
+JOIN packets p ON p.project = r.project AND p.id = r.packet_id
+WHERE r.project = @project AND r.subject_kind = 'handoff' AND r.subject_key = @handoff_id
+ORDER BY r.created_at, r.packet_id;

@@ -3,10 +3,10 @@ SELECT * FROM packets WHERE project = @project AND id = @id;
 
 -- name: PacketInsert :exec
 INSERT INTO packets (
-    project, id, created_at, created_by, target_role, task_id, request, format, tokenizer,
+    project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
     rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot
 ) VALUES (
-    @project, @id, @created_at, @created_by, @target_role, @task_id, @request, @format, @tokenizer,
+    @project, @id, @created_at, @created_by, @target_role, @task_id, @request, @predecessors, @format, @tokenizer,
     @rendered, @rendered_sha256, @token_budget, @tokens_used, @gaps, @provenance_summary, @snapshot
 );
 
@@ -25,3 +25,9 @@ LIMIT @max;
 -- name: PacketReadPoint :one
 -- The time and snapshot of an assembly's read transaction.
 SELECT now()::timestamptz AS now, pg_current_snapshot()::text AS snapshot;
+
+-- name: PacketListTask :many
+-- Every packet of a task, oldest first, for the task's timeline.
+SELECT id, created_at, created_by, target_role, request FROM packets
+WHERE project = @project AND task_id = @task_id
+ORDER BY created_at, id;

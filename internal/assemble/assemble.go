@@ -52,11 +52,30 @@ type Candidate struct {
 	Relevance *float64
 }
 
+// Predecessor is a handoff a packet builds on, resolved when the packet was
+// assembled and stored with it, so a replay renders it the same.
+type Predecessor struct {
+	ID              string            `json:"id"`
+	SourceRole      string            `json:"source_role"`
+	TargetRole      string            `json:"target_role"`
+	Status          string            `json:"status"`
+	StepID          string            `json:"step_id"`
+	AttemptID       string            `json:"attempt_id"`
+	Summary         string            `json:"summary"`
+	Decisions       []string          `json:"decisions"`
+	Artifacts       []render.Artifact `json:"artifacts"`
+	Verdicts        []render.Verdict  `json:"verdicts"`
+	WitnessExitCode *int              `json:"witness_exit_code,omitempty"`
+	WitnessPassed   *bool             `json:"witness_passed,omitempty"`
+}
+
 // Input is everything an assembly depends on.
 type Input struct {
 	Project    string
 	Request    *Request
 	Candidates []Candidate
+	// Predecessors are the request's predecessor handoffs, in its order.
+	Predecessors []Predecessor
 	// Now is the packet's own time: validity windows are judged at it and
 	// the {{now}} built-in renders it.
 	Now time.Time
@@ -259,6 +278,14 @@ func Assemble(in Input) (*Result, error) {
 		doc.Plan = &render.Plan{PlanHash: p.PlanHash, ActiveStepIndex: p.ActiveStepIndex, TotalSteps: p.TotalSteps, SettledDecisions: p.SettledDecisions}
 		doc.PlanRef = requestPart("plan", "Plan Pointer")
 	}
+	for _, p := range in.Predecessors {
+		ref := addRecord(Record{SubjectKind: SubjectHandoff, SubjectKey: p.ID, Decision: Included, Section: "Predecessor Outputs", Rule: "predecessor"})
+		doc.Predecessors = append(doc.Predecessors, render.Predecessor{
+			Ref: ref, ID: p.ID, SourceRole: p.SourceRole, TargetRole: p.TargetRole, Status: p.Status, StepID: p.StepID,
+			AttemptID: p.AttemptID, Summary: p.Summary, Decisions: p.Decisions, Artifacts: p.Artifacts, Verdicts: p.Verdicts,
+			WitnessExitCode: p.WitnessExitCode, WitnessPassed: p.WitnessPassed,
+		})
+	}
 	if req.AgentContext != nil {
 		doc.AgentContext = req.AgentContext
 		doc.AgentContextRef = requestPart("agent_context", render.CurrentState)
@@ -372,7 +399,7 @@ func Assemble(in Input) (*Result, error) {
 		for _, p := range pieces {
 			if p.Ref >= 0 {
 				records[p.Ref].Span = &Span{Start: off, End: off + len(p.Text)}
-				if records[p.Ref].SubjectKind == SubjectRequest {
+				if records[p.Ref].SubjectKind != SubjectItem {
 					records[p.Ref].Tokens, _ = count(p.Text)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -87,7 +88,7 @@ func BenchmarkAssemble(b *testing.B) {
 			ctx := context.Background()
 			projects := project.NewService(pool)
 			items := item.NewService(pool, projects)
-			packets := packet.NewService(pool, projects)
+			packets := packet.NewService(pool, projects, handoff.NewService(pool, projects))
 			admin := &auth.Agent{ID: "agt_bench", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
 			_, _, err := projects.Put(ctx, admin, "bench", "")
 			require.NoError(b, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
@@ -41,6 +42,9 @@ func fromRow(r dbsqlc.Packet) (*Packet, error) {
 	}
 	if err := json.Unmarshal(r.ProvenanceSummary, &p.Provenance); err != nil {
 		return nil, fmt.Errorf("decode provenance: %w", err)
+	}
+	if err := json.Unmarshal(r.Predecessors, &p.Predecessors); err != nil {
+		return nil, fmt.Errorf("decode predecessors: %w", err)
 	}
 	return p, nil
 }
@@ -450,7 +454,7 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot: %w", err)
 	}
-	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: p.Request, Candidates: cands, Now: p.CreatedAt})
+	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: p.Request, Candidates: cands, Now: p.CreatedAt, Predecessors: p.Predecessors})
 	if err != nil {
 		return nil, err
 	}
@@ -508,4 +512,25 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 
 func sha(s string) string {
 	return hex.EncodeToString(sha256sum([]byte(s)))
+}
+
+// WhyHandoff explains a handoff's place in a packet: a predecessor the
+// request named (with its record and span), or none.
+func (s *Service) WhyHandoff(ctx context.Context, agent *auth.Agent, proj, id, handoffID string) (*WhyAnswer, *handoff.Handoff, error) {
+	p, err := s.Get(ctx, agent, proj, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := s.handoffs.Get(ctx, agent, proj, handoffID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range p.Records {
+		r := &p.Records[i]
+		if r.SubjectKind == assemble.SubjectHandoff && r.SubjectKey == handoffID {
+			return &WhyAnswer{Decision: r.Decision, Record: r, Detail: "the request named it as a predecessor; predecessors are never dropped for budget"}, d.Handoff, nil
+		}
+	}
+	return &WhyAnswer{Decision: "not_candidate", Reason: "not_a_predecessor",
+		Detail: "the request did not name this handoff among its predecessors"}, d.Handoff, nil
 }

@@ -23,13 +23,14 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/ident"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
-	"github.com/contextd/contextd/internal/validation"
 )
 
 // ErrNotFound means no such packet, or one the caller may not see.
@@ -54,6 +55,7 @@ type Packet struct {
 	Gaps           []assemble.Gap
 	Provenance     Provenance
 	Snapshot       string
+	Predecessors   []assemble.Predecessor
 	// Records are those the viewer may see (admin-only ones only for admins).
 	Records []assemble.Record
 }
@@ -113,11 +115,37 @@ func (p *Packet) Sections() []Section {
 type Service struct {
 	pool     *pgxpool.Pool
 	projects *project.Service
+	handoffs *handoff.Service
 }
 
 // NewService returns a packet service.
-func NewService(pool *pgxpool.Pool, projects *project.Service) *Service {
-	return &Service{pool: pool, projects: projects}
+func NewService(pool *pgxpool.Pool, projects *project.Service, handoffs *handoff.Service) *Service {
+	return &Service{pool: pool, projects: projects, handoffs: handoffs}
+}
+
+// predecessorsOf resolves the request's predecessor handoffs as they are now.
+func (s *Service) predecessorsOf(ctx context.Context, proj string, ids []string) ([]assemble.Predecessor, error) {
+	hs, err := s.handoffs.Resolve(ctx, proj, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]assemble.Predecessor, len(hs))
+	for i, h := range hs {
+		p := assemble.Predecessor{
+			ID: h.ID, SourceRole: h.Source.Role, TargetRole: h.Target.Role, Status: h.Status, StepID: h.Source.StepID,
+			AttemptID: h.Source.AttemptID, Summary: h.Summary, Decisions: h.Decisions,
+			Artifacts: []render.Artifact{}, Verdicts: []render.Verdict{},
+			WitnessExitCode: h.VerificationEvidence.WitnessExitCode, WitnessPassed: h.VerificationEvidence.WitnessPassed,
+		}
+		for _, a := range h.Deliverables.Artifacts {
+			p.Artifacts = append(p.Artifacts, render.Artifact{Name: a.Name, Kind: a.Kind, Ref: a.ArtifactRef, Snippet: a.ContentSnippet})
+		}
+		for _, v := range h.VerificationEvidence.CriticVerdicts {
+			p.Verdicts = append(p.Verdicts, render.Verdict{Critic: v.Critic, Verdict: v.Verdict, Summary: v.Summary})
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // Assemble builds, stores and returns a packet for req (already decoded;
@@ -132,19 +160,16 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 	if !agent.IsAdmin() && req.TargetRole != agent.Role {
 		return nil, fmt.Errorf("%w: an agent assembles only for its own role (%s), not %s", auth.ErrForbidden, agent.Role, req.TargetRole)
 	}
-	if len(req.Predecessors) > 0 {
-		var errs validation.List
-		for i, id := range req.Predecessors {
-			errs.Add(fmt.Sprintf("/predecessors/%d", i), "unknown_handoff", "no handoff %q in this project", id)
-		}
-		return nil, errs.Err()
+	preds, err := s.predecessorsOf(ctx, proj, req.Predecessors)
+	if err != nil {
+		return nil, err
 	}
 
 	now, snapshot, cands, err := s.loadCandidates(ctx, proj, req)
 	if err != nil {
 		return nil, fmt.Errorf("load candidates: %w", err)
 	}
-	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: req, Candidates: cands, Now: now})
+	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: req, Candidates: cands, Now: now, Predecessors: preds})
 	if err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}
@@ -158,6 +183,10 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 		Request: req, RequestRaw: raw, Rendered: res.Rendered, RenderedSHA256: hex.EncodeToString(sum[:]),
 		Tokenizer: string(req.Tokenizer), Format: string(req.Format), Allocated: res.Allocated, Used: res.Used,
 		Gaps: res.Gaps, Provenance: provenanceOf(res.Records), Snapshot: snapshot, Records: res.Records,
+		Predecessors: preds,
+	}
+	if p.Predecessors == nil {
+		p.Predecessors = []assemble.Predecessor{}
 	}
 	if p.Gaps == nil {
 		p.Gaps = []assemble.Gap{}
@@ -352,10 +381,11 @@ func (s *Service) snapshotCandidates(ctx context.Context, proj string, p *Packet
 func (s *Service) store(ctx context.Context, p *Packet, sum []byte) error {
 	gaps, _ := json.Marshal(p.Gaps)
 	prov, _ := json.Marshal(p.Provenance)
+	preds, _ := json.Marshal(p.Predecessors)
 	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		err := store.Q.PacketInsert(ctx, tx, dbsqlc.PacketInsertParams{
 			Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
-			TaskID: p.TaskID, Request: p.RequestRaw, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
+			TaskID: p.TaskID, Request: p.RequestRaw, Predecessors: preds, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
 			RenderedSha256: sum, TokenBudget: int32(p.Allocated), TokensUsed: int32(p.Used), Gaps: gaps,
 			ProvenanceSummary: prov, Snapshot: p.Snapshot,
 		})

@@ -88,6 +88,24 @@ type Plan struct {
 	SettledDecisions []string
 }
 
+// Predecessor is one handoff the packet builds on.
+type Predecessor struct {
+	Ref                                int
+	ID, SourceRole, TargetRole, Status string
+	StepID, AttemptID, Summary         string
+	Decisions                          []string
+	Artifacts                          []Artifact
+	Verdicts                           []Verdict
+	WitnessExitCode                    *int
+	WitnessPassed                      *bool
+}
+
+// Artifact is one artifact of a predecessor.
+type Artifact struct{ Name, Kind, Ref, Snippet string }
+
+// Verdict is one critic verdict of a predecessor.
+type Verdict struct{ Critic, Verdict, Summary string }
+
 // Entry is one item's block.
 type Entry struct {
 	Ref      int
@@ -123,6 +141,8 @@ type Doc struct {
 
 	Plan    *Plan
 	PlanRef int
+
+	Predecessors []Predecessor
 
 	// AgentContext is the host's state, a JSON object; nil when absent.
 	AgentContext    map[string]any
@@ -310,6 +330,73 @@ func (d *Doc) planText() string {
 	return b.String()
 }
 
+// predecessorText is a predecessor's block, after KXM's layout.
+func predecessorText(p Predecessor) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Predecessor: %s → %s, %s (%s)\n", oneLine(p.SourceRole), oneLine(p.TargetRole), p.ID, p.Status)
+	if p.StepID != "" {
+		b.WriteString("Step: " + oneLine(p.StepID))
+		if p.AttemptID != "" {
+			b.WriteString(" (attempt " + oneLine(p.AttemptID) + ")")
+		}
+		b.WriteByte('\n')
+	}
+	if strings.TrimSpace(p.Summary) != "" {
+		b.WriteString(indentBody(p.Summary))
+	}
+	if len(p.Decisions) > 0 {
+		b.WriteString("Decisions:\n")
+		for _, d := range p.Decisions {
+			b.WriteString("  - " + oneLine(d) + "\n")
+		}
+	}
+	if len(p.Artifacts) > 0 {
+		b.WriteString("Artifacts:\n")
+		for _, a := range p.Artifacts {
+			b.WriteString("  - `" + oneLine(a.Name) + "`")
+			if a.Kind != "" {
+				b.WriteString(" [" + oneLine(a.Kind) + "]")
+			}
+			if a.Ref != "" {
+				b.WriteString(" (" + oneLine(a.Ref) + ")")
+			}
+			b.WriteByte('\n')
+			if strings.TrimSpace(a.Snippet) != "" {
+				b.WriteString("    ```\n")
+				for _, line := range lines(strings.TrimSpace(a.Snippet)) {
+					b.WriteString("    " + line + "\n")
+				}
+				b.WriteString("    ```\n")
+			}
+		}
+	}
+	if len(p.Verdicts) > 0 {
+		b.WriteString("Verdicts:\n")
+		for _, v := range p.Verdicts {
+			b.WriteString("  - " + oneLine(v.Critic) + ": " + v.Verdict)
+			if v.Summary != "" {
+				b.WriteString(" — " + oneLine(v.Summary))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	if p.WitnessExitCode != nil || p.WitnessPassed != nil {
+		b.WriteString("Witness:")
+		if p.WitnessExitCode != nil {
+			fmt.Fprintf(&b, " exit %d", *p.WitnessExitCode)
+		}
+		if p.WitnessPassed != nil {
+			if *p.WitnessPassed {
+				b.WriteString(" (passed)")
+			} else {
+				b.WriteString(" (failed)")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 func indentBody(s string) string {
 	var b strings.Builder
 	for i, line := range lines(s) {
@@ -344,6 +431,12 @@ func renderMarkdown(w *writer, d *Doc) {
 	if d.Plan != nil {
 		w.add(Scaffold, "\n## 3. Plan Pointer\n")
 		w.add(d.PlanRef, d.planText())
+	}
+	if len(d.Predecessors) > 0 {
+		w.add(Scaffold, "\n## 4. Predecessor Outputs\n")
+		for _, p := range d.Predecessors {
+			w.add(p.Ref, predecessorText(p))
+		}
 	}
 	envStarted := false
 	for _, sec := range SectionOrder {
@@ -538,6 +631,10 @@ func renderBlocks(w *writer, d *Doc) {
 	if d.Plan != nil {
 		part(d.PlanRef, "plan", d.planText())
 	}
+	for _, p := range d.Predecessors {
+		w.add(p.Ref, blocksHeader("handoff", 0, "predecessor "+p.ID)+strings.TrimPrefix(predecessorText(p), "### "))
+		w.add(Scaffold, "\n")
+	}
 	if d.AgentContext != nil {
 		part(d.AgentContextRef, "agent context", AgentContextText(d.AgentContext))
 	}
@@ -591,6 +688,31 @@ func canonicalize(v any) any {
 	return v
 }
 
+func predecessorJSON(p Predecessor) map[string]any {
+	arts := make([]any, len(p.Artifacts))
+	for i, a := range p.Artifacts {
+		arts[i] = map[string]any{"name": a.Name, "kind": a.Kind, "artifact_ref": a.Ref, "content_snippet": a.Snippet}
+	}
+	verdicts := make([]any, len(p.Verdicts))
+	for i, v := range p.Verdicts {
+		verdicts[i] = map[string]any{"critic": v.Critic, "verdict": v.Verdict, "summary": v.Summary}
+	}
+	decisions := p.Decisions
+	if decisions == nil {
+		decisions = []string{}
+	}
+	m := map[string]any{"handoff_id": p.ID, "source_role": p.SourceRole, "target_role": p.TargetRole, "status": p.Status,
+		"step_id": p.StepID, "attempt_id": p.AttemptID, "summary": p.Summary, "decisions": decisions,
+		"artifacts": arts, "critic_verdicts": verdicts}
+	if p.WitnessExitCode != nil {
+		m["witness_exit_code"] = *p.WitnessExitCode
+	}
+	if p.WitnessPassed != nil {
+		m["witness_passed"] = *p.WitnessPassed
+	}
+	return m
+}
+
 func jsonEntry(e Entry) string {
 	return "{\"key\":" + jsonString(e.Key) + ",\"version\":" + strconv.Itoa(e.Version) +
 		",\"source\":" + jsonString(e.Source) + ",\"priority\":" + strconv.Itoa(e.Priority) +
@@ -639,6 +761,17 @@ func renderJSON(w *writer, d *Doc) {
 		field(d.PlanRef, "plan", canonicalJSON(map[string]any{
 			"plan_hash": p.PlanHash, "active_step_index": p.ActiveStepIndex, "total_steps": p.TotalSteps, "settled_decisions": sd,
 		}))
+	}
+	if len(d.Predecessors) > 0 {
+		w.add(Scaffold, "\n,\"predecessors\":[")
+		for i, p := range d.Predecessors {
+			if i > 0 {
+				w.add(Scaffold, ",")
+			}
+			w.add(Scaffold, "\n")
+			w.add(p.Ref, canonicalJSON(predecessorJSON(p)))
+		}
+		w.add(Scaffold, "\n]")
 	}
 	if d.AgentContext != nil {
 		field(d.AgentContextRef, "agent_context", canonicalJSON(d.AgentContext))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -153,11 +154,30 @@ func (s *Server) ListPacketRecords(ctx context.Context, r api.ListPacketRecordsR
 
 // WhyPacket implements api.StrictServerInterface.
 func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (api.WhyPacketResponseObject, error) {
-	a, err := s.packets.Why(ctx, agentFrom(ctx), r.Project, r.Id, r.Params.Item)
+	var (
+		a   *packet.WhyAnswer
+		h   *handoff.Handoff
+		err error
+	)
+	switch item, hnd := deref(r.Params.Item), deref(r.Params.Handoff); {
+	case (item == "") == (hnd == ""):
+		return nil, validation.One("item", "required", "give exactly one of item (an item key) or handoff (a handoff id)")
+	case item != "":
+		a, err = s.packets.Why(ctx, agentFrom(ctx), r.Project, r.Id, item)
+	default:
+		a, h, err = s.packets.WhyHandoff(ctx, agentFrom(ctx), r.Project, r.Id, hnd)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out := api.WhyPacket200JSONResponse{Decision: a.Decision, Reason: ptrIf(a.Reason), Detail: ptrIf(a.Detail)}
+	if h != nil {
+		ah, err := toHandoff(h)
+		if err != nil {
+			return nil, err
+		}
+		out.Handoff = &ah
+	}
 	if rec := a.Record; rec != nil {
 		out.Rule, out.Layer, out.Section, out.Span = ptrIf(rec.Rule), ptrIf(rec.Layer), ptrIf(rec.Section), toSpan(rec.Span)
 		tokens, rank := rec.Tokens, rec.Rank

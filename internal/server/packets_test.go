@@ -45,16 +45,16 @@ func packetWorld(t *testing.T) *env {
 
 func packetRequest(role string) map[string]any {
 	return map[string]any{
-		"target_role": role,
-		"task":        map[string]any{"task_id": "T-1", "step_id": "implement", "step_attempt": 1, "objective": "Fix the refund bug.", "allowed_outcomes": []string{"patch"}, "permission_ceiling": "edit"},
+		"target_role":         role,
+		"task":                map[string]any{"task_id": "T-1", "step_id": "implement", "step_attempt": 1, "objective": "Fix the refund bug.", "allowed_outcomes": []string{"patch"}, "permission_ceiling": "edit"},
 		"acceptance_criteria": []any{map[string]any{"id": "AC1", "description": "Tests pass", "verification_kind": "gate", "required": true}},
 		"history": []any{
 			map[string]any{"role": "user", "author": "person", "content": "The refund for order 7 failed."},
 			map[string]any{"role": "user", "author": "library", "content": "Summary: talked about the deploy."},
 		},
-		"tool_results": []any{map[string]any{"tool": "transcribe_video", "status": "ok", "content": "..."}},
-		"query":        "when does the ledger reconcile",
-		"variables":    map[string]any{"customer": "Ada"},
+		"tool_results":  []any{map[string]any{"tool": "transcribe_video", "status": "ok", "content": "..."}},
+		"query":         "when does the ledger reconcile",
+		"variables":     map[string]any{"customer": "Ada"},
 		"agent_context": map[string]any{"mediaAssets": []any{}, "activeSceneId": "s1"},
 	}
 }

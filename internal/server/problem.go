@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
@@ -108,12 +109,16 @@ func toProblem(err error) *Problem {
 			return problem(he.Code, "malformed", "%s", msg)
 		}
 	}
+	var te *handoff.TransitionError
+	if errors.As(err, &te) {
+		return &Problem{Status: 409, Code: "invalid_transition", Detail: te.Error(), Extra: map[string]any{"current_status": te.CurrentStatus}}
+	}
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return problem(401, "unauthenticated", "%s", err.Error())
 	case errors.Is(err, auth.ErrForbidden):
 		return problem(403, "forbidden", "%s", err.Error())
-	case errors.Is(err, project.ErrNotFound), errors.Is(err, item.ErrNotFound), errors.Is(err, packet.ErrNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, project.ErrNotFound), errors.Is(err, item.ErrNotFound), errors.Is(err, packet.ErrNotFound), errors.Is(err, handoff.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return problem(404, "not_found", "%s", err.Error())
 	case errors.Is(err, item.ErrPreconditionFailed):
 		return problem(412, "precondition_failed", "%s", err.Error())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
@@ -44,6 +45,7 @@ type Server struct {
 	projects  *project.Service
 	items     *item.Service
 	packets   *packet.Service
+	handoffs  *handoff.Service
 }
 
 // New builds the Echo instance serving the whole API.
@@ -55,10 +57,11 @@ func New(cfg Config) *echo.Echo {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
 	projects := project.NewService(cfg.Pool)
+	handoffs := handoff.NewService(cfg.Pool, projects)
 	s := &Server{
 		pool: cfg.Pool, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready,
 		agents: auth.NewService(cfg.Pool), projects: projects, items: item.NewService(cfg.Pool, projects),
-		packets: packet.NewService(cfg.Pool, projects),
+		packets: packet.NewService(cfg.Pool, projects, handoffs), handoffs: handoffs,
 	}
 	e := echo.New()
 	e.HideBanner = true

@@ -21,6 +21,40 @@ type Agent struct {
 	RevokedAt  *time.Time
 }
 
+type Handoff struct {
+	Project          string
+	ID               string
+	TaskID           string
+	WorkflowRunID    string
+	ReworkOf         *string
+	SourceRole       string
+	SourceAgentID    string
+	TargetRole       string
+	TargetPermission string
+	Intent           string
+	PacketID         *string
+	Manifest         json.RawMessage
+	CreatedBy        string
+	CreatedAt        time.Time
+	Status           string
+	StatusReason     string
+	SupersededBy     *string
+	UpdatedAt        time.Time
+}
+
+type HandoffEvent struct {
+	Project    string
+	Seq        int64
+	HandoffID  string
+	Event      string
+	FromStatus *string
+	ToStatus   string
+	Actor      string
+	ActorRole  string
+	Reason     string
+	CreatedAt  time.Time
+}
+
 type IdempotencyKey struct {
 	AgentID       string
 	Key           string
@@ -121,6 +155,7 @@ type Packet struct {
 	TargetRole        string
 	TaskID            string
 	Request           json.RawMessage
+	Predecessors      json.RawMessage
 	Format            string
 	Tokenizer         string
 	Rendered          string
@@ -160,4 +195,9 @@ type Project struct {
 	Description string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+}
+
+type ProjectCounter struct {
+	Project    string
+	HandoffSeq int64
 }

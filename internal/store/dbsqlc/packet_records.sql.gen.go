@@ -10,6 +10,52 @@ import (
 	"time"
 )
 
+const packetRecordHandoffUses = `-- name: PacketRecordHandoffUses :many
+SELECT r.packet_id, r.created_at, p.target_role, p.created_by
+FROM packet_records r
+JOIN packets p ON p.project = r.project AND p.id = r.packet_id
+WHERE r.project = $1 AND r.subject_kind = 'handoff' AND r.subject_key = $2
+ORDER BY r.created_at, r.packet_id
+`
+
+type PacketRecordHandoffUsesParams struct {
+	Project   string
+	HandoffID string
+}
+
+type PacketRecordHandoffUsesRow struct {
+	PacketID   string
+	CreatedAt  time.Time
+	TargetRole string
+	CreatedBy  string
+}
+
+// Packets that used a handoff as a predecessor.
+func (q *Queries) PacketRecordHandoffUses(ctx context.Context, db DBTX, arg PacketRecordHandoffUsesParams) ([]PacketRecordHandoffUsesRow, error) {
+	rows, err := db.Query(ctx, packetRecordHandoffUses, arg.Project, arg.HandoffID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PacketRecordHandoffUsesRow{}
+	for rows.Next() {
+		var i PacketRecordHandoffUsesRow
+		if err := rows.Scan(
+			&i.PacketID,
+			&i.CreatedAt,
+			&i.TargetRole,
+			&i.CreatedBy,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const packetRecordInjections = `-- name: PacketRecordInjections :many
 SELECT r.packet_id, r.project, r.subject_version, r.section, r.rule, r.created_at,
        p.target_role, p.created_by

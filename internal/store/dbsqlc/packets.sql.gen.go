@@ -12,7 +12,7 @@ import (
 )
 
 const packetGet = `-- name: PacketGet :one
-SELECT project, id, created_at, created_by, target_role, task_id, request, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot FROM packets WHERE project = $1 AND id = $2
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot FROM packets WHERE project = $1 AND id = $2
 `
 
 type PacketGetParams struct {
@@ -31,6 +31,7 @@ func (q *Queries) PacketGet(ctx context.Context, db DBTX, arg PacketGetParams) (
 		&i.TargetRole,
 		&i.TaskID,
 		&i.Request,
+		&i.Predecessors,
 		&i.Format,
 		&i.Tokenizer,
 		&i.Rendered,
@@ -46,11 +47,11 @@ func (q *Queries) PacketGet(ctx context.Context, db DBTX, arg PacketGetParams) (
 
 const packetInsert = `-- name: PacketInsert :exec
 INSERT INTO packets (
-    project, id, created_at, created_by, target_role, task_id, request, format, tokenizer,
+    project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
     rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9,
-    $10, $11, $12, $13, $14, $15, $16
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+    $11, $12, $13, $14, $15, $16, $17
 )
 `
 
@@ -62,6 +63,7 @@ type PacketInsertParams struct {
 	TargetRole        string
 	TaskID            string
 	Request           json.RawMessage
+	Predecessors      json.RawMessage
 	Format            string
 	Tokenizer         string
 	Rendered          string
@@ -82,6 +84,7 @@ func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertPar
 		arg.TargetRole,
 		arg.TaskID,
 		arg.Request,
+		arg.Predecessors,
 		arg.Format,
 		arg.Tokenizer,
 		arg.Rendered,
@@ -96,7 +99,7 @@ func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertPar
 }
 
 const packetList = `-- name: PacketList :many
-SELECT project, id, created_at, created_by, target_role, task_id, request, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot FROM packets
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot FROM packets
 WHERE project = $1
   AND ($2::text IS NULL OR task_id = $2)
   AND ($3::text IS NULL OR target_role = $3)
@@ -147,6 +150,7 @@ func (q *Queries) PacketList(ctx context.Context, db DBTX, arg PacketListParams)
 			&i.TargetRole,
 			&i.TaskID,
 			&i.Request,
+			&i.Predecessors,
 			&i.Format,
 			&i.Tokenizer,
 			&i.Rendered,
@@ -156,6 +160,52 @@ func (q *Queries) PacketList(ctx context.Context, db DBTX, arg PacketListParams)
 			&i.Gaps,
 			&i.ProvenanceSummary,
 			&i.Snapshot,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const packetListTask = `-- name: PacketListTask :many
+SELECT id, created_at, created_by, target_role, request FROM packets
+WHERE project = $1 AND task_id = $2
+ORDER BY created_at, id
+`
+
+type PacketListTaskParams struct {
+	Project string
+	TaskID  string
+}
+
+type PacketListTaskRow struct {
+	ID         string
+	CreatedAt  time.Time
+	CreatedBy  string
+	TargetRole string
+	Request    json.RawMessage
+}
+
+// Every packet of a task, oldest first, for the task's timeline.
+func (q *Queries) PacketListTask(ctx context.Context, db DBTX, arg PacketListTaskParams) ([]PacketListTaskRow, error) {
+	rows, err := db.Query(ctx, packetListTask, arg.Project, arg.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PacketListTaskRow{}
+	for rows.Next() {
+		var i PacketListTaskRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.CreatedAt,
+			&i.CreatedBy,
+			&i.TargetRole,
+			&i.Request,
 		); err != nil {
 			return nil, err
 		}

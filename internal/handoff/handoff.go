@@ -1,0 +1,394 @@
+// Package handoff keeps the handoffs between agents (KXM's
+// HandoffManifestV1) and enforces their lifecycle: pending, then exactly one
+// of accepted, rejected or superseded. Transitions are conditional updates,
+// so exactly one of racing transitions wins; every change is appended as an
+// event numbered per project in commit order, and a NOTIFY wakes the live
+// inboxes of every contextd process on the database.
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ident"
+	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/store/dbsqlc"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// Errors of this package.
+var (
+	ErrNotFound = errors.New("handoff not found")
+)
+
+// TransitionError is a transition from a status that does not allow it.
+type TransitionError struct {
+	ID            string
+	CurrentStatus string
+	Wanted        string
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("handoff %s is %s; only a pending handoff can become %s", e.ID, e.CurrentStatus, e.Wanted)
+}
+
+// The statuses.
+const (
+	Pending    = "pending"
+	Accepted   = "accepted"
+	Rejected   = "rejected"
+	Superseded = "superseded"
+)
+
+// NotifyChannel is the LISTEN/NOTIFY channel; the payload is the project.
+const NotifyChannel = "contextd_handoff_events"
+
+// Source is the handing-over side.
+type Source struct {
+	Role      string `json:"role"`
+	AgentID   string `json:"agent_id"`
+	Harness   string `json:"harness"`
+	Model     string `json:"model"`
+	StepID    string `json:"step_id"`
+	AttemptID string `json:"attempt_id"`
+}
+
+// Target is the receiving side.
+type Target struct {
+	Role       string `json:"role"`
+	Permission string `json:"permission"`
+}
+
+// Artifact is one deliverable artifact.
+type Artifact struct {
+	Name           string `json:"name"`
+	ArtifactRef    string `json:"artifact_ref"`
+	Kind           string `json:"kind"`
+	ContentSnippet string `json:"content_snippet"`
+}
+
+// Deliverables are what the handoff hands over.
+type Deliverables struct {
+	Patches   []string   `json:"patches"`
+	Reports   []string   `json:"reports"`
+	Artifacts []Artifact `json:"artifacts"`
+}
+
+// Verdict is one critic's verdict.
+type Verdict struct {
+	Critic  string `json:"critic"`
+	Verdict string `json:"verdict"`
+	Summary string `json:"summary"`
+}
+
+// Evidence is the verification evidence.
+type Evidence struct {
+	WitnessExitCode *int      `json:"witness_exit_code,omitempty"`
+	WitnessPassed   *bool     `json:"witness_passed,omitempty"`
+	CriticVerdicts  []Verdict `json:"critic_verdicts"`
+}
+
+// NextStep is the suggested next step.
+type NextStep struct {
+	StepID string `json:"step_id,omitempty"`
+	Action string `json:"action,omitempty"`
+}
+
+// Manifest is a handoff as its source wrote it.
+type Manifest struct {
+	TaskID               string       `json:"task_id"`
+	WorkflowRunID        string       `json:"workflow_run_id"`
+	ReworkOf             string       `json:"rework_of,omitempty"`
+	Source               Source       `json:"source"`
+	Target               Target       `json:"target"`
+	Intent               string       `json:"intent"`
+	BaseCommit           string       `json:"base_commit"`
+	CandidateTreeHash    string       `json:"candidate_tree_hash"`
+	Deliverables         Deliverables `json:"deliverables"`
+	VerificationEvidence Evidence     `json:"verification_evidence"`
+	OpenQuestions        []string     `json:"open_questions"`
+	SuggestedNextStep    *NextStep    `json:"suggested_next_step,omitempty"`
+	Summary              string       `json:"summary"`
+	Decisions            []string     `json:"decisions"`
+	PacketID             string       `json:"packet_id,omitempty"`
+}
+
+// Handoff is a stored handoff.
+type Handoff struct {
+	Manifest
+	ID           string
+	Project      string
+	Status       string
+	StatusReason string
+	SupersededBy string
+	CreatedBy    string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+func fromRow(r dbsqlc.Handoff) (*Handoff, error) {
+	h := &Handoff{ID: r.ID, Project: r.Project, Status: r.Status, StatusReason: r.StatusReason,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if err := json.Unmarshal(r.Manifest, &h.Manifest); err != nil {
+		return nil, fmt.Errorf("decode manifest of %s: %w", r.ID, err)
+	}
+	if r.SupersededBy != nil {
+		h.SupersededBy = *r.SupersededBy
+	}
+	return h, nil
+}
+
+// Event is one change of one handoff.
+type Event struct {
+	Seq        int64
+	HandoffID  string
+	Event      string
+	FromStatus string // "" for creation
+	ToStatus   string
+	Actor      string
+	ActorRole  string
+	Reason     string
+	CreatedAt  time.Time
+}
+
+func eventFromRow(r dbsqlc.HandoffEvent) Event {
+	e := Event{Seq: r.Seq, HandoffID: r.HandoffID, Event: r.Event, ToStatus: r.ToStatus, Actor: r.Actor,
+		ActorRole: r.ActorRole, Reason: r.Reason, CreatedAt: r.CreatedAt.UTC()}
+	if r.FromStatus != nil {
+		e.FromStatus = *r.FromStatus
+	}
+	return e
+}
+
+// Service manages handoffs.
+type Service struct {
+	pool     *pgxpool.Pool
+	projects *project.Service
+	hub      *hub
+}
+
+// NewService returns a handoff service.
+func NewService(pool *pgxpool.Pool, projects *project.Service) *Service {
+	return &Service{pool: pool, projects: projects, hub: newHub(pool)}
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (m *Manifest) normalize(agent *auth.Agent) error {
+	var errs validation.List
+	if strings.TrimSpace(m.TaskID) == "" {
+		errs.Add("/task_id", "required", "task_id is required")
+	}
+	if strings.TrimSpace(m.Target.Role) == "" {
+		errs.Add("/target/role", "required", "target.role is required")
+	}
+	if m.Target.Permission != "" && !auth.Permission(m.Target.Permission).Valid() {
+		errs.Add("/target/permission", "enum", "target.permission must be read-only, edit or admin")
+	}
+	if !oneOf(m.Intent, "request_review", "dispatch_fix", "request_approval", "complete_workflow") {
+		errs.Add("/intent", "enum", "intent must be request_review, dispatch_fix, request_approval or complete_workflow")
+	}
+	for i, a := range m.Deliverables.Artifacts {
+		if strings.TrimSpace(a.Name) == "" {
+			errs.Add(fmt.Sprintf("/deliverables/artifacts/%d/name", i), "required", "an artifact needs a name")
+		}
+	}
+	for i, v := range m.VerificationEvidence.CriticVerdicts {
+		if !oneOf(v.Verdict, "PASS", "FAIL", "WARN", "UNKNOWN") {
+			errs.Add(fmt.Sprintf("/verification_evidence/critic_verdicts/%d/verdict", i), "enum", "verdict must be PASS, FAIL, WARN or UNKNOWN")
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	if m.Source.Role == "" {
+		m.Source.Role = agent.Role
+	} else if m.Source.Role != agent.Role && !agent.IsAdmin() {
+		return fmt.Errorf("%w: the source role is the calling agent's role (%s), not %s", auth.ErrForbidden, agent.Role, m.Source.Role)
+	}
+	if m.Source.AgentID == "" {
+		m.Source.AgentID = agent.ID
+	}
+	m.Deliverables.Patches = nonNil(m.Deliverables.Patches)
+	m.Deliverables.Reports = nonNil(m.Deliverables.Reports)
+	if m.Deliverables.Artifacts == nil {
+		m.Deliverables.Artifacts = []Artifact{}
+	}
+	if m.VerificationEvidence.CriticVerdicts == nil {
+		m.VerificationEvidence.CriticVerdicts = []Verdict{}
+	}
+	m.OpenQuestions = nonNil(m.OpenQuestions)
+	m.Decisions = nonNil(m.Decisions)
+	return nil
+}
+
+// appendEvent numbers and appends an event, and notifies listeners (the
+// notification is delivered when the transaction commits).
+func appendEvent(ctx context.Context, tx pgx.Tx, proj, handoffID, event, from, to string, agent *auth.Agent, reason string) error {
+	seq, err := store.Q.ProjectCounterNextHandoffSeq(ctx, tx, proj)
+	if err != nil {
+		return store.Interpret(err)
+	}
+	var fromPtr *string
+	if from != "" {
+		fromPtr = &from
+	}
+	if _, err := store.Q.HandoffEventInsert(ctx, tx, dbsqlc.HandoffEventInsertParams{
+		Project: proj, Seq: seq, HandoffID: handoffID, Event: event, FromStatus: fromPtr, ToStatus: to,
+		Actor: agent.ID, ActorRole: agent.Role, Reason: reason,
+	}); err != nil {
+		return store.Interpret(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", NotifyChannel, proj); err != nil {
+		return store.Interpret(err)
+	}
+	return nil
+}
+
+// Create stores a new pending handoff and supersedes any earlier pending
+// handoff of the same task to the same target role, in one transaction.
+func (s *Service) Create(ctx context.Context, agent *auth.Agent, proj string, m Manifest) (*Handoff, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.Edit); err != nil {
+		return nil, err
+	}
+	if err := m.normalize(agent); err != nil {
+		return nil, err
+	}
+	id := ident.New("hnd")
+	var out *Handoff
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := store.Q.HandoffLockTaskTarget(ctx, tx, dbsqlc.HandoffLockTaskTargetParams{Project: proj, TaskID: m.TaskID, TargetRole: m.Target.Role}); err != nil {
+			return store.Interpret(err)
+		}
+		var reworkOf, packetID *string
+		if m.ReworkOf != "" {
+			prev, err := store.Q.HandoffGet(ctx, tx, dbsqlc.HandoffGetParams{Project: proj, ID: m.ReworkOf})
+			if err != nil || prev.TaskID != m.TaskID {
+				return validation.One("/rework_of", "invalid", "rework_of must name a handoff of the same task in this project")
+			}
+			reworkOf = &m.ReworkOf
+		}
+		if m.PacketID != "" {
+			if _, err := store.Q.PacketGet(ctx, tx, dbsqlc.PacketGetParams{Project: proj, ID: m.PacketID}); err != nil {
+				return validation.One("/packet_id", "invalid", "packet_id must name a packet of this project")
+			}
+			packetID = &m.PacketID
+		}
+		superseded, err := store.Q.HandoffSupersedePending(ctx, tx, dbsqlc.HandoffSupersedePendingParams{
+			NewID: id, Project: proj, TaskID: m.TaskID, TargetRole: m.Target.Role,
+		})
+		if err != nil {
+			return store.Interpret(err)
+		}
+		manifest, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		row, err := store.Q.HandoffInsert(ctx, tx, dbsqlc.HandoffInsertParams{
+			Project: proj, ID: id, TaskID: m.TaskID, WorkflowRunID: m.WorkflowRunID, ReworkOf: reworkOf,
+			SourceRole: m.Source.Role, SourceAgentID: m.Source.AgentID, TargetRole: m.Target.Role,
+			TargetPermission: m.Target.Permission, Intent: m.Intent, PacketID: packetID, Manifest: manifest, CreatedBy: agent.ID,
+		})
+		if err != nil {
+			return store.Interpret(err)
+		}
+		if err := appendEvent(ctx, tx, proj, id, "created", "", Pending, agent, ""); err != nil {
+			return err
+		}
+		for _, old := range superseded {
+			if err := appendEvent(ctx, tx, proj, old, "superseded", Pending, Superseded, agent, "superseded by "+id); err != nil {
+				return err
+			}
+		}
+		out, err = fromRow(row)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create handoff: %w", err)
+	}
+	return out, nil
+}
+
+// Transition is one of the moves out of pending.
+type Transition string
+
+// The transitions.
+const (
+	Accept   Transition = "accept"
+	Reject   Transition = "reject"
+	Withdraw Transition = "withdraw"
+)
+
+// Transition moves a pending handoff: accept and reject by an agent of the
+// target role (read-only included) or an admin, withdraw by the agent that
+// created it or an admin. It is one conditional update: of racing
+// transitions exactly one wins, the others get a *TransitionError.
+func (s *Service) Transition(ctx context.Context, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return nil, err
+	}
+	to, event := map[Transition]string{Accept: Accepted, Reject: Rejected, Withdraw: Superseded}[t], map[Transition]string{Accept: "accepted", Reject: "rejected", Withdraw: "superseded"}[t]
+	if (t == Reject || t == Withdraw) && strings.TrimSpace(reason) == "" {
+		return nil, validation.One("/reason", "required", "a reason is required to %s", t)
+	}
+	var out *Handoff
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := store.Q.HandoffGet(ctx, tx, dbsqlc.HandoffGetParams{Project: proj, ID: id})
+		if err != nil {
+			if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("%w: %s", ErrNotFound, id)
+			}
+			return err
+		}
+		switch {
+		case agent.IsAdmin():
+		case t == Withdraw && cur.CreatedBy != agent.ID:
+			return fmt.Errorf("%w: only the agent that created handoff %s (or an admin) may withdraw it", auth.ErrForbidden, id)
+		case t != Withdraw && cur.TargetRole != agent.Role:
+			return fmt.Errorf("%w: handoff %s is addressed to role %s", auth.ErrForbidden, id, cur.TargetRole)
+		}
+		row, err := store.Q.HandoffTransition(ctx, tx, dbsqlc.HandoffTransitionParams{ToStatus: to, Reason: reason, Project: proj, ID: id})
+		if err != nil {
+			if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+				now, gerr := store.Q.HandoffGet(ctx, tx, dbsqlc.HandoffGetParams{Project: proj, ID: id})
+				if gerr != nil {
+					return store.Interpret(gerr)
+				}
+				return &TransitionError{ID: id, CurrentStatus: now.Status, Wanted: to}
+			}
+			return err
+		}
+		if err := appendEvent(ctx, tx, proj, id, event, Pending, to, agent, reason); err != nil {
+			return err
+		}
+		out, err = fromRow(row)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s handoff %s: %w", t, id, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,291 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/handoff"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// reshape copies one JSON-shaped value into another type with the same
+// snake_case members: the manifest's fields are the same on the wire and in
+// the domain, so this is the whole translation.
+func reshape(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+func toHandoff(h *handoff.Handoff) (api.Handoff, error) {
+	var out api.Handoff
+	if err := reshape(h.Manifest, &out); err != nil {
+		return out, err
+	}
+	out.Id, out.Project, out.Status = h.ID, h.Project, h.Status
+	out.StatusReason, out.SupersededBy = ptrIf(h.StatusReason), ptrIf(h.SupersededBy)
+	out.CreatedBy, out.CreatedAt, out.UpdatedAt = h.CreatedBy, h.CreatedAt, h.UpdatedAt
+	out.ReworkOf, out.PacketId = ptrIf(h.ReworkOf), ptrIf(h.PacketID)
+	return out, nil
+}
+
+func toEvent(e handoff.Event) api.HandoffEvent {
+	return api.HandoffEvent{Seq: e.Seq, HandoffId: e.HandoffID, Event: e.Event, FromStatus: ptrIf(e.FromStatus), ToStatus: e.ToStatus,
+		Actor: e.Actor, ActorRole: e.ActorRole, Reason: e.Reason, CreatedAt: e.CreatedAt}
+}
+
+func toLinks(ls []handoff.Link) []api.HandoffLink {
+	out := make([]api.HandoffLink, len(ls))
+	for i, l := range ls {
+		out[i] = api.HandoffLink{Id: l.ID, Status: l.Status, SourceRole: l.SourceRole, TargetRole: l.TargetRole, CreatedAt: l.CreatedAt}
+	}
+	return out
+}
+
+// CreateHandoff implements api.StrictServerInterface.
+func (s *Server) CreateHandoff(ctx context.Context, r api.CreateHandoffRequestObject) (api.CreateHandoffResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	var m handoff.Manifest
+	if err := reshape(body, &m); err != nil {
+		return nil, err
+	}
+	h, err := s.handoffs.Create(ctx, agentFrom(ctx), r.Project, m)
+	if err != nil {
+		return nil, err
+	}
+	out, err := toHandoff(h)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateHandoff201JSONResponse(out), nil
+}
+
+// ListHandoffs implements api.StrictServerInterface.
+func (s *Server) ListHandoffs(ctx context.Context, r api.ListHandoffsRequestObject) (api.ListHandoffsResponseObject, error) {
+	limit, err := pageLimit(r.Params.Limit)
+	if err != nil {
+		return nil, err
+	}
+	hs, next, err := s.handoffs.List(ctx, agentFrom(ctx), r.Project, handoff.ListParams{
+		TaskID: deref(r.Params.TaskId), Status: deref(r.Params.Status), TargetRole: deref(r.Params.TargetRole),
+		WorkflowRunID: deref(r.Params.WorkflowRunId), Cursor: deref(r.Params.Cursor), Limit: limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListHandoffs200JSONResponse{Data: []api.Handoff{}, NextCursor: ptrIf(next)}
+	for _, h := range hs {
+		ah, err := toHandoff(h)
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, ah)
+	}
+	return out, nil
+}
+
+// GetHandoff implements api.StrictServerInterface.
+func (s *Server) GetHandoff(ctx context.Context, r api.GetHandoffRequestObject) (api.GetHandoffResponseObject, error) {
+	d, err := s.handoffs.Get(ctx, agentFrom(ctx), r.Project, r.Id)
+	if err != nil {
+		return nil, err
+	}
+	var out api.HandoffDetail
+	base, err := toHandoff(d.Handoff)
+	if err != nil {
+		return nil, err
+	}
+	if err := reshape(base, &out); err != nil {
+		return nil, err
+	}
+	out.Events = make([]api.HandoffEvent, len(d.Events))
+	for i, e := range d.Events {
+		out.Events[i] = toEvent(e)
+	}
+	out.ReworkChain.Ancestors, out.ReworkChain.Descendants = toLinks(d.Ancestors), toLinks(d.Descendants)
+	out.UsedByPackets = make([]api.PacketUse, len(d.UsedBy))
+	for i, u := range d.UsedBy {
+		out.UsedByPackets[i] = api.PacketUse{PacketId: u.PacketID, TargetRole: u.TargetRole, Agent: u.Agent, CreatedAt: u.CreatedAt}
+	}
+	return api.GetHandoff200JSONResponse(out), nil
+}
+
+func (s *Server) transition(ctx context.Context, proj, id string, t handoff.Transition, body *api.TransitionRequest) (api.Handoff, error) {
+	reason := ""
+	if body != nil {
+		reason = deref(body.Reason)
+	}
+	h, err := s.handoffs.Transition(ctx, agentFrom(ctx), proj, id, t, reason)
+	if err != nil {
+		return api.Handoff{}, err
+	}
+	return toHandoff(h)
+}
+
+// AcceptHandoff implements api.StrictServerInterface.
+func (s *Server) AcceptHandoff(ctx context.Context, r api.AcceptHandoffRequestObject) (api.AcceptHandoffResponseObject, error) {
+	h, err := s.transition(ctx, r.Project, r.Id, handoff.Accept, r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.AcceptHandoff200JSONResponse(h), nil
+}
+
+// RejectHandoff implements api.StrictServerInterface.
+func (s *Server) RejectHandoff(ctx context.Context, r api.RejectHandoffRequestObject) (api.RejectHandoffResponseObject, error) {
+	h, err := s.transition(ctx, r.Project, r.Id, handoff.Reject, r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.RejectHandoff200JSONResponse(h), nil
+}
+
+// WithdrawHandoff implements api.StrictServerInterface.
+func (s *Server) WithdrawHandoff(ctx context.Context, r api.WithdrawHandoffRequestObject) (api.WithdrawHandoffResponseObject, error) {
+	h, err := s.transition(ctx, r.Project, r.Id, handoff.Withdraw, r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.WithdrawHandoff200JSONResponse(h), nil
+}
+
+// GetTaskHistory implements api.StrictServerInterface.
+func (s *Server) GetTaskHistory(ctx context.Context, r api.GetTaskHistoryRequestObject) (api.GetTaskHistoryResponseObject, error) {
+	entries, err := s.handoffs.TaskHistory(ctx, agentFrom(ctx), r.Project, r.TaskId)
+	if err != nil {
+		return nil, err
+	}
+	out := api.GetTaskHistory200JSONResponse{TaskId: r.TaskId, Entries: make([]api.TimelineEntry, len(entries))}
+	for i, e := range entries {
+		te := api.TimelineEntry{Type: e.Type, Time: e.Time, Role: e.Role, Agent: e.Agent, PacketId: ptrIf(e.PacketID), StepId: ptrIf(e.StepID)}
+		if ev := e.Event; ev != nil {
+			seq := ev.Seq
+			te.HandoffId, te.Event, te.FromStatus, te.ToStatus, te.Reason, te.Seq = &ev.HandoffID, &ev.Event, ptrIf(ev.FromStatus), &ev.ToStatus, ptrIf(ev.Reason), &seq
+			te.SourceRole, te.TargetRole = &e.Handoff.SourceRole, &e.Handoff.TargetRole
+		}
+		out.Entries[i] = te
+	}
+	return out, nil
+}
+
+// keepAlive is how often an idle event stream gets a comment line.
+var keepAlive = 15 * time.Second
+
+// StreamHandoffEvents implements api.StrictServerInterface: the live inbox.
+func (s *Server) StreamHandoffEvents(ctx context.Context, r api.StreamHandoffEventsRequestObject) (api.StreamHandoffEventsResponseObject, error) {
+	role, err := s.handoffs.AuthorizeStream(ctx, agentFrom(ctx), r.Project, deref(r.Params.TargetRole))
+	if err != nil {
+		return nil, err
+	}
+	var after int64 = -1
+	if id := strings.TrimSpace(deref(r.Params.LastEventID)); id != "" {
+		after, err = strconv.ParseInt(id, 10, 64)
+		if err != nil || after < 0 {
+			return nil, validation.One("Last-Event-ID", "format", "Last-Event-ID must be an event id this stream sent")
+		}
+	}
+	return &eventStream{ctx: ctx, s: s, project: r.Project, role: role, after: after}, nil
+}
+
+// eventStream writes Server-Sent Events until the client goes away.
+type eventStream struct {
+	ctx     context.Context
+	s       *Server
+	project string
+	role    string
+	after   int64 // -1: start from now
+}
+
+type streamData struct {
+	Seq        int64     `json:"seq"`
+	HandoffID  string    `json:"handoff_id"`
+	TaskID     string    `json:"task_id"`
+	Event      string    `json:"event"`
+	FromStatus *string   `json:"from_status"`
+	ToStatus   string    `json:"to_status"`
+	Actor      string    `json:"actor"`
+	ActorRole  string    `json:"actor_role"`
+	Reason     string    `json:"reason"`
+	Intent     string    `json:"intent"`
+	Source     any       `json:"source"`
+	Target     any       `json:"target"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func (e *eventStream) VisitStreamHandoffEventsResponse(w http.ResponseWriter) error {
+	wake, stop := e.s.handoffs.Subscribe(e.project)
+	defer stop()
+	// Subscribed first, then the starting point: nothing committed in
+	// between can be missed.
+	if e.after < 0 {
+		n, err := e.s.handoffs.LatestSeq(e.ctx, e.project)
+		if err != nil {
+			return err
+		}
+		e.after = n
+	}
+	flusher, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprintf(w, ": contextd handoff events for %s after %d\n\n", e.project, e.after); err != nil {
+		return nil
+	}
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	flush()
+	ticker := time.NewTicker(keepAlive)
+	defer ticker.Stop()
+	for {
+		for {
+			evs, err := e.s.handoffs.EventsAfter(e.ctx, e.project, e.after, e.role, 500)
+			if err != nil {
+				return nil // the client is gone or the database is; it reconnects with Last-Event-ID
+			}
+			for _, ev := range evs {
+				d := streamData{Seq: ev.Seq, HandoffID: ev.HandoffID, TaskID: ev.TaskID, Event: ev.Event.Event, FromStatus: ptrIf(ev.FromStatus),
+					ToStatus: ev.ToStatus, Actor: ev.Actor, ActorRole: ev.ActorRole, Reason: ev.Reason, Intent: ev.Intent,
+					Source: map[string]string{"role": ev.Source.Role, "agent_id": ev.Source.AgentID},
+					Target: map[string]string{"role": ev.Target.Role, "permission": ev.Target.Permission}, CreatedAt: ev.CreatedAt}
+				b, _ := json.Marshal(d)
+				if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Event.Event, b); err != nil {
+					return nil
+				}
+				e.after = ev.Seq
+			}
+			flush()
+			if len(evs) < 500 {
+				break
+			}
+		}
+		select {
+		case <-e.ctx.Done():
+			return nil
+		case <-wake:
+		case <-ticker.C:
+			// Look again too: a wake-up lost while the listener reconnected
+			// costs at most one keep-alive interval.
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			flush()
+		}
+	}
+}
