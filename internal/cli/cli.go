@@ -35,7 +35,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(), newMigrate(), newAgents(), newWhy(), newPacket())
+	root.AddCommand(newServe(), newMigrate(), newAgents(), newWhy(), newPacket(), newHandoffs())
 	return root
 }
 

@@ -251,3 +251,26 @@ func TestWhyAndPacketShow(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "CONTEXTD_KEY")
 }
+
+func TestHandoffsHistory(t *testing.T) {
+	t.Parallel()
+	base, out, stop := serve(t, "--database-url", pgtest.NewURL(t))
+	defer stop()
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	h := send(t, "POST", base+"/v1/projects/acme/handoffs", key,
+		`{"task_id":"T-1","intent":"request_review","source":{"role":"implementer"},"target":{"role":"critic"},"summary":"patch"}`)
+	id := h["id"].(string)
+	send(t, "POST", base+"/v1/projects/acme/handoffs/"+id+"/reject", key, `{"reason":"no tests"}`)
+	send(t, "POST", base+"/v1/projects/acme/packets", key, `{"target_role":"critic","task":{"task_id":"T-1","step_id":"review"}}`)
+
+	stdout, errs, code := run(t, "handoffs", "history", "--project", "acme", "T-1", "--url", base, "--key", key)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "task T-1 in acme: 3 entries")
+	require.Regexp(t, `created +`+id+`  implementer → critic  \[· → pending\]`, stdout)
+	require.Regexp(t, `rejected +`+id+`  implementer → critic  \[pending → rejected\].*reason: no tests`, stdout)
+	require.Contains(t, stdout, "step review")
+	_, errs, code = run(t, "handoffs", "history", "T-1", "--url", base, "--key", key)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "--project")
+}

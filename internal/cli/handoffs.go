@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/api"
+)
+
+func newHandoffs() *cobra.Command {
+	cmd := &cobra.Command{Use: "handoffs", Short: "Inspect handoffs"}
+	var f clientFlags
+	history := &cobra.Command{
+		Use:   "history TASK_ID",
+		Short: "Print a task's timeline: every handoff event and every packet, oldest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.project == "" {
+				return errors.New("--project is required (or set CONTEXTD_PROJECT)")
+			}
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			var h api.TaskHistory
+			path := "/v1/projects/" + url.PathEscape(f.project) + "/tasks/" + url.PathEscape(args[0]) + "/history"
+			if err := c.get(cmd.Context(), path, &h); err != nil {
+				return err
+			}
+			printHistory(cmd.OutOrStdout(), f.project, &h)
+			return nil
+		},
+	}
+	f.register(history)
+	cmd.AddCommand(history)
+	return cmd
+}
+
+func printHistory(out io.Writer, project string, h *api.TaskHistory) {
+	fmt.Fprintf(out, "task %s in %s: %d entries\n\n", h.TaskId, project, len(h.Entries))
+	for _, e := range h.Entries {
+		at := e.Time.Format(time.RFC3339)
+		if e.Type == "packet" {
+			step := ""
+			if e.StepId != nil {
+				step = " step " + *e.StepId
+			}
+			fmt.Fprintf(out, "%s  %-12s packet   %s%s (agent %s)\n", at, e.Role, deref(e.PacketId), step, e.Agent)
+			continue
+		}
+		from := "·"
+		if e.FromStatus != nil {
+			from = *e.FromStatus
+		}
+		line := fmt.Sprintf("%s  %-12s %-9s %s  %s → %s  [%s → %s] (agent %s)", at, e.Role, deref(e.Event), deref(e.HandoffId),
+			deref(e.SourceRole), deref(e.TargetRole), from, deref(e.ToStatus), e.Agent)
+		if e.Reason != nil && *e.Reason != "" {
+			line += "  reason: " + *e.Reason
+		}
+		fmt.Fprintln(out, line)
+	}
+}
