@@ -1,0 +1,101 @@
+package assemble
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/render"
+	"github.com/contextd/contextd/internal/token"
+)
+
+// FuzzDecodeRequest: any bytes either fail to decode or normalize cleanly,
+// and a normalized request survives the trip through its stored form —
+// which is what replay depends on.
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(`{"target_role":"critic"}`))
+	f.Add([]byte(`{"target_role":"x","agent_context":{"n":1e2,"a":[],"o":{"k":[{"z":1.50}]}},"variables":{"v":true}}`))
+	f.Add([]byte(`{"target_role":"x","history":[{"role":"user","author":"person","content":"refund"}],"token_budget":10}`))
+	f.Add([]byte(`{"target_role":"x","task":{"objective":"{{now}}"},"format":"json","tokenizer":"cl100k_base"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := DecodeRequest(raw)
+		if err != nil || r.Normalize() != nil {
+			return
+		}
+		stored, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeRequest(stored)
+		if err != nil {
+			t.Fatalf("stored request does not decode: %v", err)
+		}
+		if err := back.Normalize(); err != nil {
+			t.Fatalf("stored request does not normalize: %v", err)
+		}
+		again, _ := json.Marshal(back)
+		if string(again) != string(stored) {
+			t.Fatalf("round trip changed the request:\n%s\n%s", stored, again)
+		}
+	})
+}
+
+// FuzzRender: whatever an item holds, its packet keeps the invariants, in
+// every format, twice over.
+func FuzzRender(f *testing.F) {
+	f.Add("Title", "line one\nline two\n", "{\"a\":[]}", uint8(0))
+	f.Add("", "\r\n\n  trailing  \n\n", "{}", uint8(1))
+	f.Add("ü ✓ \"quoted\"", "```\ncode\n```", "{\"x\":{\"y\":null}}", uint8(2))
+	f.Fuzz(func(t *testing.T, title, content, agentCtx string, format uint8) {
+		if content == "" {
+			return
+		}
+		r := &Request{TargetRole: "implementer", Format: []render.Format{render.Markdown, render.Blocks, render.JSON}[format%3], TokenBudget: 4000}
+		var ctx map[string]any
+		if json.Unmarshal([]byte(agentCtx), &ctx) == nil {
+			r.AgentContext = ctx
+		}
+		if r.Normalize() != nil {
+			return
+		}
+		v := &item.Version{Project: "acme", Key: "k", Version: 1, Fields: item.Fields{Kind: "knowledge", Source: "project",
+			Title: title, Content: content, Authority: "evidence", Confidence: "probable", Slot: "system", Trigger: item.Trigger{Always: true}}}
+		in := Input{Project: "acme", Request: r, Candidates: []Candidate{{Version: v}}, Now: t0}
+		a, err := Assemble(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Assemble(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Rendered != b.Rendered || !reflect.DeepEqual(a.Records, b.Records) {
+			t.Fatal("same input, different output")
+		}
+		if n, _ := token.Count(r.Tokenizer, a.Rendered); n != a.Used {
+			t.Fatalf("used %d, text counts %d", a.Used, n)
+		}
+		var spans []Span
+		for _, rec := range a.Records {
+			if rec.Span != nil {
+				spans = append(spans, *rec.Span)
+			}
+		}
+		sort.Slice(spans, func(i, j int) bool { return spans[i].Start < spans[j].Start })
+		end := 0
+		for _, sp := range spans {
+			if sp.Start < end || sp.End > len(a.Rendered) || sp.Start >= sp.End {
+				t.Fatalf("bad or overlapping span %+v", sp)
+			}
+			end = sp.End
+		}
+		if r.Format == render.JSON {
+			var doc any
+			if err := json.Unmarshal([]byte(a.Rendered), &doc); err != nil {
+				t.Fatalf("json format is not JSON: %v\n%s", err, a.Rendered)
+			}
+		}
+	})
+}
