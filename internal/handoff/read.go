@@ -2,7 +2,6 @@ package handoff
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
@@ -155,15 +155,12 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	}
 	params := dbsqlc.HandoffListParams{Project: proj, TaskID: opt(lp.TaskID), Status: opt(lp.Status),
 		TargetRole: opt(lp.TargetRole), WorkflowRunID: opt(lp.WorkflowRunID), Max: int32(lp.Limit + 1)}
-	if lp.Cursor != "" {
-		var c listCursor
-		b, err := base64.RawURLEncoding.DecodeString(lp.Cursor)
-		if err == nil {
-			err = json.Unmarshal(b, &c)
-		}
-		if err != nil {
-			return nil, "", validation.One("cursor", "format", "cursor is not one this server gave out")
-		}
+	var c listCursor
+	ok, err := page.Decode(lp.Cursor, &c)
+	if err != nil {
+		return nil, "", err
+	}
+	if ok {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
 	rows, err := store.Q.HandoffList(ctx, store.Exec(ctx, s.pool), params)
@@ -174,8 +171,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	next := ""
 	for i, r := range rows {
 		if i == lp.Limit {
-			b, _ := json.Marshal(listCursor{T: rows[i-1].CreatedAt, ID: rows[i-1].ID})
-			next = base64.RawURLEncoding.EncodeToString(b)
+			next = page.Encode(listCursor{T: rows[i-1].CreatedAt, ID: rows[i-1].ID})
 			break
 		}
 		h, err := fromRow(r)

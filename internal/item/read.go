@@ -2,15 +2,13 @@ package item
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
-	"github.com/contextd/contextd/internal/validation"
 )
 
 // visibleCurrent returns the item's current version if the agent may see the
@@ -80,24 +78,12 @@ type cursor struct {
 	Version int      `json:"v,omitempty"`
 }
 
-func (c cursor) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (c cursor) encode() string { return page.Encode(c) }
 
 func decodeCursor(s string) (cursor, error) {
 	var c cursor
-	if s == "" {
-		return c, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil {
-		return c, validation.One("cursor", "format", "cursor is not one this server gave out")
-	}
-	return c, nil
+	_, err := page.Decode(s, &c)
+	return c, err
 }
 
 // Versions lists every version of an item, oldest first.

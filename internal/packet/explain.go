@@ -2,7 +2,6 @@ package packet
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
@@ -106,22 +106,12 @@ type listCursor struct {
 	ID string    `json:"id"`
 }
 
-func encodeCursor(c listCursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func encodeCursor(c listCursor) string { return page.Encode(c) }
 
 func decodeCursor(s string) (*listCursor, error) {
-	if s == "" {
-		return nil, nil
-	}
 	var c listCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil {
-		return nil, validation.One("cursor", "format", "cursor is not one this server gave out")
+	if ok, err := page.Decode(s, &c); !ok || err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
