@@ -1,5 +1,10 @@
 -- +goose Up
 
+-- btree_gin lets a GIN index lead with the project, so full-text and
+-- keyword lookups stay inside one tenant (a trusted extension: a database
+-- owner may create it).
+CREATE EXTENSION IF NOT EXISTS btree_gin;
+
 -- Projects are tenants. `_shared` is the reserved project of shared defaults:
 -- every agent may read it, only admins write it.
 CREATE TABLE projects (
@@ -46,7 +51,7 @@ CREATE TABLE items (
 
 CREATE INDEX items_trigger_kind_idx ON items (project, trigger_kind) WHERE live;
 CREATE INDEX items_trigger_tool_idx ON items (project, trigger_tool) WHERE live AND trigger_tool IS NOT NULL;
-CREATE INDEX items_trigger_words_idx ON items USING gin (trigger_words) WHERE live AND trigger_kind = 'keywords';
+CREATE INDEX items_trigger_words_idx ON items USING gin (project, trigger_words) WHERE live AND trigger_kind = 'keywords';
 
 -- item_versions is append-only (see the trigger below). A tombstone is a
 -- version with deleted = true; it keeps the roles of the version before it so
@@ -112,10 +117,10 @@ SELECT project, key, version, deleted, kind, source, title, summary, content,
 FROM item_versions;
 
 CREATE INDEX item_versions_created_idx ON item_versions (project, key, created_at);
-CREATE INDEX item_versions_search_idx ON item_versions USING gin (search);
+CREATE INDEX item_versions_search_idx ON item_versions USING gin (project, search);
 -- Relevance-triggered items get an index of their own, so that ranking a
 -- query's matches touches only them (ts_rank_cd must read every match).
-CREATE INDEX item_versions_relevance_idx ON item_versions USING gin (search)
+CREATE INDEX item_versions_relevance_idx ON item_versions USING gin (project, search)
     WHERE trigger @> '{"relevance": true}';
 
 -- contextd_refuse_change makes a table append-only whatever the client does.

@@ -23,8 +23,10 @@ ORDER BY created_at DESC, id DESC
 LIMIT @max;
 
 -- name: PacketReadPoint :one
--- The time and snapshot of an assembly's read transaction.
-SELECT now()::timestamptz AS now, pg_current_snapshot()::text AS snapshot;
+-- The time and snapshot of an assembly's read transaction, and its
+-- isolation, which must be repeatable read for the snapshot to hold.
+SELECT now()::timestamptz AS now, pg_current_snapshot()::text AS snapshot,
+       current_setting('transaction_isolation')::text AS isolation;
 
 -- name: PacketListTask :many
 -- Every packet of a task, oldest first, for the task's timeline.

@@ -578,8 +578,7 @@ func fire(req *Request, v *item.Version, relevance *float64, pinned bool) (strin
 			words := keyword.Words(m.Content)
 			for _, k := range t.Keywords {
 				if keyword.Contains(words, k) {
-					q, _ := json.Marshal(k)
-					return fmt.Sprintf("keyword:%s@history[%d]", q, i), true
+					return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(k), i), true
 				}
 			}
 		}

@@ -91,7 +91,7 @@ func DecodeRequest(raw []byte) (*Request, error) {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
 			ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
-			return nil, validation.One(ptr, "type", "%s has the wrong JSON type (%s)", ptr, typ.Value)
+			return nil, &validation.Malformed{Pointer: ptr, Detail: fmt.Sprintf("%s has the wrong JSON type (%s)", ptr, typ.Value)}
 		}
 		return nil, fmt.Errorf("decode request: %w", err)
 	}
@@ -196,6 +196,11 @@ func (r *Request) Normalize() error {
 	}
 	if r.Variables == nil {
 		r.Variables = map[string]any{}
+	}
+	if len(r.AgentContext) == 0 {
+		// An empty host state is no host state: nothing to render, and
+		// nothing that a stored request could lose.
+		r.AgentContext = nil
 	}
 	if b, _ := json.Marshal(r); bytes.Contains(b, []byte(`\u0000`)) {
 		errs.Add("", "format", "the request must not contain NUL characters")

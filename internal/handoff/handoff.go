@@ -231,6 +231,8 @@ func (m *Manifest) normalize(agent *auth.Agent) error {
 	}
 	if m.Source.AgentID == "" {
 		m.Source.AgentID = agent.ID
+	} else if m.Source.AgentID != agent.ID && !agent.IsAdmin() {
+		return fmt.Errorf("%w: the source agent is the caller (%s), not %s", auth.ErrForbidden, agent.ID, m.Source.AgentID)
 	}
 	m.Deliverables.Patches = nonNil(m.Deliverables.Patches)
 	m.Deliverables.Reports = nonNil(m.Deliverables.Reports)
@@ -343,8 +345,8 @@ const (
 )
 
 // Transition moves a pending handoff: accept and reject by an agent of the
-// target role (read-only included) or an admin, withdraw by the agent that
-// created it or an admin. It is one conditional update: of racing
+// target role (read-only included) or an admin, withdraw by its source
+// agent or an admin. It is one conditional update: of racing
 // transitions exactly one wins, the others get a *TransitionError.
 func (s *Service) Transition(ctx context.Context, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
@@ -365,8 +367,8 @@ func (s *Service) Transition(ctx context.Context, agent *auth.Agent, proj, id st
 		}
 		switch {
 		case agent.IsAdmin():
-		case t == Withdraw && cur.CreatedBy != agent.ID:
-			return fmt.Errorf("%w: only the agent that created handoff %s (or an admin) may withdraw it", auth.ErrForbidden, id)
+		case t == Withdraw && cur.SourceAgentID != agent.ID:
+			return fmt.Errorf("%w: only handoff %s's source agent (or an admin) may withdraw it", auth.ErrForbidden, id)
 		case t != Withdraw && cur.TargetRole != agent.Role:
 			return fmt.Errorf("%w: handoff %s is addressed to role %s", auth.ErrForbidden, id, cur.TargetRole)
 		}

@@ -194,7 +194,28 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key stri
 	for _, r := range rows {
 		then[r.Project] = item.FromRow(r)
 	}
-	visible := func(v *item.Version) bool { return agent.SeesAllRoles() || v.Roles.Visible(agent.Role) }
+	// An item the caller may not see now is 404 here, as on every item
+	// endpoint, whatever it was when the packet was made.
+	visibleNow := func(layer string) (bool, error) {
+		if agent.SeesAllRoles() {
+			return true, nil
+		}
+		cur, err := store.Q.ItemVersionCurrent(ctx, db, dbsqlc.ItemVersionCurrentParams{Project: layer, Key: key})
+		if err != nil {
+			if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+				return true, nil
+			}
+			return false, err
+		}
+		return item.FromRow(cur).Roles.Visible(agent.Role), nil
+	}
+	visible := func(v *item.Version) bool {
+		if !agent.SeesAllRoles() && !v.Roles.Visible(agent.Role) {
+			return false
+		}
+		ok, err := visibleNow(v.Project)
+		return ok && err == nil
+	}
 
 	// A recorded decision: the project layer's record first.
 	var rec *assemble.Record
@@ -392,9 +413,6 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	if ip.Version != nil {
 		v := int32(*ip.Version)
 		params.Version = &v
-	}
-	if !agent.IsAdmin() {
-		params.Role = &agent.Role
 	}
 	if c != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID

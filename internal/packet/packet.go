@@ -230,16 +230,28 @@ func visibleRecords(agent *auth.Agent, records []assemble.Record) []assemble.Rec
 // first word, pins, the top relevance matches, and the project items that
 // override a _shared candidate. It returns the snapshot's time and identity.
 func (s *Service) loadCandidates(ctx context.Context, proj string, req *assemble.Request) (time.Time, string, []assemble.Candidate, error) {
-	// The read does not join an ambient (idempotency) transaction: it needs
-	// its own snapshot, and it writes nothing.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return time.Time{}, "", nil, store.Interpret(err)
+	// The reads share one repeatable-read snapshot, which the packet
+	// remembers. Inside an idempotent request the ambient transaction is
+	// that snapshot (the idempotency layer opens it at repeatable read for
+	// this route): taking a second connection while holding one could starve
+	// the pool.
+	var tx pgx.Tx
+	if amb, ok := store.AmbientTx(ctx); ok {
+		tx = amb
+	} else {
+		own, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return time.Time{}, "", nil, store.Interpret(err)
+		}
+		defer func() { _ = own.Rollback(context.WithoutCancel(ctx)) }()
+		tx = own
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	point, err := store.Q.PacketReadPoint(ctx, tx)
 	if err != nil {
 		return time.Time{}, "", nil, store.Interpret(err)
+	}
+	if point.Isolation != "repeatable read" {
+		return time.Time{}, "", nil, fmt.Errorf("packet reads need a repeatable-read transaction, not %s", point.Isolation)
 	}
 	now := point.Now.UTC()
 

@@ -65,6 +65,10 @@ func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project stri
 // Put creates or updates a project (admin only) and reports whether it was created.
 func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description string) (Project, bool, error) {
 	if !agent.IsAdmin() {
+		// Scope first: a project out of scope does not exist for the caller.
+		if _, err := store.Q.ProjectGet(ctx, store.Exec(ctx, s.pool), name); !agent.InScope(name) || err != nil {
+			return Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
+		}
 		return Project{}, false, fmt.Errorf("%w: only admins create or change projects", auth.ErrForbidden)
 	}
 	if name == auth.SharedProject {

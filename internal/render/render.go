@@ -650,6 +650,10 @@ func renderBlocks(w *writer, d *Doc) {
 
 // ---- json ----
 
+// JSONString is s as a JSON string, without HTML escaping ("R&D" stays
+// readable in rules and in the json format).
+func JSONString(s string) string { return jsonString(s) }
+
 func jsonString(s string) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

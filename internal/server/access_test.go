@@ -120,7 +120,8 @@ func TestScopeAndPermissions(t *testing.T) {
 	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared/items/style", everywhere, map[string]any{"content": "Be long."}).status)
 
 	// Projects: admins create; everyone lists what they may see.
-	require.Equal(t, 403, e.do("PUT", "/v1/projects/initech", editor, nil).status)
+	require.Equal(t, 403, e.do("PUT", "/v1/projects/acme", editor, nil).status, "in scope: forbidden")
+	require.Equal(t, 404, e.do("PUT", "/v1/projects/initech", editor, nil).status, "out of scope: as if it did not exist")
 	r = e.do("PUT", "/v1/projects/initech", e.admin, nil)
 	require.Equal(t, 201, r.status, r.text)
 	r = e.do("PUT", "/v1/projects/initech", e.admin, map[string]any{"description": "changed"})

@@ -46,7 +46,45 @@ func (strictBinder) Bind(i any, c echo.Context) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return problem(400, "malformed", "request body holds data after its JSON value")
 	}
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		return nulProblem(body)
+	}
 	return nil
+}
+
+// nulProblem reports every string of the body that holds a NUL character:
+// no text field may, and the database could not store it.
+func nulProblem(body []byte) error {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return problem(400, "malformed", "request body cannot be decoded: %v", err)
+	}
+	var errs validation.List
+	var walk func(ptr string, v any)
+	walk = func(ptr string, v any) {
+		switch x := v.(type) {
+		case string:
+			if strings.ContainsRune(x, 0) {
+				errs.Add(ptr, "format", "must not contain NUL characters")
+			}
+		case map[string]any:
+			for k, el := range x {
+				if strings.ContainsRune(k, 0) {
+					errs.Add(ptr, "format", "member names must not contain NUL characters")
+				}
+				walk(ptr+"/"+strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), el)
+			}
+		case []any:
+			for i, el := range x {
+				walk(fmt.Sprintf("%s/%d", ptr, i), el)
+			}
+		}
+	}
+	walk("", v)
+	if errs.Len() == 0 {
+		return nil
+	}
+	return errs.Err()
 }
 
 func decodeProblem(err error) *Problem {
@@ -59,6 +97,12 @@ func decodeProblem(err error) *Problem {
 		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
 		if typ.Field == "" {
 			ptr = ""
+		}
+		if typ.Value == "number" || strings.HasPrefix(typ.Value, "number ") {
+			// The right JSON type, out of the field's range: a value problem.
+			p := problem(422, "validation_failed", "%s is out of range for this field", orBody(ptr))
+			p.Fields = []validation.Field{{Pointer: ptr, Code: "range", Detail: p.Detail}}
+			return p
 		}
 		p := problem(400, "malformed", "%s must be a JSON %s, not %s", orBody(ptr), jsonType(typ.Type.Kind().String()), typ.Value)
 		p.Fields = []validation.Field{{Pointer: ptr, Code: "type", Detail: p.Detail}}

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/contextd/contextd/internal/store"
@@ -37,7 +39,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		if agent == nil {
 			return next(c)
 		}
-		if len(key) > 255 || strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		if len(key) > 255 || !utf8.ValidString(key) || strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
 			return problem(422, "validation_failed", "Idempotency-Key must be at most 255 printable characters")
 		}
 		body, err := io.ReadAll(req.Body)
@@ -52,7 +54,11 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		fingerprint := h.Sum(nil)
 
 		ctx := req.Context()
-		tx, err := s.pool.Begin(ctx)
+		opts := pgx.TxOptions{}
+		if snapshotRoutes[req.Method+" "+c.Path()] {
+			opts.IsoLevel = pgx.RepeatableRead
+		}
+		tx, err := s.pool.BeginTx(ctx, opts)
 		if err != nil {
 			return store.Interpret(err)
 		}
@@ -115,7 +121,17 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 				err = tx.Commit(ctx)
 			}
 			if err != nil {
-				return store.Interpret(err)
+				// The answer was only buffered: tell the client the truth.
+				p := toProblem(store.Interpret(err))
+				if p.Status < 500 {
+					p = problem(503, "unavailable", "the request could not be committed; retry with the same Idempotency-Key")
+				}
+				s.log.Error("idempotent request not committed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err)
+				b, _ := json.Marshal(p.body(req.URL.Path))
+				orig.Header().Set(echo.HeaderContentType, "application/problem+json")
+				orig.WriteHeader(p.Status)
+				_, _ = orig.Write(b)
+				return nil
 			}
 		}
 		for k, v := range rec.header {
@@ -125,6 +141,13 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		_, _ = orig.Write(rec.body.Bytes())
 		return nil
 	}
+}
+
+// snapshotRoutes read a consistent snapshot and write only new rows, so
+// their idempotency transaction runs at repeatable read and the request
+// reads through it, on the one connection it already holds.
+var snapshotRoutes = map[string]bool{
+	"POST /v1/projects/:project/packets": true,
 }
 
 // bufferedResponse holds an answer until it may be sent.

@@ -29,7 +29,7 @@ func parseIfMatch(h *string) (*int, error) {
 	return &n, nil
 }
 
-func pageLimit(l *int32) (int, error) {
+func pageLimit(l *int64) (int, error) {
 	if l == nil {
 		return 100, nil
 	}

@@ -84,6 +84,10 @@ func toProblem(err error) *Problem {
 		// The generated strict handlers pass a missing required body up as io.EOF.
 		return problem(400, "malformed", "a JSON request body is required")
 	}
+	var mal *validation.Malformed
+	if errors.As(err, &mal) {
+		return &Problem{Status: 400, Code: "malformed", Detail: mal.Detail, Fields: []validation.Field{{Pointer: mal.Pointer, Code: "type", Detail: mal.Detail}}}
+	}
 	var verr *validation.Error
 	if errors.As(err, &verr) {
 		return &Problem{Status: 422, Code: "validation_failed", Detail: "the request has invalid values; see errors", Fields: verr.Fields}
@@ -124,6 +128,10 @@ func toProblem(err error) *Problem {
 		return problem(412, "precondition_failed", "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		return problem(409, "conflict", "%s", err.Error())
+	case errors.Is(err, store.ErrEncoding):
+		return problem(400, "malformed", "the request holds text that cannot be stored (NUL characters or invalid UTF-8)")
+	case errors.Is(err, store.ErrInvalid):
+		return problem(422, "validation_failed", "%s", err.Error())
 	case errors.Is(err, store.ErrUnavailable):
 		return problem(503, "unavailable", "the database is unavailable; retry later")
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -71,6 +72,7 @@ func New(cfg Config) *echo.Echo {
 	e.Use(middleware.RequestID())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	e.Use(s.logRequests)
+	e.Use(checkURL)
 	e.Use(s.limitBody)
 	e.Use(s.authenticate)
 	e.Use(s.idempotency)
@@ -108,6 +110,27 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 			return problem(413, "payload_too_large", "request body of %d bytes is over the %d-byte limit", r.ContentLength, s.bodyLimit)
 		}
 		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.bodyLimit)
+		return next(c)
+	}
+}
+
+// checkURL refuses paths and query values that are not text: NUL
+// characters or invalid UTF-8 can name nothing, and the database would
+// refuse them later anyway.
+func checkURL(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u := c.Request().URL
+		bad := func(s string) bool { return !utf8.ValidString(s) || strings.ContainsRune(s, 0) }
+		if bad(u.Path) {
+			return problem(400, "malformed", "the path must be UTF-8 text without NUL characters")
+		}
+		for name, vals := range u.Query() {
+			for _, v := range vals {
+				if bad(name) || bad(v) {
+					return problem(400, "malformed", "query parameter %q must be UTF-8 text without NUL characters", name)
+				}
+			}
+		}
 		return next(c)
 	}
 }

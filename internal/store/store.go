@@ -30,6 +30,9 @@ var (
 	ErrInvalid = errors.New("invalid value")
 	// ErrUnavailable means the database could not be reached.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrEncoding is text the database cannot store: NUL characters or
+	// invalid UTF-8 that got past validation.
+	ErrEncoding = errors.New("text cannot be stored")
 )
 
 // Queries is the generated query set. Every method takes its executor
@@ -58,6 +61,8 @@ func Interpret(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.Message)
 		case "23001": // restrict_violation, raised by the append-only triggers
 			return fmt.Errorf("%w: %s", ErrAppendOnly, pgErr.Message)
+		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character
+			return fmt.Errorf("%w: %s", ErrEncoding, pgErr.Message)
 		case "23514", "23502", "22P02", "22007", "22008", "23503": // check, not null, text repr, datetime
 			return fmt.Errorf("%w: %s", ErrInvalid, pgErr.Message)
 		case "57P01", "57P02", "57P03", "53300": // shutdown, cannot connect now, too many connections

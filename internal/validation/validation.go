@@ -51,3 +51,13 @@ func One(pointer, code, format string, args ...any) error {
 	l.Add(pointer, code, format, args...)
 	return l.Err()
 }
+
+// Malformed is a request that is not of the contract's shape (a value of
+// the wrong JSON type) as found after the HTTP layer's own decoding: 400,
+// not 422.
+type Malformed struct {
+	Pointer string
+	Detail  string
+}
+
+func (e *Malformed) Error() string { return "malformed request: " + e.Detail }

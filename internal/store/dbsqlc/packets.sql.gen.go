@@ -218,18 +218,21 @@ func (q *Queries) PacketListTask(ctx context.Context, db DBTX, arg PacketListTas
 }
 
 const packetReadPoint = `-- name: PacketReadPoint :one
-SELECT now()::timestamptz AS now, pg_current_snapshot()::text AS snapshot
+SELECT now()::timestamptz AS now, pg_current_snapshot()::text AS snapshot,
+       current_setting('transaction_isolation')::text AS isolation
 `
 
 type PacketReadPointRow struct {
-	Now      time.Time
-	Snapshot string
+	Now       time.Time
+	Snapshot  string
+	Isolation string
 }
 
-// The time and snapshot of an assembly's read transaction.
+// The time and snapshot of an assembly's read transaction, and its
+// isolation, which must be repeatable read for the snapshot to hold.
 func (q *Queries) PacketReadPoint(ctx context.Context, db DBTX) (PacketReadPointRow, error) {
 	row := db.QueryRow(ctx, packetReadPoint)
 	var i PacketReadPointRow
-	err := row.Scan(&i.Now, &i.Snapshot)
+	err := row.Scan(&i.Now, &i.Snapshot, &i.Isolation)
 	return i, err
 }

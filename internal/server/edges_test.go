@@ -1,0 +1,163 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/auth"
+)
+
+// TestIdempotentAssembliesDoNotStarveThePool: an idempotent request holds a
+// connection for its transaction; packet assembly must read through it, not
+// take a second one, or enough concurrent requests deadlock the pool.
+func TestIdempotentAssembliesDoNotStarveThePool(t *testing.T) {
+	t.Parallel()
+	e := packetWorld(t)
+	const n = 24
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/projects/acme/packets", strings.NewReader(`{"target_role":"implementer"}`))
+			req.Header.Set("Authorization", "Bearer "+e.admin)
+			req.Header.Set("Idempotency-Key", fmt.Sprintf("pk-%d", i))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			res.Body.Close()
+			statuses[i] = res.StatusCode
+		}()
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		require.Equal(t, 201, s, "request %d", i)
+	}
+	// And the replayed answer of one of them is the packet it made.
+	r1 := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "implementer"}, "Idempotency-Key", "pk-0")
+	require.Equal(t, 201, r1.status)
+	require.Equal(t, "true", r1.header.Get("Idempotent-Replayed"))
+	require.Equal(t, 200, e.do("GET", "/v1/projects/acme/packets/"+r1.json["packet_id"].(string), e.admin, nil).status)
+}
+
+func TestNotTextIsAClearError(t *testing.T) {
+	t.Parallel()
+	e, a := handoffWorld(t)
+	for _, path := range []string{
+		"/v1/projects/%00/items", "/v1/projects/acme/packets/%FF", "/v1/projects/acme/handoffs/%00",
+		"/v1/projects/acme/tasks/%FF/history", "/v1/projects/acme/items?q=%00", "/v1/projects/acme/items?kind=%FF",
+	} {
+		r := e.do("GET", path, e.admin, nil)
+		require.Equal(t, 400, r.status, path)
+		require.Equal(t, "malformed", r.json["code"])
+	}
+	r := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "c"}, "Idempotency-Key", "bad\xff")
+	require.Equal(t, 422, r.status)
+	for _, tc := range []struct {
+		path    string
+		body    map[string]any
+		pointer string
+	}{
+		{"/v1/projects/acme/handoffs", manifest("T\x00", "critic", "summary", "s"), "/task_id"},
+		{"/v1/projects/acme/handoffs", manifest("T-1", "critic", "summary", "a\x00b"), "/summary"},
+		{"/v1/projects/acme/items/k", map[string]any{"content": "c", "roles": map[string]any{"visible_to": []string{"x\x00"}}}, "/roles/visible_to/0"},
+		{"/v1/agents", map[string]any{"name": "n\x00", "role": "r", "permission": "edit", "projects": []string{"acme"}}, "/name"},
+	} {
+		method := "POST"
+		if strings.Contains(tc.path, "/items/") {
+			method = "PUT"
+		}
+		r := e.do(method, tc.path, e.admin, tc.body)
+		require.Equal(t, 422, r.status, r.text)
+		require.Equal(t, []string{tc.pointer}, r.pointers())
+	}
+	require.Equal(t, 422, e.do("GET", "/v1/projects/acme/items?limit=99999999999", e.admin, nil).status)
+	_ = a
+}
+
+func TestEmptyAgentContextIsNoAgentContext(t *testing.T) {
+	t.Parallel()
+	e := packetWorld(t)
+	for _, f := range []string{"markdown", "blocks", "json"} {
+		r := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "implementer", "agent_context": map[string]any{}, "format": f})
+		require.Equal(t, 201, r.status, r.text)
+		require.NotContains(t, r.json["rendered"], "agent context")
+		require.NotContains(t, r.json["rendered"], "agent_context")
+		rp := e.do("POST", "/v1/projects/acme/packets/"+r.json["packet_id"].(string)+"/replay", e.admin, nil)
+		require.Equal(t, true, rp.json["identical"], rp.text)
+	}
+}
+
+func TestWhyHonoursVisibilityNow(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	impl := e.agent("implementer", auth.Edit, "acme")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/sec", e.admin, map[string]any{"content": "Secret later."}).status)
+	p := e.do("POST", "/v1/projects/acme/packets", impl, map[string]any{"target_role": "implementer"})
+	id := p.json["packet_id"].(string)
+	require.Equal(t, "included", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", impl, nil).json["decision"])
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/sec", e.admin, map[string]any{"content": "Secret later.", "roles": map[string]any{"hidden_from": []string{"implementer"}}}).status)
+	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/sec", impl, nil).status)
+	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", impl, nil).status)
+	require.Equal(t, "included", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", e.admin, nil).json["decision"])
+}
+
+func TestWithdrawBelongsToTheSourceAgent(t *testing.T) {
+	t.Parallel()
+	e, a := handoffWorld(t)
+	implID := func() string {
+		r := e.do("GET", "/v1/agents", e.admin, nil)
+		for _, ag := range r.list() {
+			if ag["role"] == "implementer" {
+				return ag["id"].(string)
+			}
+		}
+		return ""
+	}()
+	// An admin files it on the implementer's behalf; the implementer may take it back.
+	id := e.handoff(e.admin, manifest("T-1", "critic", "source", map[string]any{"role": "implementer", "agent_id": implID}))
+	require.Equal(t, 403, e.do("POST", "/v1/projects/acme/handoffs/"+id+"/withdraw", a.planner, map[string]any{"reason": "x"}).status)
+	r := e.do("POST", "/v1/projects/acme/handoffs/"+id+"/withdraw", a.implementer, map[string]any{"reason": "not ready"})
+	require.Equal(t, 200, r.status, r.text)
+	require.Equal(t, "superseded", r.json["status"])
+	// A non-admin cannot claim to be another agent.
+	r = e.do("POST", "/v1/projects/acme/handoffs", a.planner, manifest("T-2", "critic", "source", map[string]any{"agent_id": implID}))
+	require.Equal(t, 403, r.status)
+}
+
+func TestKeywordRuleIsReadable(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/rd", e.admin, map[string]any{"content": "R&D budget rules.", "trigger": map[string]any{"keywords": []string{"R&D"}}}).status)
+	p := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "implementer",
+		"history": []any{map[string]any{"role": "user", "author": "person", "content": "what about r&d?"}}})
+	w := e.do("GET", "/v1/projects/acme/packets/"+p.json["packet_id"].(string)+"/why?item=rd", e.admin, nil)
+	require.Equal(t, `keyword:"R&D"@history[0]`, w.json["rule"])
+}
+
+func TestInjectionsListEveryPacketOfTheProject(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	impl := e.agent("implementer", auth.ReadOnly, "acme")
+	critic := e.agent("critic", auth.ReadOnly, "acme")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/fact", e.admin, map[string]any{"content": "A shared fact."}).status)
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", impl, map[string]any{"target_role": "implementer"}).status)
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", critic, map[string]any{"target_role": "critic"}).status)
+	r := e.do("GET", "/v1/projects/acme/items/fact/injections", impl, nil)
+	require.Len(t, r.list(), 2)
+	require.Equal(t, "critic", r.list()[0]["target_role"], "newest first")
+}
