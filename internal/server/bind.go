@@ -38,7 +38,7 @@ func (strictBinder) Bind(i any, c echo.Context) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(i); err != nil {
-		return decodeProblem(err)
+		return decodeProblem(err, body)
 	}
 	if dec.More() {
 		return problem(400, "malformed", "request body holds more than one JSON value")
@@ -87,7 +87,10 @@ func nulProblem(body []byte) error {
 	return errs.Err()
 }
 
-func decodeProblem(err error) *Problem {
+// decodeProblem explains a decoding error; body, when known, lets a type
+// error name its exact place (encoding/json names struct fields but not
+// array indices).
+func decodeProblem(err error, body []byte) *Problem {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -98,7 +101,10 @@ func decodeProblem(err error) *Problem {
 		if typ.Field == "" {
 			ptr = ""
 		}
-		if typ.Value == "number" || strings.HasPrefix(typ.Value, "number ") {
+		if exact, ok := pointerAt(body, typ.Offset); ok && body != nil {
+			ptr = exact
+		}
+		if jsonType(typ.Type.Kind().String()) == "number" && (typ.Value == "number" || strings.HasPrefix(typ.Value, "number ")) {
 			// The right JSON type, out of the field's range: a value problem.
 			p := problem(422, "validation_failed", "%s is out of range for this field", orBody(ptr))
 			p.Fields = []validation.Field{{Pointer: ptr, Code: "range", Detail: p.Detail}}
@@ -151,4 +157,72 @@ func requireBody[T any](b *T) (*T, error) {
 		return nil, problem(400, "malformed", "a JSON request body is required")
 	}
 	return b, nil
+}
+
+// pointerAt returns the JSON Pointer of the value that ends at byte offset
+// in body, by walking its tokens.
+func pointerAt(body []byte, offset int64) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		array bool
+		index int
+		key   string
+		want  bool // object: the next string token is a key
+	}
+	var stack []frame
+	path := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			b.WriteByte('/')
+			if f.array {
+				fmt.Fprintf(&b, "%d", f.index-1)
+			} else {
+				b.WriteString(strings.ReplaceAll(strings.ReplaceAll(f.key, "~", "~0"), "/", "~1"))
+			}
+		}
+		return b.String()
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n := len(stack); n > 0 {
+			top := &stack[n-1]
+			if !top.array && top.want {
+				if k, ok := tok.(string); ok {
+					top.key, top.want = k, false
+					continue
+				}
+			}
+		}
+		isOpen := tok == json.Delim('{') || tok == json.Delim('[')
+		isClose := tok == json.Delim('}') || tok == json.Delim(']')
+		if !isClose && len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.array {
+				top.index++
+			}
+		}
+		switch {
+		case isOpen:
+			if dec.InputOffset() >= offset {
+				return path(), true
+			}
+			stack = append(stack, frame{array: tok == json.Delim('['), want: tok == json.Delim('{')})
+		case isClose:
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && !stack[len(stack)-1].array {
+				stack[len(stack)-1].want = true
+			}
+		default:
+			if dec.InputOffset() >= offset {
+				return path(), true
+			}
+			if len(stack) > 0 && !stack[len(stack)-1].array {
+				stack[len(stack)-1].want = true
+			}
+		}
+	}
 }

@@ -44,7 +44,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
-			return decodeProblem(err)
+			return decodeProblem(err, nil)
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		h := sha256.New()

@@ -369,3 +369,17 @@ func TestListItems(t *testing.T) {
 	require.Equal(t, 400, e.do("GET", "/v1/projects/acme/items?limit=ten", e.admin, nil).status)
 	require.Equal(t, 422, e.do("GET", "/v1/projects/acme/items?cursor=garbage!", e.admin, nil).status)
 }
+
+func TestTypeErrorsPointIntoArrays(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	r := e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"a","content":"x"},{"key":"b","content":"y","priority":"high"}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.Equal(t, []string{"/items/1/priority"}, r.pointers())
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"a","content":"x","trigger":{"keywords":["ok",7]}}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.Equal(t, []string{"/items/0/trigger/keywords/1"}, r.pointers())
+	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, `{"content":"c","roles":{"visible_to":"critic"}}`)
+	require.Equal(t, []string{"/roles/visible_to"}, r.pointers())
+}
