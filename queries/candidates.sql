@@ -21,19 +21,26 @@ WHERE i.project = @project AND i.live AND i.trigger_kind = 'keywords' AND i.trig
 
 -- name: CandidateRelevance :many
 -- The top matches of the query among relevance items of both layers: the
--- query's english lexemes OR-ed, ranked by ts_rank_cd.
-SELECT sqlc.embed(v), ts_rank_cd(s.search, q.query)::float8 AS rank
-FROM items i
-JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = v.version,
-     (SELECT coalesce(to_tsquery('simple', (
-          SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', @query::text)))), ''::tsquery)) AS q(query)
-WHERE i.project = ANY(@projects::text[]) AND i.live AND i.trigger_kind = 'relevance'
-  AND s.trigger @> '{"relevance": true}' AND s.search @@ q.query
-  AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
-  AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
-ORDER BY rank DESC, v.key, v.project
-LIMIT @max;
+-- query's english lexemes OR-ed, ranked by ts_rank_cd. Every match must be
+-- ranked before the top can be taken, so the ranking reads only the search
+-- vector and the full rows are fetched for the top ones alone.
+WITH q AS (
+    SELECT coalesce(to_tsquery('simple', (
+        SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', @query::text)))), ''::tsquery) AS query
+), top AS (
+    SELECT s.project, s.key, s.version, ts_rank_cd(s.search, q.query)::float8 AS rank
+    FROM item_versions s
+    JOIN items i ON i.project = s.project AND i.key = s.key AND i.current_version = s.version, q
+    WHERE s.project = ANY(@projects::text[]) AND s.trigger @> '{"relevance": true}' AND s.search @@ q.query
+      AND i.live AND i.trigger_kind = 'relevance'
+      AND (s.valid_from IS NULL OR s.valid_from <= @at::timestamptz)
+      AND (s.valid_until IS NULL OR s.valid_until > @at::timestamptz)
+    ORDER BY rank DESC, s.key, s.project
+    LIMIT @max
+)
+SELECT sqlc.embed(v), top.rank
+FROM top JOIN item_version_rows v ON v.project = top.project AND v.key = top.key AND v.version = top.version
+ORDER BY top.rank DESC, v.key, v.project;
 
 -- name: CandidateTools :many
 SELECT v.* FROM items i

@@ -201,18 +201,23 @@ func (q *Queries) CandidateKeywords(ctx context.Context, db DBTX, arg CandidateK
 }
 
 const candidateRelevance = `-- name: CandidateRelevance :many
-SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id, ts_rank_cd(s.search, q.query)::float8 AS rank
-FROM items i
-JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = v.version,
-     (SELECT coalesce(to_tsquery('simple', (
-          SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', $1::text)))), ''::tsquery)) AS q(query)
-WHERE i.project = ANY($2::text[]) AND i.live AND i.trigger_kind = 'relevance'
-  AND s.trigger @> '{"relevance": true}' AND s.search @@ q.query
-  AND (v.valid_from IS NULL OR v.valid_from <= $3::timestamptz)
-  AND (v.valid_until IS NULL OR v.valid_until > $3::timestamptz)
-ORDER BY rank DESC, v.key, v.project
-LIMIT $4
+WITH q AS (
+    SELECT coalesce(to_tsquery('simple', (
+        SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', $1::text)))), ''::tsquery) AS query
+), top AS (
+    SELECT s.project, s.key, s.version, ts_rank_cd(s.search, q.query)::float8 AS rank
+    FROM item_versions s
+    JOIN items i ON i.project = s.project AND i.key = s.key AND i.current_version = s.version, q
+    WHERE s.project = ANY($2::text[]) AND s.trigger @> '{"relevance": true}' AND s.search @@ q.query
+      AND i.live AND i.trigger_kind = 'relevance'
+      AND (s.valid_from IS NULL OR s.valid_from <= $3::timestamptz)
+      AND (s.valid_until IS NULL OR s.valid_until > $3::timestamptz)
+    ORDER BY rank DESC, s.key, s.project
+    LIMIT $4
+)
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id, top.rank
+FROM top JOIN item_version_rows v ON v.project = top.project AND v.key = top.key AND v.version = top.version
+ORDER BY top.rank DESC, v.key, v.project
 `
 
 type CandidateRelevanceParams struct {
@@ -228,7 +233,9 @@ type CandidateRelevanceRow struct {
 }
 
 // The top matches of the query among relevance items of both layers: the
-// query's english lexemes OR-ed, ranked by ts_rank_cd.
+// query's english lexemes OR-ed, ranked by ts_rank_cd. Every match must be
+// ranked before the top can be taken, so the ranking reads only the search
+// vector and the full rows are fetched for the top ones alone.
 func (q *Queries) CandidateRelevance(ctx context.Context, db DBTX, arg CandidateRelevanceParams) ([]CandidateRelevanceRow, error) {
 	rows, err := db.Query(ctx, candidateRelevance,
 		arg.Query,
