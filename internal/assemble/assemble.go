@@ -278,8 +278,8 @@ func Assemble(in Input) (*Result, error) {
 		doc.Plan = &render.Plan{PlanHash: p.PlanHash, ActiveStepIndex: p.ActiveStepIndex, TotalSteps: p.TotalSteps, SettledDecisions: p.SettledDecisions}
 		doc.PlanRef = requestPart("plan", "Plan Pointer")
 	}
-	for _, p := range in.Predecessors {
-		ref := addRecord(Record{SubjectKind: SubjectHandoff, SubjectKey: p.ID, Decision: Included, Section: "Predecessor Outputs", Rule: "predecessor"})
+	for i, p := range in.Predecessors {
+		ref := addRecord(Record{SubjectKind: SubjectHandoff, SubjectKey: p.ID, Decision: Included, Section: "Predecessor Outputs", Rule: "predecessor", Position: i})
 		doc.Predecessors = append(doc.Predecessors, render.Predecessor{
 			Ref: ref, ID: p.ID, SourceRole: p.SourceRole, TargetRole: p.TargetRole, Status: p.Status, StepID: p.StepID,
 			AttemptID: p.AttemptID, Summary: p.Summary, Decisions: p.Decisions, Artifacts: p.Artifacts, Verdicts: p.Verdicts,
@@ -373,39 +373,74 @@ func Assemble(in Input) (*Result, error) {
 			}
 		}
 	}
-	for {
+	renderCount := func() ([]render.Piece, string, int, error) {
 		fillDoc(doc, ranked, included)
 		pieces := render.Render(req.Format, doc)
 		text := render.Text(pieces)
-		used, err := count(text)
-		if err != nil {
-			return nil, err
-		}
+		n, err := count(text)
+		return pieces, text, n, err
+	}
+	pieces, text, used, err := renderCount()
+	if err != nil {
+		return nil, err
+	}
+	// The sum of block counts is an estimate (a block's count alone can
+	// differ by a token or two from its count in context); the whole text,
+	// counted once, is the truth. Over budget: drop the lowest-ranked entry.
+	for used > req.TokenBudget {
 		last := -1
 		for i := range ranked {
 			if included[i] {
 				last = i
 			}
 		}
-		if used > req.TokenBudget && last >= 0 {
-			// The sum of block counts was an estimate; the whole text,
-			// counted once, is the truth. Drop the lowest-ranked entry.
-			included[last] = false
-			continue
+		if last < 0 {
+			break
 		}
-		res.Rendered, res.Used = text, used
-		// 9. Records: spans and tokens of what went in.
-		off := 0
-		for _, p := range pieces {
-			if p.Ref >= 0 {
-				records[p.Ref].Span = &Span{Start: off, End: off + len(p.Text)}
-				if records[p.Ref].SubjectKind != SubjectItem {
-					records[p.Ref].Tokens, _ = count(p.Text)
-				}
+		included[last] = false
+		if pieces, text, used, err = renderCount(); err != nil {
+			return nil, err
+		}
+	}
+	// Under budget with entries left out whose estimate only just missed:
+	// try them, by rank, against the exact count. Bounded, so a packet is
+	// never re-counted more than a few times.
+	if len(res.Gaps) == 0 {
+		tries := 0
+		for i, c := range ranked {
+			if included[i] || tries == maxFillTries {
+				continue
 			}
-			off += len(p.Text)
+			if c.blockCost > req.TokenBudget-used+fillSlack {
+				continue
+			}
+			tries++
+			included[i] = true
+			p2, t2, u2, err := renderCount()
+			if err != nil {
+				return nil, err
+			}
+			if u2 <= req.TokenBudget {
+				pieces, text, used = p2, t2, u2
+			} else {
+				included[i] = false
+			}
 		}
-		break
+		if tries > 0 {
+			fillDoc(doc, ranked, included)
+		}
+	}
+	res.Rendered, res.Used = text, used
+	// 9. Records: spans and tokens of what went in.
+	off := 0
+	for _, p := range pieces {
+		if p.Ref >= 0 {
+			records[p.Ref].Span = &Span{Start: off, End: off + len(p.Text)}
+			if records[p.Ref].SubjectKind != SubjectItem {
+				records[p.Ref].Tokens, _ = count(p.Text)
+			}
+		}
+		off += len(p.Text)
 	}
 	positions := map[string]int{}
 	for i, c := range ranked {
@@ -615,6 +650,14 @@ func NotTriggered(req *Request, v *item.Version) string {
 	}
 	return "its trigger did not fire"
 }
+
+// maxFillTries and fillSlack bound the second pass of the budget: at most
+// this many left-out entries are tried against the exact count, and only
+// those whose estimate exceeds the headroom by at most fillSlack tokens.
+const (
+	maxFillTries = 8
+	fillSlack    = 4
+)
 
 // RelevanceLimit is how many full-text matches the relevance trigger takes.
 const RelevanceLimit = 50

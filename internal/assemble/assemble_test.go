@@ -471,3 +471,31 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 	}
 }
+
+// TestExactFitIncludesEverything: when the whole packet fits the budget
+// exactly, nothing is left out — the per-block estimate may overcount, the
+// exact count decides.
+func TestExactFitIncludesEverything(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 9))
+	for iter := range 60 {
+		var vs []*item.Version
+		for i := range 1 + rng.IntN(12) {
+			vs = append(vs, ver("acme", fmt.Sprintf("k%02d", i), strings.Repeat("fact ", 1+rng.IntN(8)), func(v *item.Version) {
+				v.Kind = []string{"knowledge", "state", "skill"}[rng.IntN(3)]
+				v.Slot = []string{"system", "system", "tools", "messages"}[rng.IntN(4)]
+				if rng.IntN(2) == 0 {
+					v.Title = "T"
+				}
+				if rng.IntN(3) == 0 {
+					v.Project = "_shared"
+				}
+			}))
+		}
+		format := []render.Format{render.Markdown, render.Blocks, render.JSON}[rng.IntN(3)]
+		all := run(t, req(func(r *Request) { r.Format = format; r.TokenBudget = MaxBudget }), cands(vs...))
+		exact := run(t, req(func(r *Request) { r.Format = format; r.TokenBudget = all.Used }), cands(vs...))
+		require.Empty(t, exact.Gaps, "iteration %d (%s): budget %d fits everything", iter, format, all.Used)
+		require.Equal(t, all.Rendered, exact.Rendered)
+	}
+}

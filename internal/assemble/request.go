@@ -37,6 +37,10 @@ type Request struct {
 	Variables          map[string]any  `json:"variables"`
 	Format             render.Format   `json:"format"`
 	Tokenizer          token.Tokenizer `json:"tokenizer"`
+
+	// budgetGiven is whether the client sent token_budget: 0 sent is out
+	// of range, not the default.
+	budgetGiven bool
 }
 
 // Task is the step the packet is for.
@@ -87,6 +91,11 @@ func DecodeRequest(raw []byte) (*Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var r Request
+	var probe struct {
+		TokenBudget *json.RawMessage `json:"token_budget"`
+	}
+	_ = json.Unmarshal(raw, &probe)
+	r.budgetGiven = probe.TokenBudget != nil && string(*probe.TokenBudget) != "null"
 	if err := dec.Decode(&r); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
@@ -114,7 +123,7 @@ func (r *Request) Normalize() error {
 	if strings.TrimSpace(r.TargetRole) == "" {
 		errs.Add("/target_role", "required", "target_role is required")
 	}
-	if r.TokenBudget == 0 {
+	if r.TokenBudget == 0 && !r.budgetGiven {
 		r.TokenBudget = DefaultBudget
 	}
 	if r.TokenBudget < 1 || r.TokenBudget > MaxBudget {

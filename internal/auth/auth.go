@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ func (p Permission) rank() int {
 // Valid reports whether p is a known permission.
 func (p Permission) Valid() bool { return p.rank() > 0 }
 
+// projectNameRE is what a project name looks like (see package project).
+var projectNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
 // SharedProject is the reserved project of shared defaults: readable by
 // every agent, writable by admins only.
 const SharedProject = "_shared"
@@ -72,12 +76,27 @@ type Agent struct {
 func (a *Agent) IsAdmin() bool { return a.Permission == Admin }
 
 // InScope reports whether the agent may know that project exists at all.
-// `_shared` is in every agent's scope.
+// `_shared` is in every agent's scope. Scope binds admins too: an admin of
+// one project is not an admin of the others.
 func (a *Agent) InScope(project string) bool {
-	if a.IsAdmin() || project == SharedProject {
+	return project == SharedProject || a.AllScope() || slices.Contains(a.Projects, project)
+}
+
+// AllScope reports whether the agent's scope is every project.
+func (a *Agent) AllScope() bool { return slices.Contains(a.Projects, AllProjects) }
+
+// Covers reports whether every project of scope is in the agent's own
+// scope: an admin may only hand out what it holds itself.
+func (a *Agent) Covers(scope []string) bool {
+	if a.AllScope() {
 		return true
 	}
-	return slices.Contains(a.Projects, AllProjects) || slices.Contains(a.Projects, project)
+	for _, p := range scope {
+		if p == AllProjects || !slices.Contains(a.Projects, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // Can reports whether the agent holds at least permission p in project (which
@@ -152,8 +171,8 @@ func (p *CreateParams) validate() error {
 		errs.Add("/projects", "required", `projects is required: project names, or ["*"]`)
 	}
 	for i, pr := range p.Projects {
-		if pr == "" {
-			errs.Add(fmt.Sprintf("/projects/%d", i), "invalid", "empty project name")
+		if pr != AllProjects && !projectNameRE.MatchString(pr) {
+			errs.Add(fmt.Sprintf("/projects/%d", i), "format", "a project name ([A-Za-z0-9][A-Za-z0-9._-]{0,99}) or *")
 		}
 	}
 	return errs.Err()
@@ -196,6 +215,15 @@ func (s *Service) List(ctx context.Context, after string, limit int) ([]*Agent, 
 		out[i] = fromRow(r)
 	}
 	return out, nil
+}
+
+// Get returns an agent by id.
+func (s *Service) Get(ctx context.Context, id string) (*Agent, error) {
+	row, err := store.Q.AgentGet(ctx, store.Exec(ctx, s.pool), id)
+	if err != nil {
+		return nil, fmt.Errorf("get agent %s: %w", id, store.Interpret(err))
+	}
+	return fromRow(row), nil
 }
 
 // Revoke refuses the agent's key from now on. Revoking twice is harmless.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/page"
+	"github.com/contextd/contextd/internal/validation"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
 )
@@ -124,6 +125,16 @@ type ListParams struct {
 // full-text rank then key when a query is given.
 func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p ListParams) (Page, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return Page{}, err
+	}
+	var errs validation.List
+	if p.Kind != "" && !ValidKind(p.Kind) {
+		errs.Add("kind", "enum", "kind must be one of knowledge, state, episode, skill, decision, instruction, evidence, tool")
+	}
+	if p.Source != "" && !ValidSource(p.Source) {
+		errs.Add("source", "enum", "source must be one of the seed vocabulary or other:<tag>")
+	}
+	if err := errs.Err(); err != nil {
 		return Page{}, err
 	}
 	c, err := decodeCursor(p.Cursor)

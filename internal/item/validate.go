@@ -9,11 +9,18 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/validation"
 )
 
 // KeyPattern is what an item key must match.
 var keyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
+
+// ValidKind reports whether kind is an item kind.
+func ValidKind(kind string) bool { return kinds[kind] }
+
+// ValidSource reports whether source is in the vocabulary or other:<tag>.
+func ValidSource(source string) bool { return sources[source] || otherTagRE.MatchString(source) }
 
 // ValidKey reports whether key may name an item.
 func ValidKey(key string) bool { return keyRE.MatchString(key) }
@@ -181,8 +188,8 @@ func (t *Trigger) normalize(pointer string, errs *validation.List) Trigger {
 			errs.Add(pointer+"/keywords", "required", "keywords must list at least one keyword")
 		}
 		for i, k := range t.Keywords {
-			if strings.TrimSpace(k) == "" {
-				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword must not be blank")
+			if len(keyword.Words(k)) == 0 {
+				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword needs at least one word (letters, digits or _); %q could never match", k)
 			}
 		}
 		out.Keywords = t.Keywords

@@ -1,7 +1,8 @@
 // Package keyword matches keyword triggers against what a person said:
 // whole words, case-insensitive, a multi-word keyword as a phrase, no
-// stemming. Words are runs of letters and digits, so punctuation never
-// decides a match ("e-mail" is the phrase "e mail"). Item writes and packet
+// stemming. Words are runs of letters, digits and underscores (as in a
+// regular expression's \w), so "refund_policy" is one word and punctuation
+// never decides a match ("e-mail" is the phrase "e mail"). Item writes and packet
 // assembly share it, so the index of first words that assembly searches and
 // the match it confirms can never disagree.
 package keyword
@@ -14,7 +15,7 @@ import (
 // Words splits text into lower-case words.
 func Words(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
 	})
 }
 

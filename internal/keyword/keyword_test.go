@@ -22,6 +22,9 @@ func TestContains(t *testing.T) {
 		{"send an email", "e-mail", false},
 		{"Ärger mit der Rückerstattung", "rückerstattung", true},
 		{"anything", "  ", false},
+		{"see refund_policy", "refund", false}, // underscores join words, as \w does
+		{"see refund_policy", "refund_policy", true},
+		{"wow !!! great", "!!!", false},
 	} {
 		require.Equal(t, tc.want, Contains(Words(tc.text), tc.kw), "%q in %q", tc.kw, tc.text)
 	}

@@ -157,6 +157,12 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
+	if proj == assemble.SharedProject && !agent.IsAdmin() {
+		// A packet is written to the project it is assembled in, and
+		// _shared is writable by admins only; agents assemble in their
+		// projects, where _shared's items come in anyway.
+		return nil, fmt.Errorf("%w: packets are assembled in a project; _shared is writable by admins only", auth.ErrForbidden)
+	}
 	if !agent.IsAdmin() && req.TargetRole != agent.Role {
 		return nil, fmt.Errorf("%w: an agent assembles only for its own role (%s), not %s", auth.ErrForbidden, agent.Role, req.TargetRole)
 	}

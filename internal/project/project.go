@@ -23,7 +23,7 @@ import (
 // ErrNotFound means the project does not exist or is outside the caller's scope.
 var ErrNotFound = errors.New("project not found")
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) // the same rule as agent scopes in package auth
 
 // Project is a tenant.
 type Project struct {
@@ -64,9 +64,13 @@ func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project stri
 
 // Put creates or updates a project (admin only) and reports whether it was created.
 func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description string) (Project, bool, error) {
+	// Scope first: a project out of scope does not exist for the caller
+	// (an admin scoped to some projects creates and changes only those).
+	if !agent.InScope(name) {
+		return Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
 	if !agent.IsAdmin() {
-		// Scope first: a project out of scope does not exist for the caller.
-		if _, err := store.Q.ProjectGet(ctx, store.Exec(ctx, s.pool), name); !agent.InScope(name) || err != nil {
+		if _, err := store.Q.ProjectGet(ctx, store.Exec(ctx, s.pool), name); err != nil {
 			return Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
 		}
 		return Project{}, false, fmt.Errorf("%w: only admins create or change projects", auth.ErrForbidden)
@@ -91,12 +95,7 @@ func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description 
 
 // List returns one page of the projects the agent may see, by name.
 func (s *Service) List(ctx context.Context, agent *auth.Agent, after string, limit int) ([]Project, error) {
-	all := agent.IsAdmin()
-	for _, p := range agent.Projects {
-		if p == auth.AllProjects {
-			all = true
-		}
-	}
+	all := agent.AllScope()
 	rows, err := store.Q.ProjectList(ctx, store.Exec(ctx, s.pool), dbsqlc.ProjectListParams{
 		After: after, AllProjects: all, Projects: append([]string{auth.SharedProject}, agent.Projects...), Max: int32(limit),
 	})

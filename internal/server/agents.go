@@ -35,6 +35,9 @@ func (s *Server) CreateAgent(ctx context.Context, r api.CreateAgentRequestObject
 	if err != nil {
 		return nil, err
 	}
+	if !caller.Covers(body.Projects) {
+		return nil, fmt.Errorf("%w: an admin grants only projects in its own scope", auth.ErrForbidden)
+	}
 	a, key, err := s.agents.Create(ctx, auth.CreateParams{
 		Name: body.Name, Role: body.Role, Permission: auth.Permission(body.Permission), Projects: body.Projects, CreatedBy: caller.ID,
 	})
@@ -56,26 +59,48 @@ func (s *Server) ListAgents(ctx context.Context, r api.ListAgentsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	as, err := s.agents.List(ctx, deref(r.Params.Cursor), limit+1)
-	if err != nil {
-		return nil, err
-	}
+	caller := agentFrom(ctx)
 	out := api.ListAgents200JSONResponse{Data: []api.Agent{}}
-	for i, a := range as {
-		if i == limit {
-			next := as[i-1].ID
-			out.NextCursor = &next
-			break
+	// A scoped admin sees the agents within its scope; pages are filled
+	// from as many database pages as that takes.
+	after := deref(r.Params.Cursor)
+	for {
+		as, err := s.agents.List(ctx, after, limit+1)
+		if err != nil {
+			return nil, err
 		}
-		out.Data = append(out.Data, toAgent(a))
+		for _, a := range as {
+			if !caller.Covers(a.Projects) {
+				continue
+			}
+			if len(out.Data) == limit {
+				next := out.Data[len(out.Data)-1].Id
+				out.NextCursor = &next
+				return out, nil
+			}
+			out.Data = append(out.Data, toAgent(a))
+		}
+		if len(as) <= limit {
+			return out, nil
+		}
+		after = as[len(as)-1].ID
 	}
-	return out, nil
 }
 
 // RevokeAgent implements api.StrictServerInterface.
 func (s *Server) RevokeAgent(ctx context.Context, r api.RevokeAgentRequestObject) (api.RevokeAgentResponseObject, error) {
 	if _, err := requireAdmin(ctx); err != nil {
 		return nil, err
+	}
+	caller := agentFrom(ctx)
+	if !caller.AllScope() {
+		target, err := s.agents.Get(ctx, r.Id)
+		if err != nil {
+			return nil, err
+		}
+		if !caller.Covers(target.Projects) {
+			return nil, fmt.Errorf("%w: agent %s is outside your scope", auth.ErrForbidden, r.Id)
+		}
 	}
 	a, err := s.agents.Revoke(ctx, r.Id)
 	if err != nil {

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"sort"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,10 +39,24 @@ func (strictBinder) Bind(i any, c echo.Context) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return io.EOF
 	}
+	if !utf8.Valid(body) {
+		return problem(400, "malformed", "request body is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(i); err != nil {
-		return decodeProblem(err, body)
+		p := decodeProblem(err, body)
+		if len(p.Fields) == 1 && p.Fields[0].Code == "unknown_field" {
+			// The decoder names the field but not where it is: find it by
+			// walking the body along the target type.
+			var v any
+			if json.Unmarshal(body, &v) == nil {
+				if ptr, ok := findUnknown(v, reflect.TypeOf(i), ""); ok {
+					p.Fields[0].Pointer = ptr
+				}
+			}
+		}
+		return p
 	}
 	if dec.More() {
 		return problem(400, "malformed", "request body holds more than one JSON value")
@@ -157,6 +175,77 @@ func requireBody[T any](b *T) (*T, error) {
 		return nil, problem(400, "malformed", "a JSON request body is required")
 	}
 	return b, nil
+}
+
+// findUnknown returns the pointer of a member of v that type t has no
+// field for, walking objects, arrays and maps the way encoding/json does
+// (members match json names, case-insensitively).
+func findUnknown(v any, t reflect.Type, ptr string) (string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		switch t.Kind() {
+		case reflect.Struct:
+			if t == reflect.TypeOf(time.Time{}) {
+				return "", false
+			}
+			for _, k := range keys {
+				f, ok := jsonField(t, k)
+				child := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+				if !ok {
+					return child, true
+				}
+				if p, ok := findUnknown(x[k], f.Type, child); ok {
+					return p, true
+				}
+			}
+		case reflect.Map:
+			for _, k := range keys {
+				if p, ok := findUnknown(x[k], t.Elem(), ptr+"/"+k); ok {
+					return p, true
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, el := range x {
+				if p, ok := findUnknown(el, t.Elem(), fmt.Sprintf("%s/%d", ptr, i)); ok {
+					return p, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// jsonField finds the struct field encoding/json would decode member k into.
+func jsonField(t reflect.Type, k string) (reflect.StructField, bool) {
+	var fold reflect.StructField
+	found := false
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == k {
+			return f, true
+		}
+		if !found && strings.EqualFold(name, k) {
+			fold, found = f, true
+		}
+	}
+	return fold, found
 }
 
 // pointerAt returns the JSON Pointer of the value that ends at byte offset

@@ -161,3 +161,92 @@ func TestInjectionsListEveryPacketOfTheProject(t *testing.T) {
 	require.Len(t, r.list(), 2)
 	require.Equal(t, "critic", r.list()[0]["target_role"], "newest first")
 }
+
+func TestAgentKeyIsNotKeptForReplays(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	body := map[string]any{"name": "a", "role": "r", "permission": "edit", "projects": []string{"acme"}}
+	r1 := e.do("POST", "/v1/agents", e.admin, body, "Idempotency-Key", "ag-1")
+	require.Equal(t, 201, r1.status)
+	key := r1.json["key"].(string)
+	r2 := e.do("POST", "/v1/agents", e.admin, body, "Idempotency-Key", "ag-1")
+	require.Equal(t, 201, r2.status)
+	require.Equal(t, r1.json["id"], r2.json["id"], "the same agent, not a second one")
+	require.Nil(t, r2.json["key"], "a key is shown once")
+	var stored int
+	require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM idempotency_keys WHERE position($1::bytea in body) > 0", []byte(key)).Scan(&stored))
+	require.Zero(t, stored, "the key is nowhere in the database but as its hash")
+}
+
+func TestScopedAdmin(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	e.project("other")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/other/items/secret", e.admin, map[string]any{"content": "Other's secret."}).status)
+	admin := e.agent("ops", auth.Admin, "acme")
+	require.Equal(t, 404, e.do("GET", "/v1/projects/other/items/secret", admin, nil).status)
+	require.Equal(t, 404, e.do("PUT", "/v1/projects/other", admin, map[string]any{"description": "hijack"}).status)
+	require.Equal(t, 200, e.do("PUT", "/v1/projects/acme", admin, map[string]any{"description": "mine"}).status)
+	names := []string{}
+	for _, p := range e.do("GET", "/v1/projects", admin, nil).list() {
+		names = append(names, p["project"].(string))
+	}
+	require.Equal(t, []string{"_shared", "acme"}, names)
+	require.Equal(t, 403, e.do("POST", "/v1/agents", admin, map[string]any{"name": "x", "role": "x", "permission": "admin", "projects": []string{"*"}}).status)
+	require.Equal(t, 201, e.do("POST", "/v1/agents", admin, map[string]any{"name": "x", "role": "x", "permission": "edit", "projects": []string{"acme"}}).status)
+	require.Equal(t, 422, e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "x", "role": "x", "permission": "edit", "projects": []string{"bad name!"}}).status)
+	// It sees and revokes only agents within its scope.
+	listed := e.do("GET", "/v1/agents", admin, nil).list()
+	for _, a := range listed {
+		require.NotContains(t, a["projects"], "*")
+	}
+	root := ""
+	for _, a := range e.do("GET", "/v1/agents", e.admin, nil).list() {
+		if a["name"] == "admin" {
+			root = a["id"].(string)
+		}
+	}
+	require.Equal(t, 403, e.do("DELETE", "/v1/agents/"+root, admin, nil).status)
+}
+
+func TestNoPacketsInShared(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("shop")
+	support := e.agent("support", auth.Edit, "shop")
+	r := e.do("POST", "/v1/projects/_shared/packets", support, map[string]any{"target_role": "support", "task": map[string]any{"task_id": "SECRET"}})
+	require.Equal(t, 403, r.status, r.text)
+	require.Equal(t, 403, e.do("POST", "/v1/projects/_shared/handoffs", support, manifest("T", "critic")).status)
+}
+
+func TestBudgetValuesAndFilters(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	r := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "x", "token_budget": 0})
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, []string{"/token_budget"}, r.pointers())
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "x", "token_budget": nil}).status)
+	require.Equal(t, 422, e.do("GET", "/v1/projects/acme/items?kind=bogus", e.admin, nil).status)
+	require.Equal(t, 422, e.do("GET", "/v1/projects/acme/items?source=internet", e.admin, nil).status)
+	require.Equal(t, 200, e.do("GET", "/v1/projects/acme/items?source=other:jira", e.admin, nil).status)
+	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "c", "trigger": map[string]any{"keywords": []string{"!!!"}}})
+	require.Equal(t, 422, r.status)
+	require.Equal(t, []string{"/trigger/keywords/0"}, r.pointers())
+}
+
+func TestPredecessorPositions(t *testing.T) {
+	t.Parallel()
+	e, a := handoffWorld(t)
+	h1 := e.handoff(a.implementer, manifest("T-1", "critic"))
+	h2 := e.handoff(a.implementer, manifest("T-2", "critic"))
+	p := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "predecessors": []string{h1, h2}})
+	require.Equal(t, 201, p.status, p.text)
+	recs := records(e.do("GET", "/v1/projects/acme/packets/"+p.json["packet_id"].(string)+"/records", a.critic, nil))
+	require.Equal(t, 0.0, recs[h1]["position"])
+	require.Equal(t, 1.0, recs[h2]["position"])
+	r := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "predecessors": []string{h1, h1}})
+	require.Equal(t, 422, r.status)
+}

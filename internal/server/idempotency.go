@@ -115,7 +115,8 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			hb, _ := json.Marshal(hdr)
 			err := store.Q.IdempotencyKeyUpsert(ctx, tx, dbsqlc.IdempotencyKeyUpsertParams{
 				AgentID: agent.ID, Key: key, RequestSha256: fingerprint, Status: int32(status),
-				ContentType: rec.header.Get(echo.HeaderContentType), Headers: hb, Body: rec.body.Bytes(),
+				ContentType: rec.header.Get(echo.HeaderContentType), Headers: hb,
+				Body: redact(rec.body.Bytes(), secretMembers[req.Method+" "+c.Path()]),
 			})
 			if err == nil {
 				err = tx.Commit(ctx)
@@ -141,6 +142,32 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		_, _ = orig.Write(rec.body.Bytes())
 		return nil
 	}
+}
+
+// secretMembers are the top-level members of answers that must never be
+// stored: an agent's key is kept only as its hash and shown once, so a
+// replayed agent creation answers without it.
+var secretMembers = map[string][]string{
+	"POST /v1/agents": {"key"},
+}
+
+// redact removes members from a JSON object answer.
+func redact(body []byte, members []string) []byte {
+	if len(members) == 0 {
+		return body
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	for _, k := range members {
+		delete(m, k)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // snapshotRoutes read a consistent snapshot and write only new rows, so

@@ -383,3 +383,21 @@ func TestTypeErrorsPointIntoArrays(t *testing.T) {
 	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, `{"content":"c","roles":{"visible_to":"critic"}}`)
 	require.Equal(t, []string{"/roles/visible_to"}, r.pointers())
 }
+
+func TestUnknownFieldsArePointedAt(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	for body, want := range map[string]string{
+		`{"items":[{"key":"a","content":"x"},{"key":"b","content":"x","zzz":1}]}`: "/items/1/zzz",
+		`{"items":[{"key":"a","content":"x","trigger":{"always":true,"sometimes":1}}]}`: "/items/0/trigger/sometimes",
+		`{"zzz":1,"items":[]}`: "/zzz",
+	} {
+		r := e.do("POST", "/v1/projects/acme/items", e.admin, body)
+		require.Equal(t, 400, r.status, r.text)
+		require.Equal(t, []string{want}, r.pointers(), body)
+	}
+	r := e.do("PUT", "/v1/projects/acme/items/k", e.admin, []byte("{\"content\":\"\xff\xfe\"}"))
+	require.Equal(t, 400, r.status, r.text)
+	require.Equal(t, "malformed", r.json["code"])
+}
