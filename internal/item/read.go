@@ -7,9 +7,9 @@ import (
 
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/page"
-	"github.com/contextd/contextd/internal/validation"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/store/dbsqlc"
+	"github.com/contextd/contextd/internal/validation"
 )
 
 // visibleCurrent returns the item's current version if the agent may see the

@@ -389,7 +389,7 @@ func TestUnknownFieldsArePointedAt(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	for body, want := range map[string]string{
-		`{"items":[{"key":"a","content":"x"},{"key":"b","content":"x","zzz":1}]}`: "/items/1/zzz",
+		`{"items":[{"key":"a","content":"x"},{"key":"b","content":"x","zzz":1}]}`:       "/items/1/zzz",
 		`{"items":[{"key":"a","content":"x","trigger":{"always":true,"sometimes":1}}]}`: "/items/0/trigger/sometimes",
 		`{"zzz":1,"items":[]}`: "/zzz",
 	} {
