@@ -44,7 +44,8 @@ verify: generate ## Regenerate and fail if the generated code differs from what 
 	@echo "generated code is current"
 
 .PHONY: lint
-lint: ## go vet and staticcheck
+lint: ## gofmt, go vet and staticcheck
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt'ed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 
