@@ -107,15 +107,6 @@ func DecodeRequest(raw []byte) (*Request, error) {
 	return &r, nil
 }
 
-func oneOf(v string, allowed ...string) bool {
-	for _, a := range allowed {
-		if v == a {
-			return true
-		}
-	}
-	return false
-}
-
 // Normalize applies defaults and validates r, reporting every problem by
 // JSON Pointer. It does not check predecessors (they need the database).
 func (r *Request) Normalize() error {
@@ -142,7 +133,7 @@ func (r *Request) Normalize() error {
 		errs.Add("/tokenizer", "enum", "tokenizer must be o200k_base or cl100k_base, not %q", r.Tokenizer)
 	}
 	if t := r.Task; t != nil {
-		if t.PermissionCeiling != "" && !oneOf(t.PermissionCeiling, "read-only", "edit", "admin") {
+		if t.PermissionCeiling != "" && !validation.OneOf(t.PermissionCeiling, "read-only", "edit", "admin") {
 			errs.Add("/task/permission_ceiling", "enum", "permission_ceiling must be read-only, edit or admin")
 		}
 		if t.StepAttempt < 0 {
@@ -153,7 +144,7 @@ func (r *Request) Normalize() error {
 		}
 	}
 	for i, c := range r.AcceptanceCriteria {
-		if !oneOf(c.VerificationKind, "gate", "witness", "critic", "human") {
+		if !validation.OneOf(c.VerificationKind, "gate", "witness", "critic", "human") {
 			errs.Add(fmt.Sprintf("/acceptance_criteria/%d/verification_kind", i), "enum", "verification_kind must be gate, witness, critic or human")
 		}
 		if strings.TrimSpace(c.ID) == "" {
@@ -169,12 +160,12 @@ func (r *Request) Normalize() error {
 		}
 	}
 	for i, m := range r.History {
-		if !oneOf(m.Role, "user", "assistant", "tool", "system") {
+		if !validation.OneOf(m.Role, "user", "assistant", "tool", "system") {
 			errs.Add(fmt.Sprintf("/history/%d/role", i), "enum", "role must be user, assistant, tool or system")
 		}
 		if m.Author == "" {
 			errs.Add(fmt.Sprintf("/history/%d/author", i), "required", "author is required: person, agent or library")
-		} else if !oneOf(m.Author, "person", "agent", "library") {
+		} else if !validation.OneOf(m.Author, "person", "agent", "library") {
 			errs.Add(fmt.Sprintf("/history/%d/author", i), "enum", "author must be person, agent or library")
 		}
 	}

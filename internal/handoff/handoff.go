@@ -181,15 +181,6 @@ func NewService(pool *pgxpool.Pool, projects *project.Service) *Service {
 	return &Service{pool: pool, projects: projects, hub: newHub(pool)}
 }
 
-func oneOf(v string, allowed ...string) bool {
-	for _, a := range allowed {
-		if v == a {
-			return true
-		}
-	}
-	return false
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -208,7 +199,7 @@ func (m *Manifest) normalize(agent *auth.Agent) error {
 	if m.Target.Permission != "" && !auth.Permission(m.Target.Permission).Valid() {
 		errs.Add("/target/permission", "enum", "target.permission must be read-only, edit or admin")
 	}
-	if !oneOf(m.Intent, "request_review", "dispatch_fix", "request_approval", "complete_workflow") {
+	if !validation.OneOf(m.Intent, "request_review", "dispatch_fix", "request_approval", "complete_workflow") {
 		errs.Add("/intent", "enum", "intent must be request_review, dispatch_fix, request_approval or complete_workflow")
 	}
 	for i, a := range m.Deliverables.Artifacts {
@@ -217,7 +208,7 @@ func (m *Manifest) normalize(agent *auth.Agent) error {
 		}
 	}
 	for i, v := range m.VerificationEvidence.CriticVerdicts {
-		if !oneOf(v.Verdict, "PASS", "FAIL", "WARN", "UNKNOWN") {
+		if !validation.OneOf(v.Verdict, "PASS", "FAIL", "WARN", "UNKNOWN") {
 			errs.Add(fmt.Sprintf("/verification_evidence/critic_verdicts/%d/verdict", i), "enum", "verdict must be PASS, FAIL, WARN or UNKNOWN")
 		}
 	}

@@ -150,7 +150,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 		}
 		return &s
 	}
-	if lp.Status != "" && !oneOf(lp.Status, Pending, Accepted, Rejected, Superseded) {
+	if lp.Status != "" && !validation.OneOf(lp.Status, Pending, Accepted, Rejected, Superseded) {
 		return nil, "", validation.One("status", "enum", "status must be pending, accepted, rejected or superseded")
 	}
 	params := dbsqlc.HandoffListParams{Project: proj, TaskID: opt(lp.TaskID), Status: opt(lp.Status),

@@ -61,3 +61,13 @@ type Malformed struct {
 }
 
 func (e *Malformed) Error() string { return "malformed request: " + e.Detail }
+
+// OneOf reports whether v is one of the allowed values of an enum.
+func OneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
