@@ -141,6 +141,11 @@ type cand struct {
 	blockCost int
 	loserOf   *cand // for a contradicted item: the winner
 	losers    []*cand
+	// listLosers: the pair lines under Active Contradictions fit the budget.
+	listLosers bool
+	// needed and remaining are the budget decision's figures: the tokens the
+	// entry would have cost (heading included) and what was left then.
+	needed, remaining int
 }
 
 func layerOf(project string) string {
@@ -358,8 +363,16 @@ func Assemble(in Input) (*Result, error) {
 				}
 				extraContra += h
 			}
-			if used+cost+extraContra > req.TokenBudget {
+			c.needed, c.remaining = cost, req.TokenBudget-used
+			if used+cost > req.TokenBudget {
 				continue
+			}
+			// The winner of a contradiction brings its pair lines when they
+			// fit too; when only the winner fits, the fact still goes in and
+			// the pair is not listed (the loser's record still says why).
+			c.listLosers = extraContra > 0 && used+cost+extraContra <= req.TokenBudget
+			if !c.listLosers {
+				extraContra = 0
 			}
 			used += cost + extraContra
 			included[i] = true
@@ -452,6 +465,13 @@ func Assemble(in Input) (*Result, error) {
 				c.blockCost, _ = entryCost(req, c)
 			}
 			r.Tokens = c.blockCost
+			if !storedCount(req, c) && r.Span != nil {
+				// The budget's estimate includes separators; the record
+				// counts exactly the bytes of its span.
+				if r.Tokens, err = count(res.Rendered[r.Span.Start:r.Span.End]); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		if c.blockCost == 0 {
@@ -460,7 +480,11 @@ func Assemble(in Input) (*Result, error) {
 			}
 		}
 		r.Decision, r.Reason, r.Tokens = Excluded, ReasonBudget, c.blockCost
-		r.Detail = fmt.Sprintf("needed %d tokens; the budget of %d was spent by higher-ranked entries", c.blockCost, req.TokenBudget)
+		if len(res.Gaps) > 0 && res.Gaps[0].Reason == "budget_exceeded_by_inviolable" {
+			r.Detail = fmt.Sprintf("the task, criteria, plan, predecessors and host state alone exceed the budget of %d", req.TokenBudget)
+		} else {
+			r.Detail = fmt.Sprintf("needed %d tokens with its heading; %d of the budget of %d were left after higher-ranked entries", c.needed, c.remaining, req.TokenBudget)
+		}
 		res.Gaps = append(res.Gaps, Gap{Key: c.v.Key, Version: c.v.Version, Tokens: c.blockCost, Reason: ReasonBudget})
 	}
 	// A request part left out of the text (an empty objective) has no record.
@@ -495,22 +519,34 @@ func fillDoc(doc *render.Doc, ranked []*cand, included []bool) {
 		e := render.Entry{Ref: c.ref, Key: c.v.Key, Version: c.v.Version, Source: c.v.Source, Priority: c.v.Priority, Title: c.title, Content: c.content}
 		doc.Sections[c.section] = append(doc.Sections[c.section], e)
 		doc.Ranked = append(doc.Ranked, e)
-		for _, l := range c.losers {
-			doc.Contradictions = append(doc.Contradictions, contradiction(c, l))
+		if c.listLosers {
+			for _, l := range c.losers {
+				doc.Contradictions = append(doc.Contradictions, contradiction(c, l))
+			}
 		}
 	}
+}
+
+// storedCount reports whether an entry's block count was stored with its
+// version: markdown, untemplated, counted under the request's tokenizer.
+func storedCount(req *Request, c *cand) bool {
+	if req.Format != render.Markdown || c.v.Template {
+		return false
+	}
+	if req.Tokenizer == token.Cl100kBase {
+		return c.v.BlockTokens.Cl100k > 0
+	}
+	return c.v.BlockTokens.O200k > 0
 }
 
 // entryCost is the tokens of an entry's block: the count stored with the
 // version for untemplated markdown, else counted now.
 func entryCost(req *Request, c *cand) (int, error) {
-	if req.Format == render.Markdown && !c.v.Template {
-		if n := c.v.BlockTokens.O200k; req.Tokenizer == token.O200kBase && n > 0 {
-			return n, nil
+	if storedCount(req, c) {
+		if req.Tokenizer == token.Cl100kBase {
+			return c.v.BlockTokens.Cl100k, nil
 		}
-		if n := c.v.BlockTokens.Cl100k; req.Tokenizer == token.Cl100kBase && n > 0 {
-			return n, nil
-		}
+		return c.v.BlockTokens.O200k, nil
 	}
 	e := render.Entry{Key: c.v.Key, Version: c.v.Version, Source: c.v.Source, Priority: c.v.Priority, Title: c.title, Content: c.content}
 	return token.Count(req.Tokenizer, render.EntryCost(req.Format, e))

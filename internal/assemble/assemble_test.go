@@ -499,3 +499,20 @@ func TestExactFitIncludesEverything(t *testing.T) {
 		require.Equal(t, all.Rendered, exact.Rendered)
 	}
 }
+
+// TestContradictionWinnerFitsWithoutItsPairLines: when the winner fits
+// but its Active Contradictions lines do not, the fact still goes in.
+func TestContradictionWinnerFitsWithoutItsPairLines(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("policy text ", 40)
+	w := ver("acme", "w", big, func(v *item.Version) { v.StateKey, v.Authority = "s", "policy" })
+	l := ver("acme", "l", "Loser short", func(v *item.Version) { v.StateKey = "s" })
+	alone := run(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cands(w))
+	res := run(t, req(func(r *Request) { r.TokenBudget = alone.Used + 2 }), cands(w, l))
+	require.Equal(t, Included, find(res, "w").Decision)
+	require.Equal(t, ReasonContradicted, find(res, "l").Reason)
+	require.Nil(t, find(res, "l").Span, "the pair line did not fit")
+	require.Empty(t, res.Gaps)
+	roomy := run(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cands(w, l))
+	require.NotNil(t, find(roomy, "l").Span, "with room, the pair is listed")
+}

@@ -221,10 +221,34 @@ func NewService(pool *pgxpool.Pool, projects *project.Service) *Service {
 
 // PutOpts are the options of a single write.
 type PutOpts struct {
-	// IfMatch, when set, is the version the caller believes is current; the
-	// write fails with ErrPreconditionFailed otherwise (or if the item does
-	// not exist).
-	IfMatch *int
+	// IfMatch, when set, names the versions the caller believes current;
+	// the write fails with ErrPreconditionFailed otherwise, or if the item
+	// has no live version.
+	IfMatch *Precondition
+}
+
+// Precondition is a parsed If-Match: any live version ("*"), or one of
+// the listed versions. Weak validators never match (RFC 9110 compares
+// If-Match strongly), so they add no version.
+type Precondition struct {
+	Any      bool
+	Versions []int
+}
+
+// Holds reports whether the precondition holds for an item whose current
+// version is version (live tells whether it is not a tombstone).
+func (p *Precondition) Holds(live bool, version int) bool {
+	if !live {
+		return false
+	}
+	return p.Any || slices.Contains(p.Versions, version)
+}
+
+func (p *Precondition) String() string {
+	if p.Any {
+		return "*"
+	}
+	return fmt.Sprint(p.Versions)
 }
 
 // PutResult is the outcome of a single write.
@@ -350,7 +374,7 @@ func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins
 // item row exists, lock them in key order (so two batches cannot deadlock),
 // compare with the current versions, COPY the new versions, move the
 // pointers. ifMatch applies to a single write only.
-func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj string, ps []prepared, ifMatch *int) ([]BatchEntry, error) {
+func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj string, ps []prepared, ifMatch *Precondition) ([]BatchEntry, error) {
 	keys := make([]string, len(ps))
 	for i, p := range ps {
 		keys[i] = p.key
@@ -393,12 +417,12 @@ func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj 
 			// may not be overwritten by it either.
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, p.key)
 		}
-		if ifMatch != nil && (!live || int(cur.Version) != *ifMatch) {
+		if ifMatch != nil && !ifMatch.Holds(live, int(cur.Version)) {
 			have := "no live version"
 			if live {
 				have = fmt.Sprintf("version %d", cur.Version)
 			}
-			return nil, fmt.Errorf("%w: If-Match %d, but the item has %s", ErrPreconditionFailed, *ifMatch, have)
+			return nil, fmt.Errorf("%w: If-Match %s, but the item has %s", ErrPreconditionFailed, ifMatch, have)
 		}
 		if live && string(cur.FieldsSha256) == string(p.fieldsHash) {
 			out[i] = BatchEntry{Key: p.key, Version: int(cur.Version), Status: Unchanged}
@@ -520,8 +544,8 @@ func (s *Service) Delete(ctx context.Context, agent *auth.Agent, proj, key strin
 		if cur.Deleted || (!agent.SeesAllRoles() && !rolesOf(cur).Visible(agent.Role)) {
 			return fmt.Errorf("%w: %s", ErrNotFound, key)
 		}
-		if opts.IfMatch != nil && int(cur.Version) != *opts.IfMatch {
-			return fmt.Errorf("%w: If-Match %d, but the current version is %d", ErrPreconditionFailed, *opts.IfMatch, cur.Version)
+		if opts.IfMatch != nil && !opts.IfMatch.Holds(true, int(cur.Version)) {
+			return fmt.Errorf("%w: If-Match %s, but the current version is %d", ErrPreconditionFailed, opts.IfMatch, cur.Version)
 		}
 		empty := sha256.Sum256(nil)
 		next := cur.Version + 1

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
@@ -19,9 +20,10 @@ import (
 	"github.com/contextd/contextd/internal/validation"
 )
 
-// mayView reports whether agent may read a packet: admins read every packet
+// mayView reports whether agent may open a packet: admins open every packet
 // of their projects, other agents the packets assembled for their own role
-// (a packet holds what its role may see, not what theirs may).
+// (a packet holds what its role may see, not what theirs may). Listings
+// (packets, injections, task history) show every packet's metadata.
 func mayView(agent *auth.Agent, targetRole string) bool {
 	return agent.IsAdmin() || agent.Role == targetRole
 }
@@ -131,14 +133,9 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 		}
 		return &s
 	}
-	role := opt(lp.TargetRole)
-	if !agent.IsAdmin() {
-		if lp.TargetRole != "" && lp.TargetRole != agent.Role {
-			return nil, "", nil
-		}
-		role = &agent.Role
-	}
-	params := dbsqlc.PacketListParams{Project: proj, TaskID: opt(lp.TaskID), TargetRole: role, Agent: opt(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
+	// Listings show every packet of the project (its id, role, agent,
+	// time, budget); opening one is for its role and admins (mayView).
+	params := dbsqlc.PacketListParams{Project: proj, TaskID: opt(lp.TaskID), TargetRole: opt(lp.TargetRole), Agent: opt(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
 	if cur != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, cur.T, cur.ID
 	}
@@ -307,13 +304,15 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 		if *ap.Text == "" {
 			return nil, validation.One("/text", "required", "text must not be empty")
 		}
+		// Every occurrence, overlapping ones included ("aa" in "aaa" twice).
 		for off := 0; off < len(p.Rendered); {
 			i := strings.Index(p.Rendered[off:], *ap.Text)
 			if i < 0 {
 				break
 			}
 			ranges = append(ranges, [2]int{off + i, off + i + len(*ap.Text)})
-			off += i + len(*ap.Text)
+			_, size := utf8.DecodeRuneInString(p.Rendered[off+i:])
+			off += i + size
 		}
 		if len(ranges) == 0 {
 			return nil, fmt.Errorf("%w: the text does not occur in packet %s", ErrNotFound, id)
@@ -321,6 +320,9 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 	case ap.Start != nil && ap.End != nil:
 		if *ap.Start < 0 || *ap.End > len(p.Rendered) || *ap.Start >= *ap.End {
 			return nil, validation.One("/start", "range", "need 0 <= start < end <= %d (the rendered length in bytes)", len(p.Rendered))
+		}
+		if !utf8.RuneStart(p.Rendered[*ap.Start]) || (*ap.End < len(p.Rendered) && !utf8.RuneStart(p.Rendered[*ap.End])) {
+			return nil, validation.One("/start", "range", "start and end must not cut a UTF-8 character")
 		}
 		ranges = append(ranges, [2]int{*ap.Start, *ap.End})
 	default:
@@ -536,7 +538,18 @@ func (s *Service) WhyHandoff(ctx context.Context, agent *auth.Agent, proj, id, h
 	for i := range p.Records {
 		r := &p.Records[i]
 		if r.SubjectKind == assemble.SubjectHandoff && r.SubjectKey == handoffID {
-			return &WhyAnswer{Decision: r.Decision, Record: r, Detail: "the request named it as a predecessor; predecessors are never dropped for budget"}, d.Handoff, nil
+			// The handoff as the packet saw it: its manifest never changes,
+			// its status may have since.
+			then := *d.Handoff
+			for _, pred := range p.Predecessors {
+				if pred.ID == handoffID && pred.Status != then.Status {
+					then.Status = pred.Status
+					if pred.Status == handoff.Pending {
+						then.StatusReason, then.SupersededBy, then.UpdatedAt = "", "", then.CreatedAt
+					}
+				}
+			}
+			return &WhyAnswer{Decision: r.Decision, Record: r, Detail: "the request named it as a predecessor; predecessors are never dropped for budget"}, &then, nil
 		}
 	}
 	return &WhyAnswer{Decision: "not_candidate", Reason: "not_a_predecessor",

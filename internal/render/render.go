@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -199,8 +200,8 @@ func (w *writer) add(ref int, text string) {
 func MarkdownItemBlock(title, content string) string {
 	var b strings.Builder
 	b.WriteString("- ")
-	if title != "" {
-		b.WriteString(oneLine(title))
+	if t := oneLine(title); t != "" {
+		b.WriteString(t)
 		b.WriteString(": ")
 	}
 	for i, line := range lines(content) {
@@ -317,10 +318,24 @@ func (d *Doc) criteriaText() string {
 	return b.String()
 }
 
+// planText is the plan pointer's lines; only what the request gave is
+// shown, and an empty plan shows nothing.
 func (d *Doc) planText() string {
 	p := d.Plan
+	if p == nil {
+		return ""
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Plan Hash: `%s` | Step %d of %d\n", oneLine(p.PlanHash), p.ActiveStepIndex+1, p.TotalSteps)
+	var head []string
+	if h := oneLine(p.PlanHash); h != "" {
+		head = append(head, "Plan Hash: `"+h+"`")
+	}
+	if p.TotalSteps > 0 {
+		head = append(head, fmt.Sprintf("Step %d of %d", p.ActiveStepIndex+1, p.TotalSteps))
+	}
+	if len(head) > 0 {
+		b.WriteString(strings.Join(head, " | ") + "\n")
+	}
 	if len(p.SettledDecisions) > 0 {
 		b.WriteString("Settled Decisions:\n")
 		for _, s := range p.SettledDecisions {
@@ -428,9 +443,9 @@ func renderMarkdown(w *writer, d *Doc) {
 		w.add(Scaffold, "\n## 2. Acceptance Criteria\n")
 		w.add(d.CriteriaRef, d.criteriaText())
 	}
-	if d.Plan != nil {
+	if plan := d.planText(); plan != "" {
 		w.add(Scaffold, "\n## 3. Plan Pointer\n")
-		w.add(d.PlanRef, d.planText())
+		w.add(d.PlanRef, plan)
 	}
 	if len(d.Predecessors) > 0 {
 		w.add(Scaffold, "\n## 4. Predecessor Outputs\n")
@@ -502,6 +517,9 @@ func writeObject(b *strings.Builder, obj map[string]any, indent string) {
 // "k: v" joined by ", ", in key order.
 func inline(v any) string {
 	obj, ok := v.(map[string]any)
+	if ok && len(obj) == 0 {
+		return "(none)"
+	}
 	if !ok {
 		if arr, ok := v.([]any); ok {
 			parts := make([]string, len(arr))
@@ -549,6 +567,12 @@ func CanonicalNumber(n json.Number) string {
 	if i, err := n.Int64(); err == nil {
 		return strconv.FormatInt(i, 10)
 	}
+	if !strings.ContainsAny(string(n), ".eE") {
+		// An integer beyond 64 bits: its digits, exactly.
+		if i, ok := new(big.Int).SetString(string(n), 10); ok {
+			return i.String()
+		}
+	}
 	if f, err := n.Float64(); err == nil {
 		if f == float64(int64(f)) && f > -1e15 && f < 1e15 {
 			return strconv.FormatInt(int64(f), 10)
@@ -570,11 +594,20 @@ func keyWords(k string) string {
 			cur = cur[:0]
 		}
 	}
+	// acronymEnd: at rs[i], an upper-case letter that ends an acronym and
+	// starts a word ("HTTPServers" → HTTP, Servers), unless all that
+	// follows is a plural s ("selectedIDs" → selected, IDs).
+	acronymEnd := func(i int) bool {
+		if i == 0 || i+1 >= len(rs) || !unicode.IsUpper(rs[i-1]) || !unicode.IsLower(rs[i+1]) {
+			return false
+		}
+		return !(rs[i+1] == 's' && (i+2 == len(rs) || !unicode.IsLower(rs[i+2])))
+	}
 	for i, r := range rs {
 		switch {
 		case r == '_' || r == '-' || unicode.IsSpace(r):
 			flush()
-		case unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])):
+		case unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) || acronymEnd(i)):
 			flush()
 			cur = append(cur, r)
 		default:
@@ -597,7 +630,7 @@ func sortedKeys(m map[string]any) []string {
 // ---- blocks (navi) ----
 
 func blocksHeader(source string, priority int, title string) string {
-	if title == "" {
+	if strings.TrimSpace(title) == "" {
 		title = "untitled"
 	}
 	return fmt.Sprintf("- source: %s; priority: %d; title: %s\n", source, priority, oneLine(title))
@@ -628,8 +661,8 @@ func renderBlocks(w *writer, d *Doc) {
 	if len(d.Criteria) > 0 {
 		part(d.CriteriaRef, "acceptance criteria", d.criteriaText())
 	}
-	if d.Plan != nil {
-		part(d.PlanRef, "plan", d.planText())
+	if plan := d.planText(); plan != "" {
+		part(d.PlanRef, "plan", plan)
 	}
 	for _, p := range d.Predecessors {
 		w.add(p.Ref, blocksHeader("handoff", 0, "predecessor "+p.ID)+strings.TrimPrefix(predecessorText(p), "### "))
@@ -717,16 +750,18 @@ func predecessorJSON(p Predecessor) map[string]any {
 	return m
 }
 
+// jsonEntry and jsonContradiction write objects with sorted keys, like
+// every object of the json format.
 func jsonEntry(e Entry) string {
-	return "{\"key\":" + jsonString(e.Key) + ",\"version\":" + strconv.Itoa(e.Version) +
-		",\"source\":" + jsonString(e.Source) + ",\"priority\":" + strconv.Itoa(e.Priority) +
-		",\"title\":" + jsonString(e.Title) + ",\"content\":" + jsonString(e.Content) + "}"
+	return "{\"content\":" + jsonString(e.Content) + ",\"key\":" + jsonString(e.Key) +
+		",\"priority\":" + strconv.Itoa(e.Priority) + ",\"source\":" + jsonString(e.Source) +
+		",\"title\":" + jsonString(e.Title) + ",\"version\":" + strconv.Itoa(e.Version) + "}"
 }
 
 func jsonContradiction(c Contradiction) string {
-	return "{\"state_key\":" + jsonString(c.StateKey) +
-		",\"kept\":{\"key\":" + jsonString(c.Kept.Key) + ",\"version\":" + strconv.Itoa(c.Kept.Version) + ",\"authority\":" + jsonString(c.KeptAuthority) + "}" +
-		",\"dropped\":{\"key\":" + jsonString(c.Dropped.Key) + ",\"version\":" + strconv.Itoa(c.Dropped.Version) + ",\"authority\":" + jsonString(c.DroppedAuthority) + "}}"
+	return "{\"dropped\":{\"authority\":" + jsonString(c.DroppedAuthority) + ",\"key\":" + jsonString(c.Dropped.Key) + ",\"version\":" + strconv.Itoa(c.Dropped.Version) + "}" +
+		",\"kept\":{\"authority\":" + jsonString(c.KeptAuthority) + ",\"key\":" + jsonString(c.Kept.Key) + ",\"version\":" + strconv.Itoa(c.Kept.Version) + "}" +
+		",\"state_key\":" + jsonString(c.StateKey) + "}"
 }
 
 func renderJSON(w *writer, d *Doc) {
@@ -756,7 +791,7 @@ func renderJSON(w *writer, d *Doc) {
 		}
 		field(d.CriteriaRef, "acceptance_criteria", canonicalJSON(cs))
 	}
-	if d.Plan != nil {
+	if d.planText() != "" {
 		p := d.Plan
 		sd := p.SettledDecisions
 		if sd == nil {

@@ -124,7 +124,11 @@ func decodeProblem(err error, body []byte) *Problem {
 		}
 		if jsonType(typ.Type.Kind().String()) == "number" && (typ.Value == "number" || strings.HasPrefix(typ.Value, "number ")) {
 			// The right JSON type, out of the field's range: a value problem.
-			p := problem(422, "validation_failed", "%s is out of range for this field", orBody(ptr))
+			what := "is out of range for this field"
+			if strings.ContainsAny(strings.TrimPrefix(typ.Value, "number"), ".eE") {
+				what = "must be a whole number"
+			}
+			p := problem(422, "validation_failed", "%s %s", orBody(ptr), what)
 			p.Fields = []validation.Field{{Pointer: ptr, Code: "range", Detail: p.Detail}}
 			return p
 		}

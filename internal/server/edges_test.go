@@ -250,3 +250,62 @@ func TestPredecessorPositions(t *testing.T) {
 	r := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "predecessors": []string{h1, h1}})
 	require.Equal(t, 422, r.status)
 }
+
+func TestIfMatchSemantics(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	path := "/v1/projects/acme/items/y"
+	require.Equal(t, 412, e.do("PUT", path, e.admin, map[string]any{"content": "a"}, "If-Match", "*").status, "* needs an existing item")
+	require.Equal(t, 201, e.do("PUT", path, e.admin, map[string]any{"content": "a"}).status)
+	require.Equal(t, 412, e.do("PUT", path, e.admin, map[string]any{"content": "b"}, "If-Match", `W/"1"`).status, "weak tags never match")
+	require.Equal(t, 201, e.do("PUT", path, e.admin, map[string]any{"content": "b"}, "If-Match", `"7", "1"`).status, "any tag of a list")
+	require.Equal(t, 201, e.do("PUT", path, e.admin, map[string]any{"content": "c"}, "If-Match", "*").status)
+	require.Equal(t, 422, e.do("PUT", path, e.admin, map[string]any{"content": "d"}, "If-Match", "3").status, "tags are quoted")
+	require.Equal(t, 412, e.do("DELETE", path, e.admin, nil, "If-Match", `"1"`).status)
+	require.Equal(t, 200, e.do("DELETE", path, e.admin, nil, "If-Match", `"3"`).status)
+}
+
+func TestAttributeEveryOccurrence(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/a", e.admin, map[string]any{"content": "日本 aaa"}).status)
+	p := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "x"})
+	id := p.json["packet_id"].(string)
+	rendered := p.json["rendered"].(string)
+	a := e.do("POST", "/v1/projects/acme/packets/"+id+"/attribute", e.admin, map[string]any{"text": "aa"})
+	require.Len(t, a.json["matches"], 2, "overlapping occurrences count")
+	at := strings.Index(rendered, "日本")
+	r := e.do("POST", "/v1/projects/acme/packets/"+id+"/attribute", e.admin, map[string]any{"start": at + 1, "end": at + 4})
+	require.Equal(t, 422, r.status, "a range may not cut a character")
+	r = e.do("POST", "/v1/projects/acme/packets/"+id+"/attribute", e.admin, map[string]any{"start": at, "end": at + 6})
+	require.Equal(t, "日本", r.json["matches"].([]any)[0].(map[string]any)["text"])
+}
+
+func TestWhyHandoffAsThePacketSawIt(t *testing.T) {
+	t.Parallel()
+	e, a := handoffWorld(t)
+	h := e.handoff(a.implementer, manifest("T-1", "critic"))
+	p := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "predecessors": []string{h}})
+	require.Equal(t, 200, e.do("POST", "/v1/projects/acme/handoffs/"+h+"/accept", a.critic, map[string]any{"reason": "fine"}).status)
+	w := e.do("GET", "/v1/projects/acme/packets/"+p.json["packet_id"].(string)+"/why?handoff="+h, a.critic, nil)
+	require.Equal(t, "pending", w.json["handoff"].(map[string]any)["status"])
+	require.Nil(t, w.json["handoff"].(map[string]any)["status_reason"])
+	require.Equal(t, "accepted", e.do("GET", "/v1/projects/acme/handoffs/"+h, a.critic, nil).json["status"])
+}
+
+func TestPacketListingsShowEveryRoleButOpenOnlyYours(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	impl := e.agent("implementer", auth.ReadOnly, "acme")
+	critic := e.agent("critic", auth.ReadOnly, "acme")
+	cp := e.do("POST", "/v1/projects/acme/packets", critic, map[string]any{"target_role": "critic", "task": map[string]any{"task_id": "T"}})
+	require.Equal(t, 201, cp.status)
+	l := e.do("GET", "/v1/projects/acme/packets", impl, nil)
+	require.Len(t, l.list(), 1)
+	require.Equal(t, "critic", l.list()[0]["target_role"])
+	require.Len(t, e.do("GET", "/v1/projects/acme/packets?target_role=critic", impl, nil).list(), 1)
+	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/packets/"+cp.json["packet_id"].(string), impl, nil).status)
+}

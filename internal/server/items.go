@@ -16,17 +16,42 @@ func etag(v int) *string {
 	return &s
 }
 
-// parseIfMatch reads If-Match: "<version>" (a weak W/ prefix is tolerated).
-func parseIfMatch(h *string) (*int, error) {
+// parseIfMatch reads If-Match: "*" or a list of entity tags ("3", "4").
+// ETags are strong ("<version>"); a weak one (W/"3") never matches, as
+// RFC 9110 wants for If-Match.
+func parseIfMatch(h *string) (*item.Precondition, error) {
 	if h == nil {
 		return nil, nil
 	}
-	s := strings.TrimPrefix(strings.TrimSpace(*h), "W/")
-	n, err := strconv.Atoi(strings.Trim(s, `"`))
-	if err != nil || n < 1 {
-		return nil, validation.One("If-Match", "format", `If-Match must be "<version>", as given in ETag`)
+	p := &item.Precondition{}
+	for _, tag := range strings.Split(*h, ",") {
+		tag = strings.TrimSpace(tag)
+		switch {
+		case tag == "*":
+			p.Any = true
+			continue
+		case strings.HasPrefix(tag, "W/"):
+			tag = strings.TrimPrefix(tag, "W/") // well formed, but never matches
+			if _, ok := etagVersion(tag); !ok {
+				return nil, validation.One("If-Match", "format", `If-Match must be "*" or entity tags like "3", as given in ETag`)
+			}
+			continue
+		}
+		v, ok := etagVersion(tag)
+		if !ok {
+			return nil, validation.One("If-Match", "format", `If-Match must be "*" or entity tags like "3", as given in ETag`)
+		}
+		p.Versions = append(p.Versions, v)
 	}
-	return &n, nil
+	return p, nil
+}
+
+func etagVersion(tag string) (int, bool) {
+	if len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(tag[1 : len(tag)-1])
+	return n, err == nil && n >= 1
 }
 
 func pageLimit(l *int64) (int, error) {
