@@ -19,8 +19,11 @@ ORDER BY version DESC
 LIMIT 1;
 
 -- name: ItemVersionList :many
+-- The versions of an item the caller's role may see: a version whose roles
+-- exclude the role does not exist for it, even when a later one is public.
 SELECT * FROM item_version_rows
 WHERE project = @project AND key = @key AND version > @after
+  AND (@see_all::boolean OR ((cardinality(visible_to) = 0 OR @role::text = ANY(visible_to)) AND NOT (@role::text = ANY(hidden_from))))
 ORDER BY version
 LIMIT @max;
 

@@ -274,3 +274,23 @@ func TestHandoffsHistory(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "--project")
 }
+
+// TestSecondServeOnOneDataDirRefuses: a second server on the same embedded
+// cluster must not take the first one's database down with it.
+func TestSecondServeOnOneDataDirRefuses(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	require.NoError(t, os.Chmod(tmp, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(tmp), 0o755))
+	dir := filepath.Join(tmp, "data")
+	base, out, stop := serve(t, "--database-url", "", "--data-dir", dir)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	_, errs, code := run(t, "serve", "--database-url", "", "--data-dir", dir, "--listen", "127.0.0.1:0")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "another contextd serve is running")
+	status, _ := get(t, base+"/readyz", "")
+	require.Equal(t, 200, status, "the first server's database is still up")
+	status, _ = get(t, base+"/v1/projects", key)
+	require.Equal(t, 200, status)
+}

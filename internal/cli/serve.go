@@ -43,6 +43,13 @@ func newServe() *cobra.Command {
 			}
 			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+			if db.url == "" {
+				unlock, err := lockDataDir(db.dataDir)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
 			url, cluster, err := db.open(ctx, stderr)
 			if err != nil {
 				return err

@@ -414,7 +414,11 @@ func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj 
 		live := exists && !cur.Deleted
 		if exists && !agent.SeesAllRoles() && !rolesOf(cur).Visible(agent.Role) {
 			// An item hidden from the caller does not exist for it, and it
-			// may not be overwritten by it either.
+			// may not be overwritten by it either; with If-Match it answers
+			// as a missing item does.
+			if ifMatch != nil {
+				return nil, fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, ifMatch)
+			}
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, p.key)
 		}
 		if ifMatch != nil && !ifMatch.Holds(live, int(cur.Version)) {
@@ -534,15 +538,26 @@ func (s *Service) Delete(ctx context.Context, agent *auth.Agent, proj, key strin
 	}
 	var v *Version
 	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// Nothing to delete: 404, or 412 when the caller made it a
+		// precondition that there is (If-Match).
+		missing := func(err error) error {
+			if opts.IfMatch != nil && (err == nil || errors.Is(err, ErrNotFound)) {
+				return fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, opts.IfMatch)
+			}
+			if err == nil {
+				err = fmt.Errorf("%w: %s", ErrNotFound, key)
+			}
+			return err
+		}
 		if _, err := store.Q.ItemLock(ctx, tx, dbsqlc.ItemLockParams{Project: proj, Key: key}); err != nil {
-			return notFound(err, key)
+			return missing(notFound(err, key))
 		}
 		cur, err := store.Q.ItemVersionCurrent(ctx, tx, dbsqlc.ItemVersionCurrentParams{Project: proj, Key: key})
 		if err != nil {
-			return notFound(err, key)
+			return missing(notFound(err, key))
 		}
 		if cur.Deleted || (!agent.SeesAllRoles() && !rolesOf(cur).Visible(agent.Role)) {
-			return fmt.Errorf("%w: %s", ErrNotFound, key)
+			return missing(nil)
 		}
 		if opts.IfMatch != nil && !opts.IfMatch.Holds(true, int(cur.Version)) {
 			return fmt.Errorf("%w: If-Match %s, but the current version is %d", ErrPreconditionFailed, opts.IfMatch, cur.Version)

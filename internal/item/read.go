@@ -50,7 +50,11 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, 
 	if row.Deleted {
 		return nil, fmt.Errorf("%w: %s is deleted", ErrNotFound, key)
 	}
-	return FromRow(row), nil
+	v := FromRow(row)
+	if !agent.SeesAllRoles() && !v.Roles.Visible(agent.Role) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return v, nil
 }
 
 // GetVersion returns version n of an item, tombstones included.
@@ -62,7 +66,11 @@ func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key s
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("%s version %d", key, n))
 	}
-	return FromRow(row), nil
+	v := FromRow(row)
+	if !agent.SeesAllRoles() && !v.Roles.Visible(agent.Role) {
+		return nil, fmt.Errorf("%w: %s version %d", ErrNotFound, key, n)
+	}
+	return v, nil
 }
 
 // Page is one page of a listing; Next is empty on the last page.
@@ -98,6 +106,7 @@ func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cu
 	}
 	rows, err := store.Q.ItemVersionList(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionListParams{
 		Project: proj, Key: key, After: int32(c.Version), Max: int32(limit + 1),
+		SeeAll: agent.SeesAllRoles(), Role: agent.Role,
 	})
 	if err != nil {
 		return Page{}, fmt.Errorf("list versions: %w", store.Interpret(err))

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -46,13 +47,25 @@ func (strictBinder) Bind(i any, c echo.Context) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(i); err != nil {
 		p := decodeProblem(err, body)
-		if len(p.Fields) == 1 && p.Fields[0].Code == "unknown_field" {
-			// The decoder names the field but not where it is: find it by
-			// walking the body along the target type.
+		if len(p.Fields) == 1 {
+			// The decoder stops at the first problem, and does not always
+			// say where it is: walk the body along the target type for all.
 			var v any
-			if json.Unmarshal(body, &v) == nil {
-				if ptr, ok := findUnknown(v, reflect.TypeOf(i), ""); ok {
-					p.Fields[0].Pointer = ptr
+			d := json.NewDecoder(bytes.NewReader(body))
+			d.UseNumber()
+			if d.Decode(&v) == nil {
+				var fields []validation.Field
+				shapeProblems(v, reflect.TypeOf(i), "", &fields)
+				if len(fields) > 0 {
+					p.Fields = fields
+					p.Status, p.Code, p.Detail = 400, "malformed", "the request does not have the contract's shape; see errors"
+					allRange := true
+					for _, f := range fields {
+						allRange = allRange && f.Code == "range"
+					}
+					if allRange {
+						p.Status, p.Code, p.Detail = 422, "validation_failed", "the request has values out of range; see errors"
+					}
 				}
 			}
 		}
@@ -181,52 +194,93 @@ func requireBody[T any](b *T) (*T, error) {
 	return b, nil
 }
 
-// findUnknown returns the pointer of a member of v that type t has no
-// field for, walking objects, arrays and maps the way encoding/json does
-// (members match json names, case-insensitively).
-func findUnknown(v any, t reflect.Type, ptr string) (string, bool) {
+// shapeProblems lists every place where v (a body decoded with UseNumber)
+// does not fit type t the way encoding/json would decode it: members t has
+// no field for, values of the wrong JSON type, integers out of range. The
+// decoder stops at the first; a client deserves all of them at once.
+func shapeProblems(v any, t reflect.Type, ptr string, out *[]validation.Field) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
+	if v == nil || t == reflect.TypeOf(json.RawMessage{}) || t.Kind() == reflect.Interface {
+		return // null decodes into anything; raw and any take every value
+	}
+	wrong := func(want string) {
+		*out = append(*out, validation.Field{Pointer: ptr, Code: "type", Detail: fmt.Sprintf("%s must be a JSON %s", orBody(ptr), want)})
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if t == reflect.TypeOf(time.Time{}) {
+			if _, ok := v.(string); !ok {
+				wrong("string")
+			}
+			return
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			wrong("object")
+			return
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		switch t.Kind() {
-		case reflect.Struct:
-			if t == reflect.TypeOf(time.Time{}) {
-				return "", false
+		for _, k := range keys {
+			child := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			f, ok := jsonField(t, k)
+			if !ok {
+				*out = append(*out, validation.Field{Pointer: child, Code: "unknown_field", Detail: fmt.Sprintf("unknown field %q", k)})
+				continue
 			}
-			for _, k := range keys {
-				f, ok := jsonField(t, k)
-				child := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-				if !ok {
-					return child, true
-				}
-				if p, ok := findUnknown(x[k], f.Type, child); ok {
-					return p, true
-				}
-			}
-		case reflect.Map:
-			for _, k := range keys {
-				if p, ok := findUnknown(x[k], t.Elem(), ptr+"/"+k); ok {
-					return p, true
-				}
-			}
+			shapeProblems(obj[k], f.Type, child, out)
 		}
-	case []any:
-		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-			for i, el := range x {
-				if p, ok := findUnknown(el, t.Elem(), fmt.Sprintf("%s/%d", ptr, i)); ok {
-					return p, true
-				}
-			}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			wrong("object")
+			return
+		}
+		for k, el := range obj {
+			shapeProblems(el, t.Elem(), ptr+"/"+k, out)
+		}
+	case reflect.Slice, reflect.Array:
+		arr, ok := v.([]any)
+		if !ok {
+			wrong("array")
+			return
+		}
+		for i, el := range arr {
+			shapeProblems(el, t.Elem(), fmt.Sprintf("%s/%d", ptr, i), out)
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			wrong("string")
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			wrong("boolean")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			wrong("number")
+			return
+		}
+		i, err := strconv.ParseInt(string(n), 10, t.Bits())
+		switch {
+		case err == nil:
+			_ = i
+		case strings.ContainsAny(string(n), ".eE"):
+			*out = append(*out, validation.Field{Pointer: ptr, Code: "range", Detail: orBody(ptr) + " must be a whole number"})
+		default:
+			*out = append(*out, validation.Field{Pointer: ptr, Code: "range", Detail: orBody(ptr) + " is out of range for this field"})
+		}
+	case reflect.Float32, reflect.Float64:
+		if _, ok := v.(json.Number); !ok {
+			wrong("number")
 		}
 	}
-	return "", false
 }
 
 // jsonField finds the struct field encoding/json would decode member k into.

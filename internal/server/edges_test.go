@@ -309,3 +309,53 @@ func TestPacketListingsShowEveryRoleButOpenOnlyYours(t *testing.T) {
 	require.Len(t, e.do("GET", "/v1/projects/acme/packets?target_role=critic", impl, nil).list(), 1)
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/packets/"+cp.json["packet_id"].(string), impl, nil).status)
 }
+
+func TestHiddenVersionsStayHidden(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	reviewer := e.agent("reviewer", auth.ReadOnly, "acme")
+	path := "/v1/projects/acme/items/flip"
+	v1 := e.do("PUT", path, e.admin, map[string]any{"content": "hidden v1", "roles": map[string]any{"hidden_from": []string{"reviewer"}}})
+	require.Equal(t, 201, v1.status)
+	time.Sleep(5 * time.Millisecond)
+	require.Equal(t, 201, e.do("PUT", path, e.admin, map[string]any{"content": "public v2"}).status)
+	require.Equal(t, "public v2", e.do("GET", path, reviewer, nil).json["content"])
+	vs := e.do("GET", path+"/versions", reviewer, nil)
+	require.Len(t, vs.list(), 1)
+	require.Equal(t, 2.0, vs.list()[0]["version"])
+	require.NotContains(t, vs.text, "hidden v1")
+	require.Equal(t, 404, e.do("GET", path+"/versions/1", reviewer, nil).status)
+	require.Equal(t, 404, e.do("GET", path+"?as_of="+v1.json["created_at"].(string), reviewer, nil).status)
+	require.Len(t, e.do("GET", path+"/versions", e.admin, nil).list(), 2)
+}
+
+func TestBatchShapeProblemsAllAtOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	r := e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"a","content":5},{"key":"b","content":"x","zzz":1},{"key":"c","content":"x","metadata":"s"}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.ElementsMatch(t, []string{"/items/0/content", "/items/1/zzz"}, r.pointers())
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"c","content":"x","metadata":"s"},{"key":"d","content":"x","metadata":[1]}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.Equal(t, []string{"/items/0/metadata", "/items/1/metadata"}, r.pointers())
+	require.Empty(t, e.do("GET", "/v1/projects/acme/items", e.admin, nil).list())
+}
+
+func TestIfMatchOnMissingOrHiddenIs412(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	impl := e.agent("implementer", auth.Edit, "acme")
+	require.Equal(t, 412, e.do("DELETE", "/v1/projects/acme/items/never", e.admin, nil, "If-Match", `"1"`).status)
+	require.Equal(t, 404, e.do("DELETE", "/v1/projects/acme/items/never", e.admin, nil).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/gone", e.admin, map[string]any{"content": "x"}).status)
+	require.Equal(t, 200, e.do("DELETE", "/v1/projects/acme/items/gone", e.admin, nil).status)
+	require.Equal(t, 412, e.do("DELETE", "/v1/projects/acme/items/gone", e.admin, nil, "If-Match", `"2"`).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/hid", e.admin, map[string]any{"content": "x", "roles": map[string]any{"hidden_from": []string{"implementer"}}}).status)
+	// For the implementer the hidden item answers exactly as a missing one.
+	require.Equal(t, 412, e.do("PUT", "/v1/projects/acme/items/hid", impl, map[string]any{"content": "y"}, "If-Match", `"1"`).status)
+	require.Equal(t, 412, e.do("PUT", "/v1/projects/acme/items/never", impl, map[string]any{"content": "y"}, "If-Match", `"1"`).status)
+	require.Equal(t, 412, e.do("DELETE", "/v1/projects/acme/items/hid", impl, nil, "If-Match", `"1"`).status)
+}

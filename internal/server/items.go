@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -142,10 +146,34 @@ func toItems(vs []*item.Version) []api.Item {
 	return out
 }
 
+// metadataShape reports metadata values that are not JSON objects: the
+// contract types metadata as an object, but it is decoded raw (to keep its
+// numbers exact), so the decoder cannot say so itself.
+func metadataShape(raws map[string]*json.RawMessage) error {
+	var fields []validation.Field
+	for ptr, raw := range raws {
+		if raw == nil {
+			continue
+		}
+		b := bytes.TrimSpace(*raw)
+		if len(b) > 0 && b[0] != '{' && !bytes.Equal(b, []byte("null")) {
+			fields = append(fields, validation.Field{Pointer: ptr, Code: "type", Detail: ptr + " must be a JSON object"})
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	sort.Slice(fields, func(i, j int) bool { return fields[i].Pointer < fields[j].Pointer })
+	return &Problem{Status: 400, Code: "malformed", Detail: "metadata must be a JSON object", Fields: fields}
+}
+
 // PutItem implements api.StrictServerInterface.
 func (s *Server) PutItem(ctx context.Context, r api.PutItemRequestObject) (api.PutItemResponseObject, error) {
 	body, err := requireBody(r.Body)
 	if err != nil {
+		return nil, err
+	}
+	if err := metadataShape(map[string]*json.RawMessage{"/metadata": body.Metadata}); err != nil {
 		return nil, err
 	}
 	ifMatch, err := parseIfMatch(r.Params.IfMatch)
@@ -235,6 +263,13 @@ func (s *Server) ListItems(ctx context.Context, r api.ListItemsRequestObject) (a
 func (s *Server) BatchItems(ctx context.Context, r api.BatchItemsRequestObject) (api.BatchItemsResponseObject, error) {
 	body, err := requireBody(r.Body)
 	if err != nil {
+		return nil, err
+	}
+	metas := map[string]*json.RawMessage{}
+	for i, b := range body.Items {
+		metas[fmt.Sprintf("/items/%d/metadata", i)] = b.Metadata
+	}
+	if err := metadataShape(metas); err != nil {
 		return nil, err
 	}
 	ins := make([]item.Input, len(body.Items))

@@ -179,7 +179,7 @@ func TestItemValidation(t *testing.T) {
 		{"nested credential", map[string]any{"content": "c", "metadata": map[string]any{"auth": map[string]any{"accessToken": "x"}}}, 422, "/metadata/auth/accessToken"},
 		{"password key", map[string]any{"content": "c", "metadata": map[string]any{"db_password": "x"}}, 422, "/metadata/db_password"},
 		{"permissions key", map[string]any{"content": "c", "metadata": map[string]any{"permissions": []any{"x"}}}, 422, "/metadata/permissions"},
-		{"metadata not object", map[string]any{"content": "c", "metadata": []any{1}}, 422, "/metadata"},
+		{"metadata not object", map[string]any{"content": "c", "metadata": []any{1}}, 400, "/metadata"},
 		{"blank role", map[string]any{"content": "c", "roles": map[string]any{"visible_to": []any{""}}}, 422, "/roles/visible_to/0"},
 		{"unknown field", map[string]any{"content": "c", "colour": "red"}, 400, "/colour"},
 		{"unknown nested field", map[string]any{"content": "c", "trigger": map[string]any{"sometimes": true}}, 400, ""},

@@ -261,22 +261,29 @@ type ItemVersionInsertManyParams struct {
 const itemVersionList = `-- name: ItemVersionList :many
 SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
 WHERE project = $1 AND key = $2 AND version > $3
+  AND ($4::boolean OR ((cardinality(visible_to) = 0 OR $5::text = ANY(visible_to)) AND NOT ($5::text = ANY(hidden_from))))
 ORDER BY version
-LIMIT $4
+LIMIT $6
 `
 
 type ItemVersionListParams struct {
 	Project string
 	Key     string
 	After   int32
+	SeeAll  bool
+	Role    string
 	Max     int32
 }
 
+// The versions of an item the caller's role may see: a version whose roles
+// exclude the role does not exist for it, even when a later one is public.
 func (q *Queries) ItemVersionList(ctx context.Context, db DBTX, arg ItemVersionListParams) ([]ItemVersionRow, error) {
 	rows, err := db.Query(ctx, itemVersionList,
 		arg.Project,
 		arg.Key,
 		arg.After,
+		arg.SeeAll,
+		arg.Role,
 		arg.Max,
 	)
 	if err != nil {
