@@ -661,10 +661,20 @@ func fire(req *Request, v *item.Version, relevance *float64, pinned bool) (strin
 		}
 	case t.Relevance:
 		if relevance != nil {
-			return "relevance:" + strconv.FormatFloat(*relevance, 'g', 4, 64), true
+			return "relevance:" + score(*relevance), true
 		}
 	}
 	return "", false
+}
+
+// score writes a relevance score with two decimals, or up to four when it
+// is small ("0.42", "0.0333"), so rules read alike and stay informative.
+func score(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 4, 64)
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // NotTriggered explains why an item that was valid and live did not fire:

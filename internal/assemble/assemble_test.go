@@ -516,3 +516,10 @@ func TestContradictionWinnerFitsWithoutItsPairLines(t *testing.T) {
 	roomy := run(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cands(w, l))
 	require.NotNil(t, find(roomy, "l").Span, "with room, the pair is listed")
 }
+
+func TestScore(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[float64]string{0.42: "0.42", 0.1: "0.10", 1: "1.00", 0.033333: "0.0333", 0.00001: "0.00"} {
+		require.Equal(t, want, score(in), "%v", in)
+	}
+}
