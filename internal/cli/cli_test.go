@@ -294,3 +294,22 @@ func TestSecondServeOnOneDataDirRefuses(t *testing.T) {
 	status, _ = get(t, base+"/v1/projects", key)
 	require.Equal(t, 200, status)
 }
+
+// TestShutdownEndsEventStreams: a graceful stop does not hang on an open
+// live inbox.
+func TestShutdownEndsEventStreams(t *testing.T) {
+	t.Parallel()
+	base, out, stop := serve(t, "--database-url", pgtest.NewURL(t))
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	req, err := http.NewRequest("GET", base+"/v1/projects/acme/handoffs/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	start := time.Now()
+	require.Equal(t, 0, stop())
+	require.Less(t, time.Since(start), 10*time.Second)
+}

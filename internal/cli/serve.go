@@ -92,8 +92,9 @@ func newServe() *cobra.Command {
 			}
 
 			go sweepIdempotencyKeys(ctx, pool, log)
+			stopping := make(chan struct{})
 			e := server.New(server.Config{
-				Pool: pool, Logger: log, BodyLimit: bodyLimit,
+				Pool: pool, Logger: log, BodyLimit: bodyLimit, Stopping: stopping,
 				Ready: func(ctx context.Context) error {
 					pending, err := migrate.Pending(ctx, url)
 					if err == nil && pending {
@@ -106,7 +107,8 @@ func newServe() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("listen: %w", err)
 			}
-			srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+			srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			srv.RegisterOnShutdown(func() { close(stopping) })
 			fmt.Fprintf(cmd.OutOrStdout(), "contextd listening on http://%s\n", ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()

@@ -278,6 +278,8 @@ func (e *eventStream) VisitStreamHandoffEventsResponse(w http.ResponseWriter) er
 		select {
 		case <-e.ctx.Done():
 			return nil
+		case <-e.s.stopping:
+			return nil
 		case <-wake:
 		case <-ticker.C:
 			// Look again too: a wake-up lost while the listener reconnected

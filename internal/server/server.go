@@ -34,6 +34,9 @@ type Config struct {
 	BodyLimit int64 // bytes; 0 means DefaultBodyLimit
 	// Ready reports whether the schema is current; /readyz calls it.
 	Ready func(ctx context.Context) error
+	// Stopping, when closed, ends the live event streams, so that a
+	// graceful shutdown does not wait for clients that never go idle.
+	Stopping <-chan struct{}
 }
 
 // Server holds the services behind the API.
@@ -42,6 +45,7 @@ type Server struct {
 	log       *slog.Logger
 	bodyLimit int64
 	ready     func(ctx context.Context) error
+	stopping  <-chan struct{}
 	agents    *auth.Service
 	projects  *project.Service
 	items     *item.Service
@@ -60,7 +64,7 @@ func New(cfg Config) *echo.Echo {
 	projects := project.NewService(cfg.Pool)
 	handoffs := handoff.NewService(cfg.Pool, projects)
 	s := &Server{
-		pool: cfg.Pool, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready,
+		pool: cfg.Pool, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
 		agents: auth.NewService(cfg.Pool), projects: projects, items: item.NewService(cfg.Pool, projects),
 		packets: packet.NewService(cfg.Pool, projects, handoffs), handoffs: handoffs,
 	}
