@@ -918,6 +918,9 @@ type WhyPacketParams struct {
 
 	// Handoff A handoff id (give item or handoff).
 	Handoff *string `form:"handoff,omitempty" json:"handoff,omitempty"`
+
+	// Layer For an item in both layers: project (default) or shared.
+	Layer *string `form:"layer,omitempty" json:"layer,omitempty"`
 }
 
 // CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
@@ -2084,6 +2087,13 @@ func (w *ServerInterfaceWrapper) WhyPacket(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "handoff", ctx.QueryParams(), &params.Handoff, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter handoff: %s", err))
+	}
+
+	// ------------- Optional query parameter "layer" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "layer", ctx.QueryParams(), &params.Layer, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter layer: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments

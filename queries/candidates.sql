@@ -77,3 +77,10 @@ WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}'
   AND (s.valid_until IS NULL OR s.valid_until > @at::timestamptz)
 ORDER BY rank DESC, s.key, s.project
 LIMIT @max;
+
+-- name: ItemVersionMatches :one
+-- Whether one version matches a query the way the relevance layer matches.
+SELECT coalesce(s.search @@ coalesce(to_tsquery('simple', (
+           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', @query::text)))), ''::tsquery), false)::boolean AS matched
+FROM item_versions s
+WHERE s.project = @project AND s.key = @key AND s.version = @version;

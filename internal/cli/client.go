@@ -27,9 +27,13 @@ type client struct {
 type clientFlags struct{ url, key, project string }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
+	f.registerWith(cmd, "project (env CONTEXTD_PROJECT); if empty, every project you may see is searched")
+}
+
+func (f *clientFlags) registerWith(cmd *cobra.Command, projectHelp string) {
 	cmd.Flags().StringVar(&f.url, "url", envOr("CONTEXTD_URL", "http://127.0.0.1:8080"), "server URL (env CONTEXTD_URL)")
 	cmd.Flags().StringVar(&f.key, "key", os.Getenv("CONTEXTD_KEY"), "API key (env CONTEXTD_KEY)")
-	cmd.Flags().StringVar(&f.project, "project", os.Getenv("CONTEXTD_PROJECT"), "project (env CONTEXTD_PROJECT); if empty, every project you may see is searched")
+	cmd.Flags().StringVar(&f.project, "project", os.Getenv("CONTEXTD_PROJECT"), projectHelp)
 }
 
 func (f *clientFlags) client() (*client, error) {
@@ -114,8 +118,8 @@ func (c *client) findPacket(ctx context.Context, project, id string) (*api.Packe
 func newWhy() *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
-		Use:   "why PACKET_ID ITEM_KEY",
-		Short: "Explain why a packet did or did not contain an item",
+		Use:   "why PACKET_ID ITEM_KEY|HANDOFF_ID",
+		Short: "Explain why a packet did or did not contain an item (or a handoff, hnd_...)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
@@ -128,7 +132,11 @@ func newWhy() *cobra.Command {
 				return err
 			}
 			var w api.WhyAnswer
-			path := "/v1/projects/" + url.PathEscape(p.Project) + "/packets/" + url.PathEscape(p.PacketId) + "/why?item=" + url.QueryEscape(args[1])
+			param := "item"
+			if strings.HasPrefix(args[1], "hnd_") {
+				param = "handoff" // handoff ids start with hnd_
+			}
+			path := "/v1/projects/" + url.PathEscape(p.Project) + "/packets/" + url.PathEscape(p.PacketId) + "/why?" + param + "=" + url.QueryEscape(args[1])
 			if err := c.get(ctx, path, &w); err != nil {
 				return err
 			}
@@ -146,9 +154,14 @@ func printWhy(out io.Writer, p *api.Packet, key string, w *api.WhyAnswer) {
 	if w.Item != nil {
 		version = fmt.Sprintf(" v%d", w.Item.Version)
 	}
+	subject := "item"
+	if w.Handoff != nil {
+		subject = "handoff"
+		version = fmt.Sprintf(" (%s → %s, %s)", deref(w.Handoff.Source.Role), deref(w.Handoff.Target.Role), w.Handoff.Status)
+	}
 	switch w.Decision {
 	case "included":
-		fmt.Fprintf(out, "item %s%s: INCLUDED in %s\n", key, version, deref(w.Section))
+		fmt.Fprintf(out, "%s %s%s: INCLUDED in %s\n", subject, key, version, deref(w.Section))
 		fmt.Fprintf(out, "  rule:    %s\n", deref(w.Rule))
 		if w.Rank != nil && w.Tokens != nil {
 			fmt.Fprintf(out, "  rank:    %d   tokens: %d\n", *w.Rank, *w.Tokens)
@@ -158,13 +171,13 @@ func printWhy(out io.Writer, p *api.Packet, key string, w *api.WhyAnswer) {
 			fmt.Fprintf(out, "  text:    %q\n", p.Rendered[w.Span.Start:w.Span.End])
 		}
 	case "excluded":
-		fmt.Fprintf(out, "item %s%s: EXCLUDED (%s)\n", key, version, deref(w.Reason))
+		fmt.Fprintf(out, "%s %s%s: EXCLUDED (%s)\n", subject, key, version, deref(w.Reason))
 		if w.Rule != nil {
 			fmt.Fprintf(out, "  rule:    %s (it fired)\n", *w.Rule)
 		}
 		fmt.Fprintf(out, "  detail:  %s\n", deref(w.Detail))
 	default:
-		fmt.Fprintf(out, "item %s%s: NOT A CANDIDATE (%s)\n", key, version, deref(w.Reason))
+		fmt.Fprintf(out, "%s %s%s: NOT A CANDIDATE (%s)\n", subject, key, version, deref(w.Reason))
 		fmt.Fprintf(out, "  detail:  %s\n", deref(w.Detail))
 	}
 	if w.Layer != nil {

@@ -36,7 +36,7 @@ func newHandoffs() *cobra.Command {
 			return nil
 		},
 	}
-	f.register(history)
+	f.registerWith(history, "project (env CONTEXTD_PROJECT), required")
 	cmd.AddCommand(history)
 	return cmd
 }

@@ -267,6 +267,11 @@ func (s *Service) Create(ctx context.Context, agent *auth.Agent, proj string, m 
 	if err := s.projects.Authorize(ctx, agent, proj, auth.Edit); err != nil {
 		return nil, err
 	}
+	if proj == auth.SharedProject {
+		// _shared holds shared defaults; work moves between agents in a
+		// project, where its scope and its roles apply.
+		return nil, validation.One("project", "invalid", "handoffs are made in a project, not in %s", auth.SharedProject)
+	}
 	if err := m.normalize(agent); err != nil {
 		return nil, err
 	}

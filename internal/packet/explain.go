@@ -92,7 +92,47 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 		p.Records = append(p.Records, recordFromRow(r))
 	}
 	p.Records = visibleRecords(agent, p.Records)
+	if p.Records, err = s.withoutHiddenNow(ctx, agent, p.Records); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// withoutHiddenNow drops, for a non-admin, the records of items that are
+// hidden from its role now: such an item does not exist for it, on this
+// endpoint as on every other (the packet's text stays what it was).
+func (s *Service) withoutHiddenNow(ctx context.Context, agent *auth.Agent, records []assemble.Record) ([]assemble.Record, error) {
+	if agent.SeesAllRoles() {
+		return records, nil
+	}
+	keys := map[string][]string{}
+	for _, r := range records {
+		if r.SubjectKind == assemble.SubjectItem {
+			keys[r.SubjectProject] = append(keys[r.SubjectProject], r.SubjectKey)
+		}
+	}
+	hidden := map[[2]string]bool{}
+	for layer, ks := range keys {
+		rows, err := store.Q.ItemVersionCurrentMany(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionCurrentManyParams{Project: layer, Keys: ks})
+		if err != nil {
+			return nil, store.Interpret(err)
+		}
+		for _, row := range rows {
+			if !item.FromRow(row).Roles.Visible(agent.Role) {
+				hidden[[2]string{layer, row.Key}] = true
+			}
+		}
+	}
+	if len(hidden) == 0 {
+		return records, nil
+	}
+	out := records[:0:0]
+	for _, r := range records {
+		if r.SubjectKind != assemble.SubjectItem || !hidden[[2]string{r.SubjectProject, r.SubjectKey}] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // ListParams filters a listing of packets.
@@ -172,13 +212,21 @@ type WhyAnswer struct {
 // Why answers "why did (or didn't) this packet contain this item?". The
 // answer for an item the packet recorded comes from its record; for any
 // other item it is worked out now from the stored request and snapshot.
-func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key string) (*WhyAnswer, error) {
+func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, layer string) (*WhyAnswer, error) {
 	p, err := s.Get(ctx, agent, proj, id)
 	if err != nil {
 		return nil, err
 	}
 	if !item.ValidKey(key) {
 		return nil, validation.One("item", "format", "item must be an item key")
+	}
+	layers := []string{proj, assemble.SharedProject}
+	switch layer {
+	case "", "project":
+	case "shared":
+		layers = []string{assemble.SharedProject}
+	default:
+		return nil, validation.One("layer", "enum", "layer must be project or shared")
 	}
 	db := store.Exec(ctx, s.pool)
 	rows, err := store.Q.SnapshotVersions(ctx, db, dbsqlc.SnapshotVersionsParams{
@@ -216,7 +264,7 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key stri
 
 	// A recorded decision: the project layer's record first.
 	var rec *assemble.Record
-	for _, layer := range []string{proj, assemble.SharedProject} {
+	for _, layer := range layers {
 		for i := range p.Records {
 			r := &p.Records[i]
 			if r.SubjectKind == assemble.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer && rec == nil {
@@ -238,7 +286,7 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key stri
 
 	// Not recorded: it was no candidate, or it did not fire.
 	v := then[proj]
-	if v == nil || (v.Deleted && then[assemble.SharedProject] != nil && !then[assemble.SharedProject].Deleted) {
+	if layer == "shared" || v == nil || (v.Deleted && then[assemble.SharedProject] != nil && !then[assemble.SharedProject].Deleted) {
 		v = then[assemble.SharedProject]
 	}
 	if v == nil {
@@ -256,6 +304,15 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key stri
 		ans.Reason, ans.Detail = "not_valid", fmt.Sprintf("its validity window %s does not hold the packet's time %s", window(v), p.CreatedAt.Format(time.RFC3339Nano))
 	case !agent.SeesAllRoles() || v.Roles.Visible(p.TargetRole):
 		ans.Reason, ans.Detail = "not_triggered", assemble.NotTriggered(p.Request, v)
+		if v.Trigger.Relevance && strings.TrimSpace(p.Request.Query) != "" {
+			matched, err := store.Q.ItemVersionMatches(ctx, db, dbsqlc.ItemVersionMatchesParams{Project: v.Project, Key: v.Key, Version: int32(v.Version), Query: p.Request.Query})
+			if err != nil {
+				return nil, store.Interpret(err)
+			}
+			if !matched {
+				ans.Detail = fmt.Sprintf("trigger relevance: the query %q shares no word with it (after english stemming and stop words)", p.Request.Query)
+			}
+		}
 	default:
 		// Only an admin gets here: hidden from the packet's role, and its
 		// trigger did not fire either.
@@ -468,7 +525,11 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 	if err != nil {
 		return nil, err
 	}
-	now := Packet{Rendered: res.Rendered, Records: visibleRecords(agent, res.Records)}
+	nowRecords, err := s.withoutHiddenNow(ctx, agent, visibleRecords(agent, res.Records))
+	if err != nil {
+		return nil, err
+	}
+	now := Packet{Rendered: res.Rendered, Records: nowRecords}
 	out := &ReplayResult{SHA256Then: p.RenderedSHA256, SHA256Now: sha(res.Rendered), Differences: []Difference{}}
 	out.Identical = out.SHA256Then == out.SHA256Now
 	describe := func(r assemble.Record) string {

@@ -210,9 +210,14 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 func provenanceOf(records []assemble.Record) Provenance {
 	pv := Provenance{ByKind: map[string]int{}, BySource: map[string]int{}}
 	for _, r := range records {
-		if r.SubjectKind == assemble.SubjectItem && r.Decision == assemble.Included {
+		switch {
+		case r.SubjectKind == assemble.SubjectItem && r.Decision == assemble.Included:
 			pv.ByKind[r.Kind]++
 			pv.BySource[r.Source]++
+		case r.SubjectKind == assemble.SubjectHandoff:
+			// Predecessor outputs are entries too: a handoff, from a peer.
+			pv.ByKind["handoff"]++
+			pv.BySource["peer"]++
 		}
 	}
 	return pv

@@ -377,11 +377,12 @@ func predecessorText(p Predecessor) string {
 			}
 			b.WriteByte('\n')
 			if strings.TrimSpace(a.Snippet) != "" {
-				b.WriteString("    ```\n")
+				fence := fenceFor(a.Snippet)
+				b.WriteString("    " + fence + "\n")
 				for _, line := range lines(strings.TrimSpace(a.Snippet)) {
 					b.WriteString("    " + line + "\n")
 				}
-				b.WriteString("    ```\n")
+				b.WriteString("    " + fence + "\n")
 			}
 		}
 	}
@@ -410,6 +411,21 @@ func predecessorText(p Predecessor) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// fenceFor returns a code fence longer than any run of backticks in s, so
+// a snippet that holds a fence of its own cannot close ours (CommonMark).
+func fenceFor(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }
 
 func indentBody(s string) string {

@@ -44,3 +44,11 @@ func TestPlanAndTitleShowOnlyWhatIsGiven(t *testing.T) {
 	require.Equal(t, "- c\n", MarkdownItemBlock("   ", "c"))
 	require.Equal(t, "- source: s; priority: 0; title: untitled\nc\n", blocksEntry(Entry{Source: "s", Title: " ", Content: "c"}))
 }
+
+func TestSnippetFences(t *testing.T) {
+	t.Parallel()
+	got := predecessorText(Predecessor{ID: "hnd_1", SourceRole: "a", TargetRole: "b", Status: "pending",
+		Artifacts: []Artifact{{Name: "n", Snippet: "Run:\n```sh\nmake test\n```\nDone"}}})
+	require.Contains(t, got, "    ````\n    Run:\n    ```sh\n    make test\n    ```\n    Done\n    ````\n")
+	require.Equal(t, "```", fenceFor("plain"))
+}

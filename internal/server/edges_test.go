@@ -359,3 +359,38 @@ func TestIfMatchOnMissingOrHiddenIs412(t *testing.T) {
 	require.Equal(t, 412, e.do("PUT", "/v1/projects/acme/items/never", impl, map[string]any{"content": "y"}, "If-Match", `"1"`).status)
 	require.Equal(t, 412, e.do("DELETE", "/v1/projects/acme/items/hid", impl, nil, "If-Match", `"1"`).status)
 }
+
+func TestQA4Edges(t *testing.T) {
+	t.Parallel()
+	e, a := handoffWorld(t)
+	// Hidden now: gone from every packet endpoint for that role, not only why.
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/vis", e.admin, map[string]any{"content": "Visibility probe."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/tone", e.admin, map[string]any{"content": "Be formal."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/tone", e.admin, map[string]any{"content": "Be friendly."}).status)
+	p := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "query": "weather forecast"})
+	id := p.json["packet_id"].(string)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/vis", e.admin, map[string]any{"content": "Visibility probe.", "roles": map[string]any{"hidden_from": []string{"critic"}}}).status)
+	require.NotContains(t, records(e.do("GET", "/v1/projects/acme/packets/"+id+"/records", a.critic, nil)), "vis")
+	require.NotContains(t, e.do("GET", "/v1/projects/acme/packets/"+id, a.critic, nil).text, `"vis"`)
+	require.Equal(t, true, e.do("POST", "/v1/projects/acme/packets/"+id+"/replay", a.critic, nil).json["identical"])
+	// The overridden _shared record is reachable through why with layer=shared.
+	w := e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=tone&layer=shared", a.critic, nil)
+	require.Equal(t, "overridden", w.json["reason"], w.text)
+	require.Equal(t, "included", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=tone", a.critic, nil).json["decision"])
+	require.Equal(t, 422, e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=tone&layer=both", a.critic, nil).status)
+	// Relevance: what the request lacked is said precisely.
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/rel.doc", e.admin, map[string]any{"content": "The ledger reconciles nightly.", "trigger": map[string]any{"relevance": true}}).status)
+	p = e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "query": "weather forecast"})
+	w = e.do("GET", "/v1/projects/acme/packets/"+p.json["packet_id"].(string)+"/why?item=rel.doc", a.critic, nil)
+	require.Contains(t, w.json["detail"], "shares no word")
+	// No handoffs in _shared; a Last-Event-ID from the future starts from now.
+	require.Equal(t, 422, e.do("POST", "/v1/projects/_shared/handoffs", e.admin, manifest("T", "critic")).status)
+	ch, stop := openStream(t, e.url, a.criticRO, "", "5000000")
+	defer stop()
+	time.Sleep(200 * time.Millisecond)
+	h := e.handoff(a.implementer, manifest("T-future", "critic"))
+	require.Contains(t, next(t, ch).data, h)
+	// Predecessors count in the provenance summary.
+	pk := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "predecessors": []string{h}})
+	require.Equal(t, 1.0, pk.json["provenance_summary"].(map[string]any)["by_kind"].(map[string]any)["handoff"])
+}

@@ -228,12 +228,15 @@ func (e *eventStream) VisitStreamHandoffEventsResponse(w http.ResponseWriter) er
 	defer stop()
 	// Subscribed first, then the starting point: nothing committed in
 	// between can be missed.
-	if e.after < 0 {
-		n, err := e.s.handoffs.LatestSeq(e.ctx, e.project)
-		if err != nil {
-			return err
-		}
-		e.after = n
+	latest, err := e.s.handoffs.LatestSeq(e.ctx, e.project)
+	if err != nil {
+		return err
+	}
+	if e.after < 0 || e.after > latest {
+		// No id, or one this project never reached (another project's, or
+		// from before a restore): start from now rather than skip what
+		// comes next.
+		e.after = latest
 	}
 	flusher, _ := w.(http.Flusher)
 	h := w.Header()

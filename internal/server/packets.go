@@ -163,7 +163,7 @@ func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (a
 	case (item == "") == (hnd == ""):
 		return nil, validation.One("item", "required", "give exactly one of item (an item key) or handoff (a handoff id)")
 	case item != "":
-		a, err = s.packets.Why(ctx, agentFrom(ctx), r.Project, r.Id, item)
+		a, err = s.packets.Why(ctx, agentFrom(ctx), r.Project, r.Id, item, deref(r.Params.Layer))
 	default:
 		a, h, err = s.packets.WhyHandoff(ctx, agentFrom(ctx), r.Project, r.Id, hnd)
 	}

@@ -357,6 +357,33 @@ func (q *Queries) CandidateTools(ctx context.Context, db DBTX, arg CandidateTool
 	return items, nil
 }
 
+const itemVersionMatches = `-- name: ItemVersionMatches :one
+SELECT coalesce(s.search @@ coalesce(to_tsquery('simple', (
+           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', $1::text)))), ''::tsquery), false)::boolean AS matched
+FROM item_versions s
+WHERE s.project = $2 AND s.key = $3 AND s.version = $4
+`
+
+type ItemVersionMatchesParams struct {
+	Query   string
+	Project string
+	Key     string
+	Version int32
+}
+
+// Whether one version matches a query the way the relevance layer matches.
+func (q *Queries) ItemVersionMatches(ctx context.Context, db DBTX, arg ItemVersionMatchesParams) (bool, error) {
+	row := db.QueryRow(ctx, itemVersionMatches,
+		arg.Query,
+		arg.Project,
+		arg.Key,
+		arg.Version,
+	)
+	var matched bool
+	err := row.Scan(&matched)
+	return matched, err
+}
+
 const snapshotRelevance = `-- name: SnapshotRelevance :many
 WITH cur AS (
     SELECT DISTINCT ON (project, key) project, key, version, deleted
