@@ -25,6 +25,9 @@ CREATE TABLE handoffs (
     updated_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (project, id),
     FOREIGN KEY (project, rework_of) REFERENCES handoffs (project, id),
+    -- The superseding handoff is written after the one it supersedes is
+    -- updated, in the same transaction: checked at commit.
+    FOREIGN KEY (project, superseded_by) REFERENCES handoffs (project, id) DEFERRABLE INITIALLY DEFERRED,
     FOREIGN KEY (project, packet_id) REFERENCES packets (project, id)
 );
 
@@ -87,10 +90,43 @@ CREATE TABLE handoff_events (
     reason      text        NOT NULL DEFAULT '',
     created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (project, seq),
-    FOREIGN KEY (project, handoff_id) REFERENCES handoffs (project, id)
+    FOREIGN KEY (project, handoff_id) REFERENCES handoffs (project, id),
+    -- Only the lifecycle's own steps: none → pending, pending → terminal.
+    CHECK ((event = 'created' AND from_status IS NULL AND to_status = 'pending')
+        OR (from_status = 'pending' AND event = to_status AND to_status IN ('accepted', 'rejected', 'superseded')))
 );
 
 CREATE INDEX handoff_events_handoff_idx ON handoff_events (project, handoff_id, seq);
+
+-- Every change of a handoff is an event: checked at commit, whatever the
+-- client does, that a new handoff (pending) has its created event and a
+-- changed status has the event of that very step.
+-- +goose StatementBegin
+CREATE FUNCTION contextd_handoff_has_event() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.status <> 'pending' OR NOT EXISTS (
+            SELECT 1 FROM handoff_events e
+            WHERE e.project = NEW.project AND e.handoff_id = NEW.id AND e.event = 'created') THEN
+            RAISE EXCEPTION 'handoff %: a new handoff is pending and has its created event', NEW.id
+                USING ERRCODE = 'restrict_violation';
+        END IF;
+    ELSIF NEW.status IS DISTINCT FROM OLD.status AND NOT EXISTS (
+            SELECT 1 FROM handoff_events e
+            WHERE e.project = NEW.project AND e.handoff_id = NEW.id
+              AND e.from_status = OLD.status AND e.to_status = NEW.status) THEN
+        RAISE EXCEPTION 'handoff %: % → % without its event', NEW.id, OLD.status, NEW.status
+            USING ERRCODE = 'restrict_violation';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE CONSTRAINT TRIGGER handoffs_have_events AFTER INSERT OR UPDATE ON handoffs
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION contextd_handoff_has_event();
 
 CREATE TRIGGER handoff_events_append_only BEFORE UPDATE OR DELETE ON handoff_events
     FOR EACH ROW EXECUTE FUNCTION contextd_refuse_change();
@@ -105,4 +141,5 @@ DROP INDEX packet_records_handoff_idx;
 DROP TABLE handoff_events;
 DROP TABLE project_counters;
 DROP TABLE handoffs;
+DROP FUNCTION contextd_handoff_has_event();
 DROP FUNCTION contextd_handoff_transition();

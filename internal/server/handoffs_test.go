@@ -126,10 +126,23 @@ func TestHandoffTransitionMatrix(t *testing.T) {
 		_, err := e.pool.Exec(ctx, q)
 		require.Error(t, err, q)
 	}
-	// A legal transition through SQL is allowed by the database (the API adds
-	// the event); a second one is not.
+	// A legal step through SQL still needs its event, in the same
+	// transaction: every change is an event, whatever the client does.
 	_, err := e.pool.Exec(ctx, "UPDATE handoffs SET status = 'accepted' WHERE id = $1", pending["pending"])
+	require.ErrorContains(t, err, "without its event")
+	_, err = e.pool.Exec(ctx, "INSERT INTO handoff_events (project, seq, handoff_id, event, from_status, to_status, actor, actor_role) VALUES ('acme', 999999, $1, 'created', 'pending', 'accepted', 'x', 'x')", pending["pending"])
+	require.Error(t, err, "not a step of the lifecycle")
+	_, err = e.pool.Exec(ctx, "INSERT INTO handoffs (project, id, task_id, source_role, target_role, intent, manifest, created_by, status) VALUES ('acme', 'hnd_raw', 'T', 'a', 'b', 'request_review', '{}', 'x', 'accepted')")
+	require.Error(t, err, "a handoff is born pending, with its event")
+	_, err = e.pool.Exec(ctx, "UPDATE handoffs SET superseded_by = 'hnd_nothing' WHERE id = $1", pending["pending"])
+	require.Error(t, err, "superseded_by names a handoff")
+	tx, err := e.pool.Begin(ctx)
 	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "UPDATE handoffs SET status = 'accepted' WHERE id = $1", pending["pending"])
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "INSERT INTO handoff_events (project, seq, handoff_id, event, from_status, to_status, actor, actor_role) VALUES ('acme', 999999, $1, 'accepted', 'pending', 'accepted', 'x', 'x')", pending["pending"])
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
 	_, err = e.pool.Exec(ctx, "UPDATE handoffs SET status = 'rejected' WHERE id = $1", pending["pending"])
 	require.ErrorContains(t, err, "terminal")
 }
