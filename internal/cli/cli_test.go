@@ -166,16 +166,22 @@ func TestServeMigratesAndBootstrapsOnce(t *testing.T) {
 	require.Equal(t, 0, stop())
 }
 
+// embeddedDataDir is a data directory for an embedded cluster. As root the
+// cluster runs as the postgres user, who must reach it; t.TempDir makes its
+// directories 0700.
+func embeddedDataDir(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	require.NoError(t, os.Chmod(tmp, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(tmp), 0o755))
+	return filepath.Join(tmp, "data")
+}
+
 // TestServeEmbeddedDefault is `make run` on a machine with only
 // PostgreSQL's binaries: no DATABASE_URL, a data directory of its own.
 func TestServeEmbeddedDefault(t *testing.T) {
 	t.Parallel()
-	tmp := t.TempDir()
-	// As root the cluster runs as the postgres user, who must reach the
-	// data directory; t.TempDir makes its directories 0700.
-	require.NoError(t, os.Chmod(tmp, 0o755))
-	require.NoError(t, os.Chmod(filepath.Dir(tmp), 0o755))
-	dir := filepath.Join(tmp, "data")
+	dir := embeddedDataDir(t)
 	base, out, stop := serve(t, "--database-url", "", "--data-dir", dir)
 	key := keyRE.FindString(out.String())
 	require.NotEmpty(t, key, out.String())
@@ -279,10 +285,7 @@ func TestHandoffsHistory(t *testing.T) {
 // cluster must not take the first one's database down with it.
 func TestSecondServeOnOneDataDirRefuses(t *testing.T) {
 	t.Parallel()
-	tmp := t.TempDir()
-	require.NoError(t, os.Chmod(tmp, 0o755))
-	require.NoError(t, os.Chmod(filepath.Dir(tmp), 0o755))
-	dir := filepath.Join(tmp, "data")
+	dir := embeddedDataDir(t)
 	base, out, stop := serve(t, "--database-url", "", "--data-dir", dir)
 	defer stop()
 	key := keyRE.FindString(out.String())
