@@ -1021,7 +1021,7 @@ type ServerInterface interface {
 	// GetItemVersion One version of an item.
 	// (GET /v1/projects/{project}/items/{key}/versions/{version})
 	GetItemVersion(ctx echo.Context, project ProjectPath, key KeyPath, version int32) error
-	// ListPackets Packets of the project, newest first (metadata; opening one is for its role and admins).
+	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx echo.Context, project ProjectPath, params ListPacketsParams) error
 	// AssemblePacket Assemble, store and return the context packet for one prompt.
@@ -3578,7 +3578,7 @@ type StrictServerInterface interface {
 	// GetItemVersion One version of an item.
 	// (GET /v1/projects/{project}/items/{key}/versions/{version})
 	GetItemVersion(ctx context.Context, request GetItemVersionRequestObject) (GetItemVersionResponseObject, error)
-	// ListPackets Packets of the project, newest first (metadata; opening one is for its role and admins).
+	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx context.Context, request ListPacketsRequestObject) (ListPacketsResponseObject, error)
 	// AssemblePacket Assemble, store and return the context packet for one prompt.

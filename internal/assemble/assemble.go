@@ -103,8 +103,8 @@ type Record struct {
 	Reason         string
 	Detail         string
 	Layer          string // project or shared
-	// AdminOnly marks records that would reveal an item hidden from the
-	// target role; only admins ever see them.
+	// AdminOnly marks records of items hidden from the target role; only
+	// admins ever see them.
 	AdminOnly bool
 	// Kind and Source of an item, for the provenance summary.
 	Kind, Source string
@@ -177,7 +177,9 @@ func Assemble(in Input) (*Result, error) {
 			continue
 		}
 		live = append(live, &cand{v: v, layer: layerOf(v.Project), relevance: c.Relevance, pinned: pins[v.Key]})
-		if v.Project != SharedProject {
+		// Only an item the role may see overrides: for the role, a hidden
+		// project item does not exist, and neither may its shadow.
+		if v.Project != SharedProject && v.Roles.Visible(req.TargetRole) {
 			projectKeys[v.Key] = v
 		}
 	}
@@ -198,7 +200,7 @@ func Assemble(in Input) (*Result, error) {
 		visible := c.v.Roles.Visible(req.TargetRole)
 		if over, ok := projectKeys[c.v.Key]; ok && c.v.Project == SharedProject {
 			excluded = append(excluded, itemRecord(c, Excluded, ReasonOverridden,
-				fmt.Sprintf("overridden by project item %s v%d", over.Key, over.Version), !visible || !over.Roles.Visible(req.TargetRole)))
+				fmt.Sprintf("overridden by project item %s v%d", over.Key, over.Version), !visible))
 			continue
 		}
 		// 2. Visibility.

@@ -523,3 +523,24 @@ func TestScore(t *testing.T) {
 		require.Equal(t, want, score(in), "%v", in)
 	}
 }
+
+// TestHiddenProjectItemDoesNotShadowShared: for a role that may not see
+// the project item, the _shared one stands, and nothing tells the role why.
+func TestHiddenProjectItemDoesNotShadowShared(t *testing.T) {
+	t.Parallel()
+	res := run(t, req(), cands(
+		ver("_shared", "ovr", "Shared default visible."),
+		ver("acme", "ovr", "Project secret.", func(v *item.Version) { v.Roles = item.Roles{HiddenFrom: []string{"implementer"}} }),
+	))
+	require.Contains(t, res.Rendered, "Shared default visible.")
+	require.NotContains(t, res.Rendered, "Project secret.")
+	for _, r := range res.Records {
+		if r.SubjectKey == "ovr" && r.SubjectProject == "acme" {
+			require.Equal(t, ReasonHidden, r.Reason)
+			require.True(t, r.AdminOnly)
+		}
+		if r.SubjectKey == "ovr" && r.SubjectProject == SharedProject {
+			require.Equal(t, Included, r.Decision)
+		}
+	}
+}

@@ -22,8 +22,9 @@ import (
 
 // mayView reports whether agent may open a packet: admins open every packet
 // of their projects, other agents the packets assembled for their own role
-// (a packet holds what its role may see, not what theirs may). Listings
-// (packets, injections, task history) show every packet's metadata.
+// (a packet holds what its role may see, not what theirs may). Injections
+// and task histories name every packet (id, role, agent, time); packet
+// listings, which carry counts, are per role too.
 func mayView(agent *auth.Agent, targetRole string) bool {
 	return agent.IsAdmin() || agent.Role == targetRole
 }
@@ -173,9 +174,16 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 		}
 		return &s
 	}
-	// Listings show every packet of the project (its id, role, agent,
-	// time, budget); opening one is for its role and admins (mayView).
-	params := dbsqlc.PacketListParams{Project: proj, TaskID: opt(lp.TaskID), TargetRole: opt(lp.TargetRole), Agent: opt(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
+	// A packet's summary (budget, counts by kind and source) describes what
+	// its role saw: non-admins list the packets of their own role.
+	role := opt(lp.TargetRole)
+	if !agent.IsAdmin() {
+		if lp.TargetRole != "" && lp.TargetRole != agent.Role {
+			return nil, "", nil
+		}
+		role = &agent.Role
+	}
+	params := dbsqlc.PacketListParams{Project: proj, TaskID: opt(lp.TaskID), TargetRole: role, Agent: opt(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
 	if cur != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, cur.T, cur.ID
 	}
