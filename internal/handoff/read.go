@@ -144,17 +144,11 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, "", err
 	}
-	opt := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
 	if lp.Status != "" && !validation.OneOf(lp.Status, Pending, Accepted, Rejected, Superseded) {
 		return nil, "", validation.One("status", "enum", "status must be pending, accepted, rejected or superseded")
 	}
-	params := dbsqlc.HandoffListParams{Project: proj, TaskID: opt(lp.TaskID), Status: opt(lp.Status),
-		TargetRole: opt(lp.TargetRole), WorkflowRunID: opt(lp.WorkflowRunID), Max: int32(lp.Limit + 1)}
+	params := dbsqlc.HandoffListParams{Project: proj, TaskID: store.Filter(lp.TaskID), Status: store.Filter(lp.Status),
+		TargetRole: store.Filter(lp.TargetRole), WorkflowRunID: store.Filter(lp.WorkflowRunID), Max: int32(lp.Limit + 1)}
 	var c listCursor
 	ok, err := page.Decode(lp.Cursor, &c)
 	if err != nil {

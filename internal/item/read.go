@@ -150,17 +150,11 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 	if err != nil {
 		return Page{}, err
 	}
-	opt := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
 	db := store.Exec(ctx, s.pool)
 	var page Page
 	if p.Query == "" {
 		rows, err := store.Q.ItemVersionListLatest(ctx, db, dbsqlc.ItemVersionListLatestParams{
-			Project: proj, AfterKey: c.Key, Kind: opt(p.Kind), Source: opt(p.Source),
+			Project: proj, AfterKey: c.Key, Kind: store.Filter(p.Kind), Source: store.Filter(p.Source),
 			SeeAll: agent.SeesAllRoles(), Role: agent.Role, Max: int32(p.Limit + 1),
 		})
 		if err != nil {
@@ -180,7 +174,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 		rank = *c.Rank
 	}
 	rows, err := store.Q.ItemVersionSearchLatest(ctx, db, dbsqlc.ItemVersionSearchLatestParams{
-		Project: proj, Q: p.Query, Kind: opt(p.Kind), Source: opt(p.Source),
+		Project: proj, Q: p.Query, Kind: store.Filter(p.Kind), Source: store.Filter(p.Source),
 		SeeAll: agent.SeesAllRoles(), Role: agent.Role,
 		HasCursor: c.Rank != nil, AfterRank: rank, AfterKey: c.Key, Max: int32(p.Limit + 1),
 	})

@@ -168,22 +168,16 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	if err != nil {
 		return nil, "", err
 	}
-	opt := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
 	// A packet's summary (budget, counts by kind and source) describes what
 	// its role saw: non-admins list the packets of their own role.
-	role := opt(lp.TargetRole)
+	role := store.Filter(lp.TargetRole)
 	if !agent.IsAdmin() {
 		if lp.TargetRole != "" && lp.TargetRole != agent.Role {
 			return nil, "", nil
 		}
 		role = &agent.Role
 	}
-	params := dbsqlc.PacketListParams{Project: proj, TaskID: opt(lp.TaskID), TargetRole: role, Agent: opt(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
+	params := dbsqlc.PacketListParams{Project: proj, TaskID: store.Filter(lp.TaskID), TargetRole: role, Agent: store.Filter(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
 	if cur != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, cur.T, cur.ID
 	}

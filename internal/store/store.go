@@ -130,3 +130,12 @@ func Exec(ctx context.Context, pool *pgxpool.Pool) DBTX {
 	}
 	return pool
 }
+
+// Filter turns an optional filter value into a sqlc.narg argument: an
+// empty string is no filter (NULL), anything else filters.
+func Filter(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
