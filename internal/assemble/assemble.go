@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
@@ -46,7 +46,7 @@ const (
 
 // Candidate is one current item version that may enter the packet.
 type Candidate struct {
-	Version *item.Version
+	Version *ctxtype.Version
 	// Relevance is the item's full-text rank against the request's query
 	// when it is among the top matches, nil otherwise.
 	Relevance *float64
@@ -129,7 +129,7 @@ type Result struct {
 
 // cand is a candidate moving through the pipeline.
 type cand struct {
-	v         *item.Version
+	v         *ctxtype.Version
 	layer     string
 	relevance *float64
 	pinned    bool
@@ -170,7 +170,7 @@ func Assemble(in Input) (*Result, error) {
 
 	// 1. Candidates: live, valid now; a project item overrides a _shared one.
 	var live []*cand
-	projectKeys := map[string]*item.Version{}
+	projectKeys := map[string]*ctxtype.Version{}
 	for _, c := range in.Candidates {
 		v := c.Version
 		if v.Deleted || !ValidAt(v, in.Now) {
@@ -563,7 +563,7 @@ func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) Record
 }
 
 // sectionOf places an item: slot first, then kind, then layer.
-func sectionOf(v *item.Version) string {
+func sectionOf(v *ctxtype.Version) string {
 	switch {
 	case v.Slot == "tools":
 		return render.Tools
@@ -580,7 +580,7 @@ func sectionOf(v *item.Version) string {
 }
 
 // ValidAt reports whether t is inside the version's validity window.
-func ValidAt(v *item.Version, t time.Time) bool {
+func ValidAt(v *ctxtype.Version, t time.Time) bool {
 	if v.ValidFrom != nil && t.Before(*v.ValidFrom) {
 		return false
 	}
@@ -635,7 +635,7 @@ func byRank(a, b *cand) int {
 
 // fire decides whether a candidate's trigger fires for the request, and
 // names the rule that did.
-func fire(req *Request, v *item.Version, relevance *float64, pinned bool) (string, bool) {
+func fire(req *Request, v *ctxtype.Version, relevance *float64, pinned bool) (string, bool) {
 	if pinned {
 		return "pin", true
 	}
@@ -681,7 +681,7 @@ func score(x float64) string {
 
 // NotTriggered explains why an item that was valid and live did not fire:
 // which trigger it has and what the request lacked.
-func NotTriggered(req *Request, v *item.Version) string {
+func NotTriggered(req *Request, v *ctxtype.Version) string {
 	t := v.Trigger
 	switch {
 	case t.Keywords != nil:

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 	"github.com/contextd/contextd/internal/validation"
@@ -175,7 +175,7 @@ func (r *Request) Normalize() error {
 		}
 	}
 	for i, p := range r.Pins {
-		if !item.ValidKey(p) {
+		if !ctxtype.ValidKey(p) {
 			errs.Add(fmt.Sprintf("/pins/%d", i), "format", "pins are item keys")
 		}
 	}

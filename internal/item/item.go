@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/render"
@@ -42,72 +43,14 @@ var (
 // MaxBatch is the most items one batch may write.
 const MaxBatch = 10000
 
-// Trigger says when an item enters a packet. Exactly one member is set.
-type Trigger struct {
-	Always     bool     `json:"always,omitempty"`
-	Keywords   []string `json:"keywords,omitempty"`
-	Tool       *string  `json:"tool,omitempty"`
-	PinnedOnly bool     `json:"pinned_only,omitempty"`
-	Relevance  bool     `json:"relevance,omitempty"`
-}
-
-// Roles restricts which agent roles may see an item. Empty VisibleTo means
-// every role; HiddenFrom wins over VisibleTo.
-type Roles struct {
-	VisibleTo  []string `json:"visible_to"`
-	HiddenFrom []string `json:"hidden_from"`
-}
-
-// VisibleTo reports whether an agent of role may see an item with these roles.
-func (r Roles) Visible(role string) bool {
-	if slices.Contains(r.HiddenFrom, role) {
-		return false
-	}
-	return len(r.VisibleTo) == 0 || slices.Contains(r.VisibleTo, role)
-}
-
-// Provenance says where an item came from.
-type Provenance struct {
-	SourceRef   string   `json:"source_ref,omitempty"`
-	DerivedFrom []string `json:"derived_from"`
-}
-
-// Fields are everything a client sets on a version, with defaults applied.
-// Their canonical JSON is what decides whether a write changed anything.
-type Fields struct {
-	Kind       string          `json:"kind"`
-	Source     string          `json:"source"`
-	Title      string          `json:"title"`
-	Summary    string          `json:"summary"`
-	Content    string          `json:"content"`
-	Priority   int             `json:"priority"`
-	Authority  string          `json:"authority"`
-	Confidence string          `json:"confidence"`
-	StateKey   string          `json:"state_key"`
-	ValidFrom  *time.Time      `json:"valid_from"`
-	ValidUntil *time.Time      `json:"valid_until"`
-	Slot       string          `json:"slot"`
-	Trigger    Trigger         `json:"trigger"`
-	Roles      Roles           `json:"roles"`
-	Template   bool            `json:"template"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Provenance Provenance      `json:"provenance"`
-}
-
-// Version is one immutable version of an item.
-type Version struct {
-	Project string
-	Key     string
-	Version int
-	Deleted bool
-	Fields
-	ContentSHA256 string
-	Tokens        token.Counts
-	BlockTokens   token.Counts // of render.MarkdownItemBlock(Title, Content)
-	CreatedAt     time.Time
-	CreatedBy     string
-	XactID        int64
-}
+// The types of an item, from the core's leaf package.
+type (
+	Trigger    = ctxtype.Trigger
+	Roles      = ctxtype.Roles
+	Provenance = ctxtype.Provenance
+	Fields     = ctxtype.Fields
+	Version    = ctxtype.Version
+)
 
 // FromRow converts a stored version. Packet assembly loads versions with its
 // own queries and converts them here, so there is one mapping.
@@ -500,23 +443,6 @@ func (u *pointerUpdate) params(proj string) dbsqlc.ItemSetCurrentManyParams {
 		Project: proj, Keys: u.keys, Versions: u.versions, Lives: u.lives,
 		TriggerKinds: u.kinds, TriggerTools: u.tools, TriggerWords: u.words,
 	}
-}
-
-// Kind names the trigger's one member.
-func (t Trigger) Kind() string {
-	switch {
-	case t.Always:
-		return "always"
-	case t.Keywords != nil:
-		return "keywords"
-	case t.Tool != nil:
-		return "tool"
-	case t.PinnedOnly:
-		return "pinned_only"
-	case t.Relevance:
-		return "relevance"
-	}
-	return ""
 }
 
 func rolesOf(r dbsqlc.ItemVersionRow) Roles {

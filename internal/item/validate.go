@@ -9,12 +9,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/validation"
 )
-
-// KeyPattern is what an item key must match.
-var keyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
 
 // ValidKind reports whether kind is an item kind.
 func ValidKind(kind string) bool { return kinds[kind] }
@@ -23,7 +21,7 @@ func ValidKind(kind string) bool { return kinds[kind] }
 func ValidSource(source string) bool { return sources[source] || otherTagRE.MatchString(source) }
 
 // ValidKey reports whether key may name an item.
-func ValidKey(key string) bool { return keyRE.MatchString(key) }
+func ValidKey(key string) bool { return ctxtype.ValidKey(key) }
 
 var (
 	kinds       = set("knowledge", "state", "episode", "skill", "decision", "instruction", "evidence", "tool")
@@ -143,7 +141,7 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 		errs.Add(prefix+"/valid_until", "range", "valid_until must be after valid_from")
 	}
 	if in.Trigger != nil {
-		f.Trigger = in.Trigger.normalize(prefix+"/trigger", errs)
+		f.Trigger = normalizeTrigger(in.Trigger, prefix+"/trigger", errs)
 	}
 	if in.Roles != nil {
 		f.Roles = Roles{VisibleTo: nonNil(in.Roles.VisibleTo), HiddenFrom: nonNil(in.Roles.HiddenFrom)}
@@ -175,7 +173,7 @@ func checkStrings(pointer string, vals []string, errs *validation.List) {
 	}
 }
 
-func (t *Trigger) normalize(pointer string, errs *validation.List) Trigger {
+func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger {
 	n := 0
 	out := Trigger{}
 	if t.Always {

@@ -1,0 +1,109 @@
+// Package ctxtype holds the plain types of contextd's vocabulary that the
+// pure core needs — an item version with its trigger, roles and provenance —
+// and nothing that does I/O (like river's rivertype). The store builds these
+// values from rows, the services pass them around, and the assembly pipeline
+// reads them; a package that imports ctxtype pulls in no database, store or
+// HTTP code.
+package ctxtype
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/contextd/contextd/internal/token"
+)
+
+// SharedProject is the reserved project of shared defaults: readable by
+// every agent, writable by admins only, and a layer of every packet.
+const SharedProject = "_shared"
+
+var keyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
+
+// ValidKey reports whether key may name an item.
+func ValidKey(key string) bool { return keyRE.MatchString(key) }
+
+// Trigger says when an item enters a packet. Exactly one member is set.
+type Trigger struct {
+	Always     bool     `json:"always,omitempty"`
+	Keywords   []string `json:"keywords,omitempty"`
+	Tool       *string  `json:"tool,omitempty"`
+	PinnedOnly bool     `json:"pinned_only,omitempty"`
+	Relevance  bool     `json:"relevance,omitempty"`
+}
+
+// Kind names the trigger's one member.
+func (t Trigger) Kind() string {
+	switch {
+	case t.Always:
+		return "always"
+	case t.Keywords != nil:
+		return "keywords"
+	case t.Tool != nil:
+		return "tool"
+	case t.PinnedOnly:
+		return "pinned_only"
+	case t.Relevance:
+		return "relevance"
+	}
+	return ""
+}
+
+// Roles restricts which agent roles may see an item. Empty VisibleTo means
+// every role; HiddenFrom wins over VisibleTo.
+type Roles struct {
+	VisibleTo  []string `json:"visible_to"`
+	HiddenFrom []string `json:"hidden_from"`
+}
+
+// Visible reports whether an agent of role may see an item with these roles.
+func (r Roles) Visible(role string) bool {
+	if slices.Contains(r.HiddenFrom, role) {
+		return false
+	}
+	return len(r.VisibleTo) == 0 || slices.Contains(r.VisibleTo, role)
+}
+
+// Provenance says where an item came from.
+type Provenance struct {
+	SourceRef   string   `json:"source_ref,omitempty"`
+	DerivedFrom []string `json:"derived_from"`
+}
+
+// Fields are everything a client sets on a version, with defaults applied.
+// Their canonical JSON is what decides whether a write changed anything.
+type Fields struct {
+	Kind       string          `json:"kind"`
+	Source     string          `json:"source"`
+	Title      string          `json:"title"`
+	Summary    string          `json:"summary"`
+	Content    string          `json:"content"`
+	Priority   int             `json:"priority"`
+	Authority  string          `json:"authority"`
+	Confidence string          `json:"confidence"`
+	StateKey   string          `json:"state_key"`
+	ValidFrom  *time.Time      `json:"valid_from"`
+	ValidUntil *time.Time      `json:"valid_until"`
+	Slot       string          `json:"slot"`
+	Trigger    Trigger         `json:"trigger"`
+	Roles      Roles           `json:"roles"`
+	Template   bool            `json:"template"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Provenance Provenance      `json:"provenance"`
+}
+
+// Version is one immutable version of an item.
+type Version struct {
+	Project string
+	Key     string
+	Version int
+	Deleted bool
+	Fields
+	ContentSHA256 string
+	Tokens        token.Counts
+	BlockTokens   token.Counts // of render.MarkdownItemBlock(Title, Content)
+	CreatedAt     time.Time
+	CreatedBy     string
+	XactID        int64
+}
