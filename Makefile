@@ -36,12 +36,13 @@ generate: ## Regenerate sqlc and oapi-codegen output
 	$(TOOL) oapi-codegen -config api/oapi-codegen.yaml api/openapi.yaml
 
 .PHONY: verify
-verify: generate ## Regenerate and fail if the generated code differs from what is committed
-	@git add -N api internal/store/dbsqlc >/dev/null 2>&1 || true
-	@if ! git diff --quiet -- api internal/store/dbsqlc; then \
+verify: generate ## Regenerate and fail if the generated code differs from what is committed, or an operation lacks x-contextd-permission
+	@git add -N api internal/store/internal/dbsqlc >/dev/null 2>&1 || true
+	@if ! git diff --quiet -- api internal/store/internal/dbsqlc; then \
 		echo "generated code is out of date; run 'make generate' and commit:"; \
-		git --no-pager diff --stat -- api internal/store/dbsqlc; exit 1; fi
+		git --no-pager diff --stat -- api internal/store/internal/dbsqlc; exit 1; fi
 	@echo "generated code is current"
+	$(GO) test -count=1 -run '^TestEveryOperationDeclaresItsPermission$$' ./internal/archtest/
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

@@ -22,3 +22,7 @@ LIMIT @max;
 UPDATE agents SET revoked_at = coalesce(revoked_at, now())
 WHERE id = @id
 RETURNING *;
+
+-- name: AgentBootstrapLock :exec
+-- Serialises the first start of several servers, so one admin is made.
+SELECT pg_advisory_xact_lock(hashtext('contextd.bootstrap'));

@@ -62,3 +62,7 @@ UPDATE handoffs
 SET status = @to_status, status_reason = @reason, updated_at = clock_timestamp()
 WHERE project = @project AND id = @id AND status = 'pending'
 RETURNING *;
+
+-- name: HandoffNotify :exec
+-- Wakes the live inboxes of every contextd process when the transaction commits.
+SELECT pg_notify(@channel::text, @project::text);

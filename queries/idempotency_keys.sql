@@ -13,3 +13,7 @@ ON CONFLICT (agent_id, key) DO UPDATE
     SET request_sha256 = EXCLUDED.request_sha256, status = EXCLUDED.status,
         content_type = EXCLUDED.content_type, headers = EXCLUDED.headers,
         body = EXCLUDED.body, created_at = now();
+
+-- name: IdempotencyKeyTryLock :one
+-- Claims (agent, key) for this transaction; false while another attempt runs.
+SELECT pg_try_advisory_xact_lock(hashtextextended(@agent_key::text, 0)) AS locked;

@@ -12,11 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -57,8 +54,8 @@ const AllProjects = "*"
 
 // Errors of this package, mapped to 401/403 by the HTTP layer.
 var (
-	ErrUnauthenticated = errors.New("unauthenticated")
-	ErrForbidden       = errors.New("forbidden")
+	ErrUnauthenticated = fault.ErrUnauthenticated
+	ErrForbidden       = fault.ErrForbidden
 )
 
 // Agent is an authenticated caller.
@@ -112,20 +109,22 @@ func (a *Agent) Can(project string, p Permission) bool {
 // agent: admins see everything.
 func (a *Agent) SeesAllRoles() bool { return a.IsAdmin() }
 
-func fromRow(r dbsqlc.Agent) *Agent {
+func fromRow(r store.Agent) *Agent {
 	return &Agent{
 		ID: r.ID, Name: r.Name, Role: r.Role, Permission: Permission(r.Permission),
 		Projects: r.Projects, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 	}
 }
 
-// Service manages agents and authenticates keys.
+// Service manages agents and authenticates keys. Every method that manages
+// agents checks its caller: only admins do, and an admin manages only the
+// agents (and grants only the projects) within its own scope.
 type Service struct {
-	pool *pgxpool.Pool
+	store *store.Store
 }
 
-// NewService returns an agent service on pool.
-func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+// NewService returns an agent service.
+func NewService(st *store.Store) *Service { return &Service{store: st} }
 
 // Authenticate returns the agent holding key. A malformed key, a bad
 // checksum, an unknown key and a revoked key are all ErrUnauthenticated.
@@ -133,10 +132,9 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Agent, error) 
 	if !WellFormed(key) {
 		return nil, fmt.Errorf("%w: not a contextd key (bad shape or checksum)", ErrUnauthenticated)
 	}
-	row, err := store.Q.AgentGetByKeyHash(ctx, s.pool, HashKey(key))
+	row, err := s.store.AgentByKeyHash(ctx, HashKey(key))
 	if err != nil {
-		err = store.Interpret(err)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return nil, fmt.Errorf("%w: unknown key", ErrUnauthenticated)
 		}
 		return nil, fmt.Errorf("authenticate: %w", err)
@@ -153,7 +151,6 @@ type CreateParams struct {
 	Role       string
 	Permission Permission
 	Projects   []string
-	CreatedBy  string // the creating agent's id; empty for the command line
 }
 
 func (p *CreateParams) validate() error {
@@ -178,25 +175,61 @@ func (p *CreateParams) validate() error {
 	return errs.Err()
 }
 
-// Create makes an agent and returns it with its key, which is never
+func requireAdmin(caller *Agent) error {
+	if caller == nil || !caller.IsAdmin() {
+		return fmt.Errorf("%w: only admins manage agents", ErrForbidden)
+	}
+	return nil
+}
+
+// Create makes an agent on behalf of caller, an admin that may grant only
+// projects in its own scope, and returns it with its key, which is never
 // retrievable again.
-func (s *Service) Create(ctx context.Context, p CreateParams) (*Agent, string, error) {
+func (s *Service) Create(ctx context.Context, caller *Agent, p CreateParams) (a *Agent, key string, err error) {
+	err = s.store.InTx(ctx, func(tx *store.Tx) error {
+		a, key, err = s.CreateTx(ctx, tx, caller, p)
+		return err
+	})
+	return a, key, err
+}
+
+// CreateTx is Create inside the caller's transaction.
+func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, caller *Agent, p CreateParams) (*Agent, string, error) {
+	if err := requireAdmin(caller); err != nil {
+		return nil, "", err
+	}
 	if err := p.validate(); err != nil {
 		return nil, "", err
 	}
-	key := NewKey()
-	var createdBy *string
-	if p.CreatedBy != "" {
-		createdBy = &p.CreatedBy
+	if !caller.Covers(p.Projects) {
+		return nil, "", fmt.Errorf("%w: an admin grants only projects in its own scope", ErrForbidden)
 	}
-	var row dbsqlc.Agent
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.create(ctx, tx, p, caller.ID)
+}
+
+// CreateLocal makes an agent for the operator of the command line, who
+// holds the database itself and so needs no key.
+func (s *Service) CreateLocal(ctx context.Context, p CreateParams) (*Agent, string, error) {
+	if err := p.validate(); err != nil {
+		return nil, "", err
+	}
+	var (
+		a   *Agent
+		key string
+	)
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
-		row, err = store.Q.AgentInsert(ctx, tx, dbsqlc.AgentInsertParams{
-			ID: NewAgentID(), Name: p.Name, Role: p.Role, Permission: string(p.Permission),
-			Projects: p.Projects, KeySha256: HashKey(key), CreatedBy: createdBy,
-		})
-		return store.Interpret(err)
+		a, key, err = s.create(ctx, tx, p, "")
+		return err
+	})
+	return a, key, err
+}
+
+func (s *Service) create(ctx context.Context, tx *store.Tx, p CreateParams, createdBy string) (*Agent, string, error) {
+	key := NewKey()
+	row, err := tx.AgentInsert(ctx, store.AgentInsertParams{
+		ID: NewAgentID(), Name: p.Name, Role: p.Role, Permission: string(p.Permission),
+		Projects: p.Projects, KeySHA256: HashKey(key), CreatedBy: createdBy,
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("create agent: %w", err)
@@ -204,35 +237,55 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (*Agent, string, e
 	return fromRow(row), key, nil
 }
 
-// List returns one page of agents, by id, after the given id.
-func (s *Service) List(ctx context.Context, after string, limit int) ([]*Agent, error) {
-	rows, err := store.Q.AgentList(ctx, store.Exec(ctx, s.pool), dbsqlc.AgentListParams{After: after, Max: int32(limit)})
-	if err != nil {
-		return nil, fmt.Errorf("list agents: %w", store.Interpret(err))
+// List returns one page of the agents within caller's scope, by id, after
+// the given id; pages are filled from as many database pages as that takes.
+func (s *Service) List(ctx context.Context, caller *Agent, after string, limit int) (agents []*Agent, next string, err error) {
+	if err := requireAdmin(caller); err != nil {
+		return nil, "", err
 	}
-	out := make([]*Agent, len(rows))
-	for i, r := range rows {
-		out[i] = fromRow(r)
+	out := []*Agent{}
+	for {
+		rows, err := s.store.AgentList(ctx, after, limit+1)
+		if err != nil {
+			return nil, "", fmt.Errorf("list agents: %w", err)
+		}
+		for _, r := range rows {
+			a := fromRow(r)
+			if !caller.Covers(a.Projects) {
+				continue
+			}
+			if len(out) == limit {
+				return out, out[len(out)-1].ID, nil
+			}
+			out = append(out, a)
+		}
+		if len(rows) <= limit {
+			return out, "", nil
+		}
+		after = rows[len(rows)-1].ID
 	}
-	return out, nil
 }
 
-// Get returns an agent by id.
-func (s *Service) Get(ctx context.Context, id string) (*Agent, error) {
-	row, err := store.Q.AgentGet(ctx, store.Exec(ctx, s.pool), id)
-	if err != nil {
-		return nil, fmt.Errorf("get agent %s: %w", id, store.Interpret(err))
+// Revoke refuses the agent's key from now on, on behalf of caller, an admin
+// whose scope covers the agent's. Revoking twice is harmless.
+func (s *Service) Revoke(ctx context.Context, caller *Agent, id string) (*Agent, error) {
+	if err := requireAdmin(caller); err != nil {
+		return nil, err
 	}
-	return fromRow(row), nil
-}
-
-// Revoke refuses the agent's key from now on. Revoking twice is harmless.
-func (s *Service) Revoke(ctx context.Context, id string) (*Agent, error) {
-	var row dbsqlc.Agent
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	if !caller.AllScope() {
+		target, err := s.store.AgentGet(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("get agent %s: %w", id, err)
+		}
+		if !caller.Covers(target.Projects) {
+			return nil, fmt.Errorf("%w: agent %s is outside your scope", ErrForbidden, id)
+		}
+	}
+	var row store.Agent
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
-		row, err = store.Q.AgentRevoke(ctx, tx, id)
-		return store.Interpret(err)
+		row, err = tx.AgentRevoke(ctx, id)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("revoke agent %s: %w", id, err)
@@ -248,24 +301,22 @@ func (s *Service) Bootstrap(ctx context.Context) (*Agent, string, error) {
 		agent *Agent
 		key   string
 	)
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('contextd.bootstrap'))"); err != nil {
-			return store.Interpret(err)
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+		agent, key = nil, ""
+		if err := tx.AgentBootstrapLock(ctx); err != nil {
+			return err
 		}
-		n, err := store.Q.AgentCount(ctx, tx)
-		if err != nil {
-			return store.Interpret(err)
-		}
-		if n > 0 {
-			return nil
+		n, err := tx.AgentCount(ctx)
+		if err != nil || n > 0 {
+			return err
 		}
 		key = NewKey()
-		row, err := store.Q.AgentInsert(ctx, tx, dbsqlc.AgentInsertParams{
+		row, err := tx.AgentInsert(ctx, store.AgentInsertParams{
 			ID: NewAgentID(), Name: "admin", Role: "admin", Permission: string(Admin),
-			Projects: []string{AllProjects}, KeySha256: HashKey(key),
+			Projects: []string{AllProjects}, KeySHA256: HashKey(key),
 		})
 		if err != nil {
-			return store.Interpret(err)
+			return err
 		}
 		agent = fromRow(row)
 		return nil

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/contextd/contextd/internal/auth"
-	"github.com/contextd/contextd/internal/migrate"
 	"github.com/contextd/contextd/internal/pgcluster"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // withDB runs fn on the database, stopping an embedded cluster afterwards
@@ -36,7 +35,7 @@ func newMigrate() *cobra.Command {
 	up := &cobra.Command{Use: "up", Short: "Apply every pending migration", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, &db, func(ctx context.Context, url string) error {
-				if err := migrate.Up(ctx, url); err != nil {
+				if err := store.MigrateUp(ctx, url); err != nil {
 					return err
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), "schema is current")
@@ -46,13 +45,13 @@ func newMigrate() *cobra.Command {
 	down := &cobra.Command{Use: "down", Short: "Roll back the most recent migration", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, &db, func(ctx context.Context, url string) error {
-				return migrate.Down(ctx, url)
+				return store.MigrateDown(ctx, url)
 			})
 		}}
 	status := &cobra.Command{Use: "status", Short: "List migrations and whether each is applied", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, &db, func(ctx context.Context, url string) error {
-				list, err := migrate.List(ctx, url)
+				list, err := store.Migrations(ctx, url)
 				if err != nil {
 					return err
 				}
@@ -83,21 +82,21 @@ func newAgents() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withDB(cmd, &db, func(ctx context.Context, url string) error {
-				if err := migrate.Up(ctx, url); err != nil {
+				if err := store.MigrateUp(ctx, url); err != nil {
 					return err
 				}
-				pool, err := pgxpool.New(ctx, url)
+				st, err := store.Open(ctx, store.Config{URL: url})
 				if err != nil {
-					return fmt.Errorf("connect: %w", err)
+					return err
 				}
-				defer pool.Close()
+				defer st.Close()
 				var projects []string
 				for _, p := range strings.Split(projs, ",") {
 					if p = strings.TrimSpace(p); p != "" {
 						projects = append(projects, p)
 					}
 				}
-				a, key, err := auth.NewService(pool).Create(ctx, auth.CreateParams{
+				a, key, err := auth.NewService(st).CreateLocal(ctx, auth.CreateParams{
 					Name: name, Role: role, Permission: auth.Permission(permission), Projects: projects,
 				})
 				if err != nil {

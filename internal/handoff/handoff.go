@@ -14,20 +14,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/ident"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
 )
 
 // Errors of this package.
 var (
-	ErrNotFound = errors.New("handoff not found")
+	ErrNotFound = fmt.Errorf("handoff %w", fault.ErrNotFound)
 )
 
 // TransitionError is a transition from a status that does not allow it.
@@ -40,6 +37,12 @@ type TransitionError struct {
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("handoff %s is %s; only a pending handoff can become %s", e.ID, e.CurrentStatus, e.Wanted)
 }
+
+// Is makes a TransitionError a state conflict.
+func (e *TransitionError) Is(target error) bool { return target == fault.ErrStateConflict }
+
+// CurrentState is the status the handoff is in.
+func (e *TransitionError) CurrentState() string { return e.CurrentStatus }
 
 // The statuses.
 const (
@@ -135,14 +138,11 @@ type Handoff struct {
 	UpdatedAt    time.Time
 }
 
-func fromRow(r dbsqlc.Handoff) (*Handoff, error) {
-	h := &Handoff{ID: r.ID, Project: r.Project, Status: r.Status, StatusReason: r.StatusReason,
-		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+func fromRow(r store.Handoff) (*Handoff, error) {
+	h := &Handoff{ID: r.ID, Project: r.Project, Status: r.Status, StatusReason: r.StatusReason, SupersededBy: r.SupersededBy,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if err := json.Unmarshal(r.Manifest, &h.Manifest); err != nil {
 		return nil, fmt.Errorf("decode manifest of %s: %w", r.ID, err)
-	}
-	if r.SupersededBy != nil {
-		h.SupersededBy = *r.SupersededBy
 	}
 	return h, nil
 }
@@ -160,25 +160,22 @@ type Event struct {
 	CreatedAt  time.Time
 }
 
-func eventFromRow(r dbsqlc.HandoffEvent) Event {
-	e := Event{Seq: r.Seq, HandoffID: r.HandoffID, Event: r.Event, ToStatus: r.ToStatus, Actor: r.Actor,
-		ActorRole: r.ActorRole, Reason: r.Reason, CreatedAt: r.CreatedAt.UTC()}
-	if r.FromStatus != nil {
-		e.FromStatus = *r.FromStatus
-	}
-	return e
+func eventFromRow(r store.HandoffEvent) Event {
+	return Event{Seq: r.Seq, HandoffID: r.HandoffID, Event: r.Event, FromStatus: r.FromStatus, ToStatus: r.ToStatus, Actor: r.Actor,
+		ActorRole: r.ActorRole, Reason: r.Reason, CreatedAt: r.CreatedAt}
 }
 
 // Service manages handoffs.
 type Service struct {
-	pool     *pgxpool.Pool
+	store    *store.Store
 	projects *project.Service
-	hub      *hub
+	hub      *Hub
 }
 
-// NewService returns a handoff service.
-func NewService(pool *pgxpool.Pool, projects *project.Service) *Service {
-	return &Service{pool: pool, projects: projects, hub: newHub(pool)}
+// NewService returns a handoff service; hub is the process's one LISTEN
+// connection, shared by every event stream.
+func NewService(st *store.Store, projects *project.Service, hub *Hub) *Service {
+	return &Service{store: st, projects: projects, hub: hub}
 }
 
 func nonNil(s []string) []string {
@@ -240,31 +237,29 @@ func (m *Manifest) normalize(agent *auth.Agent) error {
 
 // appendEvent numbers and appends an event, and notifies listeners (the
 // notification is delivered when the transaction commits).
-func appendEvent(ctx context.Context, tx pgx.Tx, proj, handoffID, event, from, to string, agent *auth.Agent, reason string) error {
-	seq, err := store.Q.ProjectCounterNextHandoffSeq(ctx, tx, proj)
-	if err != nil {
-		return store.Interpret(err)
-	}
-	var fromPtr *string
-	if from != "" {
-		fromPtr = &from
-	}
-	if _, err := store.Q.HandoffEventInsert(ctx, tx, dbsqlc.HandoffEventInsertParams{
-		Project: proj, Seq: seq, HandoffID: handoffID, Event: event, FromStatus: fromPtr, ToStatus: to,
+func appendEvent(ctx context.Context, tx *store.Tx, proj, handoffID, event, from, to string, agent *auth.Agent, reason string) error {
+	_, err := tx.HandoffEventAppend(ctx, store.HandoffEvent{
+		Project: proj, HandoffID: handoffID, Event: event, FromStatus: from, ToStatus: to,
 		Actor: agent.ID, ActorRole: agent.Role, Reason: reason,
-	}); err != nil {
-		return store.Interpret(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", NotifyChannel, proj); err != nil {
-		return store.Interpret(err)
-	}
-	return nil
+	}, NotifyChannel)
+	return err
 }
 
 // Create stores a new pending handoff and supersedes any earlier pending
 // handoff of the same task to the same target role, in one transaction.
 func (s *Service) Create(ctx context.Context, agent *auth.Agent, proj string, m Manifest) (*Handoff, error) {
-	if err := s.projects.Authorize(ctx, agent, proj, auth.Edit); err != nil {
+	var out *Handoff
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = s.CreateTx(ctx, tx, agent, proj, m)
+		return err
+	})
+	return out, err
+}
+
+// CreateTx is Create inside the caller's transaction.
+func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, m Manifest) (*Handoff, error) {
+	if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Edit); err != nil {
 		return nil, err
 	}
 	if proj == auth.SharedProject {
@@ -275,59 +270,69 @@ func (s *Service) Create(ctx context.Context, agent *auth.Agent, proj string, m 
 	if err := m.normalize(agent); err != nil {
 		return nil, err
 	}
-	id := ident.New("hnd")
-	var out *Handoff
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := store.Q.HandoffLockTaskTarget(ctx, tx, dbsqlc.HandoffLockTaskTargetParams{Project: proj, TaskID: m.TaskID, TargetRole: m.Target.Role}); err != nil {
-			return store.Interpret(err)
-		}
-		var reworkOf, packetID *string
-		if m.ReworkOf != "" {
-			prev, err := store.Q.HandoffGet(ctx, tx, dbsqlc.HandoffGetParams{Project: proj, ID: m.ReworkOf})
-			if err != nil || prev.TaskID != m.TaskID {
-				return validation.One("/rework_of", "invalid", "rework_of must name a handoff of the same task in this project")
-			}
-			reworkOf = &m.ReworkOf
-		}
-		if m.PacketID != "" {
-			if _, err := store.Q.PacketGet(ctx, tx, dbsqlc.PacketGetParams{Project: proj, ID: m.PacketID}); err != nil {
-				return validation.One("/packet_id", "invalid", "packet_id must name a packet of this project")
-			}
-			packetID = &m.PacketID
-		}
-		superseded, err := store.Q.HandoffSupersedePending(ctx, tx, dbsqlc.HandoffSupersedePendingParams{
-			NewID: id, Project: proj, TaskID: m.TaskID, TargetRole: m.Target.Role,
-		})
-		if err != nil {
-			return store.Interpret(err)
-		}
-		manifest, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		row, err := store.Q.HandoffInsert(ctx, tx, dbsqlc.HandoffInsertParams{
-			Project: proj, ID: id, TaskID: m.TaskID, WorkflowRunID: m.WorkflowRunID, ReworkOf: reworkOf,
-			SourceRole: m.Source.Role, SourceAgentID: m.Source.AgentID, TargetRole: m.Target.Role,
-			TargetPermission: m.Target.Permission, Intent: m.Intent, PacketID: packetID, Manifest: manifest, CreatedBy: agent.ID,
-		})
-		if err != nil {
-			return store.Interpret(err)
-		}
-		if err := appendEvent(ctx, tx, proj, id, "created", "", Pending, agent, ""); err != nil {
-			return err
-		}
-		for _, old := range superseded {
-			if err := appendEvent(ctx, tx, proj, old, "superseded", Pending, Superseded, agent, "superseded by "+id); err != nil {
-				return err
-			}
-		}
-		out, err = fromRow(row)
-		return err
-	})
+	out, err := s.create(ctx, tx, agent, proj, m)
 	if err != nil {
 		return nil, fmt.Errorf("create handoff: %w", err)
 	}
 	return out, nil
+}
+
+func (s *Service) create(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, m Manifest) (*Handoff, error) {
+	id := ident.New("hnd")
+	if err := tx.HandoffLockTaskTarget(ctx, proj, m.TaskID, m.Target.Role); err != nil {
+		return nil, err
+	}
+	if err := s.checkRefs(ctx, tx, proj, m); err != nil {
+		return nil, err
+	}
+	superseded, err := tx.HandoffSupersedePending(ctx, proj, m.TaskID, m.Target.Role, id)
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	row, err := tx.HandoffInsert(ctx, store.Handoff{
+		Project: proj, ID: id, TaskID: m.TaskID, WorkflowRunID: m.WorkflowRunID, ReworkOf: m.ReworkOf,
+		SourceRole: m.Source.Role, SourceAgentID: m.Source.AgentID, TargetRole: m.Target.Role,
+		TargetPermission: m.Target.Permission, Intent: m.Intent, PacketID: m.PacketID, Manifest: manifest, CreatedBy: agent.ID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := appendEvent(ctx, tx, proj, id, "created", "", Pending, agent, ""); err != nil {
+		return nil, err
+	}
+	for _, old := range superseded {
+		if err := appendEvent(ctx, tx, proj, old, "superseded", Pending, Superseded, agent, "superseded by "+id); err != nil {
+			return nil, err
+		}
+	}
+	return fromRow(row)
+}
+
+// checkRefs checks that rework_of and packet_id name things of this
+// project; a missing one is the caller's mistake (422), an outage is not.
+func (s *Service) checkRefs(ctx context.Context, tx *store.Tx, proj string, m Manifest) error {
+	if m.ReworkOf != "" {
+		prev, err := tx.HandoffGet(ctx, proj, m.ReworkOf)
+		if err != nil && !errors.Is(err, fault.ErrNotFound) {
+			return err
+		}
+		if err != nil || prev.TaskID != m.TaskID {
+			return validation.One("/rework_of", "invalid", "rework_of must name a handoff of the same task in this project")
+		}
+	}
+	if m.PacketID != "" {
+		if _, err := tx.PacketGet(ctx, proj, m.PacketID); err != nil {
+			if !errors.Is(err, fault.ErrNotFound) {
+				return err
+			}
+			return validation.One("/packet_id", "invalid", "packet_id must name a packet of this project")
+		}
+	}
+	return nil
 }
 
 // Transition is one of the moves out of pending.
@@ -345,48 +350,59 @@ const (
 // agent or an admin. It is one conditional update: of racing
 // transitions exactly one wins, the others get a *TransitionError.
 func (s *Service) Transition(ctx context.Context, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
-	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+	var out *Handoff
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = s.TransitionTx(ctx, tx, agent, proj, id, t, reason)
+		return err
+	})
+	return out, err
+}
+
+// TransitionTx is Transition inside the caller's transaction.
+func (s *Service) TransitionTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
+	if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
-	to, event := map[Transition]string{Accept: Accepted, Reject: Rejected, Withdraw: Superseded}[t], map[Transition]string{Accept: "accepted", Reject: "rejected", Withdraw: "superseded"}[t]
 	if (t == Reject || t == Withdraw) && strings.TrimSpace(reason) == "" {
 		return nil, validation.One("/reason", "required", "a reason is required to %s", t)
 	}
-	var out *Handoff
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		cur, err := store.Q.HandoffGet(ctx, tx, dbsqlc.HandoffGetParams{Project: proj, ID: id})
-		if err != nil {
-			if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("%w: %s", ErrNotFound, id)
-			}
-			return err
-		}
-		switch {
-		case agent.IsAdmin():
-		case t == Withdraw && cur.SourceAgentID != agent.ID:
-			return fmt.Errorf("%w: only handoff %s's source agent (or an admin) may withdraw it", auth.ErrForbidden, id)
-		case t != Withdraw && cur.TargetRole != agent.Role:
-			return fmt.Errorf("%w: handoff %s is addressed to role %s", auth.ErrForbidden, id, cur.TargetRole)
-		}
-		row, err := store.Q.HandoffTransition(ctx, tx, dbsqlc.HandoffTransitionParams{ToStatus: to, Reason: reason, Project: proj, ID: id})
-		if err != nil {
-			if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
-				now, gerr := store.Q.HandoffGet(ctx, tx, dbsqlc.HandoffGetParams{Project: proj, ID: id})
-				if gerr != nil {
-					return store.Interpret(gerr)
-				}
-				return &TransitionError{ID: id, CurrentStatus: now.Status, Wanted: to}
-			}
-			return err
-		}
-		if err := appendEvent(ctx, tx, proj, id, event, Pending, to, agent, reason); err != nil {
-			return err
-		}
-		out, err = fromRow(row)
-		return err
-	})
+	out, err := s.transition(ctx, tx, agent, proj, id, t, reason)
 	if err != nil {
 		return nil, fmt.Errorf("%s handoff %s: %w", t, id, err)
 	}
 	return out, nil
+}
+
+func (s *Service) transition(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
+	to, event := map[Transition]string{Accept: Accepted, Reject: Rejected, Withdraw: Superseded}[t], map[Transition]string{Accept: "accepted", Reject: "rejected", Withdraw: "superseded"}[t]
+	cur, err := tx.HandoffGet(ctx, proj, id)
+	if err != nil {
+		if errors.Is(err, fault.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return nil, err
+	}
+	switch {
+	case agent.IsAdmin():
+	case t == Withdraw && cur.SourceAgentID != agent.ID:
+		return nil, fmt.Errorf("%w: only handoff %s's source agent (or an admin) may withdraw it", auth.ErrForbidden, id)
+	case t != Withdraw && cur.TargetRole != agent.Role:
+		return nil, fmt.Errorf("%w: handoff %s is addressed to role %s", auth.ErrForbidden, id, cur.TargetRole)
+	}
+	row, err := tx.HandoffTransition(ctx, proj, id, to, reason)
+	if err != nil {
+		if !errors.Is(err, fault.ErrNotFound) {
+			return nil, err
+		}
+		now, gerr := tx.HandoffGet(ctx, proj, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return nil, &TransitionError{ID: id, CurrentStatus: now.Status, Wanted: to}
+	}
+	if err := appendEvent(ctx, tx, proj, id, event, Pending, to, agent, reason); err != nil {
+		return nil, err
+	}
+	return fromRow(row)
 }

@@ -3,19 +3,17 @@ package handoff
 import (
 	"context"
 	"sync"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/contextd/contextd/internal/store"
 )
 
-// hub holds one LISTEN connection per process while anybody listens, and
+// Hub holds one LISTEN connection per process while anybody listens, and
 // wakes the subscribers of a project when a handoff event of it commits —
 // in this process or any other on the same database. A wake-up only says
 // "look again": the events themselves are always read from the table, so
 // nothing is lost when a notification is.
-type hub struct {
-	pool *pgxpool.Pool
+type Hub struct {
+	store *store.Store
 
 	mu     sync.Mutex
 	subs   map[string]map[chan struct{}]struct{} // project → subscribers
@@ -23,14 +21,17 @@ type hub struct {
 	done   chan struct{}
 }
 
-func newHub(pool *pgxpool.Pool) *hub {
-	return &hub{pool: pool, subs: map[string]map[chan struct{}]struct{}{}}
+// NewHub returns the process's hub; the composition root makes one and
+// hands it to every handoff service, so every event stream of the process
+// shares one LISTEN connection.
+func NewHub(st *store.Store) *Hub {
+	return &Hub{store: st, subs: map[string]map[chan struct{}]struct{}{}}
 }
 
 // subscribe returns a channel that receives a value whenever the project
 // may have new events, and a function to unsubscribe. The listener runs
 // while there is at least one subscriber.
-func (h *hub) subscribe(project string) (<-chan struct{}, func()) {
+func (h *Hub) subscribe(project string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.subs[project] == nil {
@@ -62,7 +63,7 @@ func (h *hub) subscribe(project string) (<-chan struct{}, func()) {
 	}
 }
 
-func (h *hub) wake(project string) {
+func (h *Hub) wake(project string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for p, subs := range h.subs {
@@ -78,38 +79,10 @@ func (h *hub) wake(project string) {
 	}
 }
 
-// listen keeps a LISTEN connection open until ctx ends, reconnecting with
-// backoff; after every (re)connect it wakes everybody, since notifications
-// sent while it was away are gone.
-func (h *hub) listen(ctx context.Context, done chan struct{}) {
+// listen keeps the LISTEN connection open until ctx ends; after every
+// (re)connect it wakes everybody, since notifications sent while it was
+// away are gone.
+func (h *Hub) listen(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		conn, err := pgx.ConnectConfig(ctx, h.pool.Config().ConnConfig)
-		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+NotifyChannel)
-		}
-		if err == nil {
-			backoff = 100 * time.Millisecond
-			h.wake("")
-			for {
-				n, werr := conn.WaitForNotification(ctx)
-				if werr != nil {
-					err = werr
-					break
-				}
-				h.wake(n.Payload)
-			}
-		}
-		if conn != nil {
-			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_ = conn.Close(closeCtx)
-			cancel()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	h.store.Listen(ctx, NotifyChannel, func() { h.wake("") }, h.wake)
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -42,10 +42,9 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
-	db := store.Exec(ctx, s.pool)
-	row, err := store.Q.HandoffGet(ctx, db, dbsqlc.HandoffGetParams{Project: proj, ID: id})
+	row, err := s.store.HandoffGet(ctx, proj, id)
 	if err != nil {
-		if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		return nil, err
@@ -55,33 +54,29 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 		return nil, err
 	}
 	d := &Detail{Handoff: h, Events: []Event{}, Ancestors: []Link{}, Descendants: []Link{}, UsedBy: []PacketUse{}}
-	evs, err := store.Q.HandoffEventList(ctx, db, dbsqlc.HandoffEventListParams{Project: proj, HandoffID: id})
+	evs, err := s.store.HandoffEventList(ctx, proj, id)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	for _, e := range evs {
 		d.Events = append(d.Events, eventFromRow(e))
 	}
-	anc, err := store.Q.HandoffReworkAncestors(ctx, db, dbsqlc.HandoffReworkAncestorsParams{Project: proj, ID: id})
+	anc, desc, err := s.store.HandoffReworkChain(ctx, proj, id)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	for _, a := range anc {
-		d.Ancestors = append(d.Ancestors, Link{ID: a.ID, Status: a.Status, SourceRole: a.SourceRole, TargetRole: a.TargetRole, CreatedAt: a.CreatedAt.UTC()})
-	}
-	desc, err := store.Q.HandoffReworkDescendants(ctx, db, dbsqlc.HandoffReworkDescendantsParams{Project: proj, ID: &id})
-	if err != nil {
-		return nil, store.Interpret(err)
+		d.Ancestors = append(d.Ancestors, Link(a))
 	}
 	for _, a := range desc {
-		d.Descendants = append(d.Descendants, Link{ID: a.ID, Status: a.Status, SourceRole: a.SourceRole, TargetRole: a.TargetRole, CreatedAt: a.CreatedAt.UTC()})
+		d.Descendants = append(d.Descendants, Link(a))
 	}
-	uses, err := store.Q.PacketRecordHandoffUses(ctx, db, dbsqlc.PacketRecordHandoffUsesParams{Project: proj, HandoffID: id})
+	uses, err := s.store.PacketHandoffUses(ctx, proj, id)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	for _, u := range uses {
-		d.UsedBy = append(d.UsedBy, PacketUse{PacketID: u.PacketID, TargetRole: u.TargetRole, Agent: u.CreatedBy, CreatedAt: u.CreatedAt.UTC()})
+		d.UsedBy = append(d.UsedBy, PacketUse{PacketID: u.PacketID, TargetRole: u.TargetRole, Agent: u.CreatedBy, CreatedAt: u.CreatedAt})
 	}
 	return d, nil
 }
@@ -89,15 +84,16 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 // Resolve returns the handoffs named by ids, in that order, for a packet's
 // predecessors: an unknown id (or one of another project) is a validation
 // error at /predecessors/i.
-func (s *Service) Resolve(ctx context.Context, proj string, ids []string) ([]*Handoff, error) {
+// It reads through db, so a packet's snapshot sees them as of its snapshot.
+func (s *Service) Resolve(ctx context.Context, db store.DB, proj string, ids []string) ([]*Handoff, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := store.Q.HandoffGetMany(ctx, store.Exec(ctx, s.pool), dbsqlc.HandoffGetManyParams{Project: proj, Ids: ids})
+	rows, err := db.HandoffGetMany(ctx, proj, ids)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
-	byID := map[string]dbsqlc.Handoff{}
+	byID := map[string]store.Handoff{}
 	for _, r := range rows {
 		byID[r.ID] = r
 	}
@@ -147,8 +143,8 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	if lp.Status != "" && !validation.OneOf(lp.Status, Pending, Accepted, Rejected, Superseded) {
 		return nil, "", validation.One("status", "enum", "status must be pending, accepted, rejected or superseded")
 	}
-	params := dbsqlc.HandoffListParams{Project: proj, TaskID: store.Filter(lp.TaskID), Status: store.Filter(lp.Status),
-		TargetRole: store.Filter(lp.TargetRole), WorkflowRunID: store.Filter(lp.WorkflowRunID), Max: int32(lp.Limit + 1)}
+	params := store.HandoffListParams{Project: proj, TaskID: lp.TaskID, Status: lp.Status,
+		TargetRole: lp.TargetRole, WorkflowRunID: lp.WorkflowRunID, Max: lp.Limit + 1}
 	var c listCursor
 	ok, err := page.Decode(lp.Cursor, &c)
 	if err != nil {
@@ -157,9 +153,9 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	if ok {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
-	rows, err := store.Q.HandoffList(ctx, store.Exec(ctx, s.pool), params)
+	rows, err := s.store.HandoffList(ctx, params)
 	if err != nil {
-		return nil, "", store.Interpret(err)
+		return nil, "", err
 	}
 	var out []*Handoff
 	next := ""
@@ -195,21 +191,19 @@ func (s *Service) TaskHistory(ctx context.Context, agent *auth.Agent, proj, task
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
-	db := store.Exec(ctx, s.pool)
-	evs, err := store.Q.HandoffEventListTask(ctx, db, dbsqlc.HandoffEventListTaskParams{Project: proj, TaskID: taskID})
+	evs, err := s.store.HandoffEventListTask(ctx, proj, taskID)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	out := []TimelineEntry{}
 	for _, e := range evs {
-		ev := eventFromRow(dbsqlc.HandoffEvent{Project: e.Project, Seq: e.Seq, HandoffID: e.HandoffID, Event: e.Event, FromStatus: e.FromStatus,
-			ToStatus: e.ToStatus, Actor: e.Actor, ActorRole: e.ActorRole, Reason: e.Reason, CreatedAt: e.CreatedAt})
+		ev := eventFromRow(e)
 		out = append(out, TimelineEntry{Type: "handoff_event", Time: ev.CreatedAt, Role: ev.ActorRole, Agent: ev.Actor, Event: &ev,
 			Handoff: &Link{ID: e.HandoffID, SourceRole: e.SourceRole, TargetRole: e.TargetRole}})
 	}
-	pks, err := store.Q.PacketListTask(ctx, db, dbsqlc.PacketListTaskParams{Project: proj, TaskID: taskID})
+	pks, err := s.store.PacketListTask(ctx, proj, taskID)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	for _, p := range pks {
 		var req struct {
@@ -218,7 +212,7 @@ func (s *Service) TaskHistory(ctx context.Context, agent *auth.Agent, proj, task
 			} `json:"task"`
 		}
 		_ = json.Unmarshal(p.Request, &req)
-		out = append(out, TimelineEntry{Type: "packet", Time: p.CreatedAt.UTC(), Role: p.TargetRole, Agent: p.CreatedBy, PacketID: p.ID, StepID: req.Task.StepID})
+		out = append(out, TimelineEntry{Type: "packet", Time: p.CreatedAt, Role: p.TargetRole, Agent: p.CreatedBy, PacketID: p.ID, StepID: req.Task.StepID})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	if len(out) == 0 {
@@ -262,27 +256,20 @@ func (s *Service) AuthorizeStream(ctx context.Context, agent *auth.Agent, proj, 
 // LatestSeq is the project's last event number: a stream without
 // Last-Event-ID starts after it.
 func (s *Service) LatestSeq(ctx context.Context, proj string) (int64, error) {
-	n, err := store.Q.HandoffEventMaxSeq(ctx, s.pool, proj)
-	return n, store.Interpret(err)
+	return s.store.HandoffEventMaxSeq(ctx, proj)
 }
 
 // EventsAfter returns up to limit events after seq, oldest first, for one
 // target role ("" for all).
 func (s *Service) EventsAfter(ctx context.Context, proj string, after int64, targetRole string, limit int) ([]StreamEvent, error) {
-	var role *string
-	if targetRole != "" {
-		role = &targetRole
-	}
-	rows, err := store.Q.HandoffEventStream(ctx, s.pool, dbsqlc.HandoffEventStreamParams{Project: proj, After: after, TargetRole: role, Max: int32(limit)})
+	rows, err := s.store.HandoffEventStream(ctx, proj, after, targetRole, limit)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	out := make([]StreamEvent, len(rows))
 	for i, r := range rows {
 		out[i] = StreamEvent{
-			Event: eventFromRow(dbsqlc.HandoffEvent{Project: r.Project, Seq: r.Seq, HandoffID: r.HandoffID, Event: r.Event, FromStatus: r.FromStatus,
-				ToStatus: r.ToStatus, Actor: r.Actor, ActorRole: r.ActorRole, Reason: r.Reason, CreatedAt: r.CreatedAt}),
-			TaskID: r.TaskID, Intent: r.Intent,
+			Event: eventFromRow(r), TaskID: r.TaskID, Intent: r.Intent,
 			Source: Source{Role: r.SourceRole, AgentID: r.SourceAgentID},
 			Target: Target{Role: r.TargetRole, Permission: r.TargetPermission},
 		}

@@ -7,26 +7,20 @@ package item
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/token"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -35,9 +29,9 @@ import (
 var (
 	// ErrNotFound: no such item, no such version, a tombstone, or an item the
 	// caller's role may not see (which must look the same).
-	ErrNotFound = errors.New("item not found")
+	ErrNotFound = fmt.Errorf("item %w", fault.ErrNotFound)
 	// ErrPreconditionFailed: If-Match named another version than the current one.
-	ErrPreconditionFailed = errors.New("precondition failed")
+	ErrPreconditionFailed = fault.ErrPreconditionFailed
 )
 
 // MaxBatch is the most items one batch may write.
@@ -51,39 +45,6 @@ type (
 	Fields     = ctxtype.Fields
 	Version    = ctxtype.Version
 )
-
-// FromRow converts a stored version. Packet assembly loads versions with its
-// own queries and converts them here, so there is one mapping.
-func FromRow(r dbsqlc.ItemVersionRow) *Version {
-	v := &Version{
-		Project: r.Project, Key: r.Key, Version: int(r.Version), Deleted: r.Deleted,
-		Fields: Fields{
-			Kind: r.Kind, Source: r.Source, Title: r.Title, Summary: r.Summary, Content: r.Content,
-			Priority: int(r.Priority), Authority: r.Authority, Confidence: r.Confidence, StateKey: r.StateKey,
-			ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil), Slot: r.Slot,
-			Roles:    Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
-			Template: r.Template, Metadata: r.Metadata,
-		},
-		ContentSHA256: hex.EncodeToString(r.ContentSha256),
-		Tokens:        token.Counts{O200k: int(r.TokensO200k), Cl100k: int(r.TokensCl100k)},
-		BlockTokens:   token.Counts{O200k: int(r.BlockTokensO200k), Cl100k: int(r.BlockTokensCl100k)},
-		CreatedAt:     r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, XactID: r.XactID,
-	}
-	// Both were written by this package from these types; a decode error
-	// would mean a corrupted row, and the zero value is the honest answer.
-	_ = json.Unmarshal(r.Trigger, &v.Trigger)
-	_ = json.Unmarshal(r.Provenance, &v.Provenance)
-	v.Provenance.DerivedFrom = nonNil(v.Provenance.DerivedFrom)
-	return v
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
 
 // prepared is a validated write with everything computed that does not
 // need the database: hashes and exact token counts.
@@ -153,13 +114,13 @@ const (
 
 // Service reads and writes items.
 type Service struct {
-	pool     *pgxpool.Pool
+	store    *store.Store
 	projects *project.Service
 }
 
 // NewService returns an item service.
-func NewService(pool *pgxpool.Pool, projects *project.Service) *Service {
-	return &Service{pool: pool, projects: projects}
+func NewService(st *store.Store, projects *project.Service) *Service {
+	return &Service{store: st, projects: projects}
 }
 
 // PutOpts are the options of a single write.
@@ -200,41 +161,61 @@ type PutResult struct {
 	Status  Status
 }
 
-// Put writes one item.
+// Put writes one item in a transaction of its own.
 func (s *Service) Put(ctx context.Context, agent *auth.Agent, proj string, in Input, opts PutOpts) (PutResult, error) {
-	if err := s.projects.Authorize(ctx, agent, proj, auth.Edit); err != nil {
-		return PutResult{}, err
-	}
-	if !ValidKey(in.Key) {
-		return PutResult{}, validation.One("key", "format", "item keys match [A-Za-z0-9._:-]{1,200}")
-	}
-	var errs validation.List
-	f := in.normalize("", &errs)
-	if err := errs.Err(); err != nil {
-		return PutResult{}, err
-	}
-	p, err := prepare(in.Key, f)
+	p, err := s.preparePut(ctx, s.store.DB, agent, proj, in)
 	if err != nil {
 		return PutResult{}, err
 	}
 	var res PutResult
-	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		out, err := s.write(ctx, tx, agent, proj, []prepared{p}, opts.IfMatch)
-		if err != nil {
-			return err
-		}
-		res.Status = out[0].Status
-		row, err := store.Q.ItemVersionCurrent(ctx, tx, dbsqlc.ItemVersionCurrentParams{Project: proj, Key: in.Key})
-		if err != nil {
-			return store.Interpret(err)
-		}
-		res.Version = FromRow(row)
-		return nil
+	err = s.store.InTx(ctx, func(tx *store.Tx) error {
+		res, err = s.put(ctx, tx, agent, proj, p, opts)
+		return err
 	})
 	if err != nil {
 		return PutResult{}, fmt.Errorf("put item %s/%s: %w", proj, in.Key, err)
 	}
 	return res, nil
+}
+
+// PutTx is Put inside the caller's transaction.
+func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, in Input, opts PutOpts) (PutResult, error) {
+	p, err := s.preparePut(ctx, tx.DB, agent, proj, in)
+	if err != nil {
+		return PutResult{}, err
+	}
+	res, err := s.put(ctx, tx, agent, proj, p, opts)
+	if err != nil {
+		return PutResult{}, fmt.Errorf("put item %s/%s: %w", proj, in.Key, err)
+	}
+	return res, nil
+}
+
+func (s *Service) put(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, p prepared, opts PutOpts) (PutResult, error) {
+	out, err := s.write(ctx, tx, agent, proj, []prepared{p}, opts.IfMatch)
+	if err != nil {
+		return PutResult{}, err
+	}
+	v, err := tx.ItemVersionCurrent(ctx, proj, p.key)
+	if err != nil {
+		return PutResult{}, err
+	}
+	return PutResult{Version: v, Status: out[0].Status}, nil
+}
+
+func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent, proj string, in Input) (prepared, error) {
+	if err := s.projects.AuthorizeIn(ctx, db, agent, proj, auth.Edit); err != nil {
+		return prepared{}, err
+	}
+	if !ValidKey(in.Key) {
+		return prepared{}, validation.One("key", "format", "item keys match [A-Za-z0-9._:-]{1,200}")
+	}
+	var errs validation.List
+	f := in.normalize("", &errs)
+	if err := errs.Err(); err != nil {
+		return prepared{}, err
+	}
+	return prepare(in.Key, f)
 }
 
 // BatchResult is the outcome of a batch write.
@@ -253,8 +234,49 @@ type BatchEntry struct {
 // Batch writes up to MaxBatch items in one transaction, all or nothing. Every
 // problem of every item is reported at once, by JSON Pointer.
 func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins []Input) (BatchResult, error) {
-	if err := s.projects.Authorize(ctx, agent, proj, auth.Edit); err != nil {
+	ps, err := s.prepareBatch(ctx, s.store.DB, agent, proj, ins)
+	if err != nil {
 		return BatchResult{}, err
+	}
+	var res BatchResult
+	err = s.store.InTx(ctx, func(tx *store.Tx) error {
+		res, err = s.batch(ctx, tx, agent, proj, ps)
+		return err
+	})
+	return res, err
+}
+
+// BatchTx is Batch inside the caller's transaction.
+func (s *Service) BatchTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ins []Input) (BatchResult, error) {
+	ps, err := s.prepareBatch(ctx, tx.DB, agent, proj, ins)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	return s.batch(ctx, tx, agent, proj, ps)
+}
+
+func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ps []prepared) (BatchResult, error) {
+	out, err := s.write(ctx, tx, agent, proj, ps, nil)
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
+	}
+	res := BatchResult{Items: out}
+	for _, e := range res.Items {
+		switch e.Status {
+		case Created:
+			res.Created++
+		case Updated:
+			res.Updated++
+		case Unchanged:
+			res.Unchanged++
+		}
+	}
+	return res, nil
+}
+
+func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]prepared, error) {
+	if err := s.projects.AuthorizeIn(ctx, db, agent, proj, auth.Edit); err != nil {
+		return nil, err
 	}
 	var errs validation.List
 	if len(ins) == 0 {
@@ -262,7 +284,7 @@ func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins
 	}
 	if len(ins) > MaxBatch {
 		errs.Add("/items", "range", "a batch holds at most %d items, not %d", MaxBatch, len(ins))
-		return BatchResult{}, errs.Err()
+		return nil, errs.Err()
 	}
 	keys := make([]string, len(ins))
 	fields := make([]Fields, len(ins))
@@ -282,245 +304,171 @@ func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins
 		fields[i] = ins[i].normalize(prefix, &errs)
 	}
 	if err := errs.Err(); err != nil {
-		return BatchResult{}, err
+		return nil, err
 	}
-	ps, err := prepareAll(keys, fields)
-	if err != nil {
-		return BatchResult{}, err
-	}
-	var res BatchResult
-	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		out, err := s.write(ctx, tx, agent, proj, ps, nil)
-		if err != nil {
-			return err
-		}
-		res = BatchResult{Items: out}
-		return nil
-	})
-	if err != nil {
-		return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
-	}
-	for _, e := range res.Items {
-		switch e.Status {
-		case Created:
-			res.Created++
-		case Updated:
-			res.Updated++
-		case Unchanged:
-			res.Unchanged++
-		}
-	}
-	return res, nil
+	return prepareAll(keys, fields)
 }
 
-// write is the one write path, for one item or ten thousand: make sure every
-// item row exists, lock them in key order (so two batches cannot deadlock),
-// compare with the current versions, COPY the new versions, move the
-// pointers. ifMatch applies to a single write only.
-func (s *Service) write(ctx context.Context, tx pgx.Tx, agent *auth.Agent, proj string, ps []prepared, ifMatch *Precondition) ([]BatchEntry, error) {
+// write is the one write path, for one item or ten thousand: lock every
+// item row in key order (so two batches cannot deadlock), compare with the
+// current versions, append the new versions. ifMatch applies to a single
+// write only.
+func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ps []prepared, ifMatch *Precondition) ([]BatchEntry, error) {
 	keys := make([]string, len(ps))
 	for i, p := range ps {
 		keys[i] = p.key
 	}
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	if err := store.Q.ItemEnsureMany(ctx, tx, dbsqlc.ItemEnsureManyParams{Project: proj, Keys: sorted}); err != nil {
-		return nil, store.Interpret(err)
-	}
-	locked, err := store.Q.ItemLockMany(ctx, tx, dbsqlc.ItemLockManyParams{Project: proj, Keys: sorted})
+	slices.Sort(keys)
+	locked, err := tx.ItemLockMany(ctx, proj, keys)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	currentVersion := make(map[string]int, len(locked))
 	var existing []string
 	for _, it := range locked {
-		currentVersion[it.Key] = int(it.CurrentVersion)
+		currentVersion[it.Key] = it.CurrentVersion
 		if it.CurrentVersion > 0 {
 			existing = append(existing, it.Key)
 		}
 	}
-	current := make(map[string]dbsqlc.ItemVersionRow, len(existing))
-	if len(existing) > 0 {
-		rows, err := store.Q.ItemVersionCurrentMany(ctx, tx, dbsqlc.ItemVersionCurrentManyParams{Project: proj, Keys: existing})
-		if err != nil {
-			return nil, store.Interpret(err)
-		}
-		for _, r := range rows {
-			current[r.Key] = r
-		}
+	current, err := tx.ItemVersionCurrentForWrite(ctx, proj, existing)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]BatchEntry, len(ps))
-	var inserts []dbsqlc.ItemVersionInsertManyParams
-	var set pointerUpdate
+	var news []store.NewVersion
 	for i, p := range ps {
 		cur, exists := current[p.key]
-		live := exists && !cur.Deleted
-		if exists && !agent.SeesAllRoles() && !rolesOf(cur).Visible(agent.Role) {
-			// An item hidden from the caller does not exist for it, and it
-			// may not be overwritten by it either; with If-Match it answers
-			// as a missing item does.
-			if ifMatch != nil {
-				return nil, fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, ifMatch)
-			}
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, p.key)
+		e, changed, err := decide(agent, p, cur, exists, ifMatch, currentVersion[p.key])
+		if err != nil {
+			return nil, err
 		}
-		if ifMatch != nil && !ifMatch.Holds(live, int(cur.Version)) {
-			have := "no live version"
-			if live {
-				have = fmt.Sprintf("version %d", cur.Version)
-			}
-			return nil, fmt.Errorf("%w: If-Match %s, but the item has %s", ErrPreconditionFailed, ifMatch, have)
+		out[i] = e
+		if changed {
+			news = append(news, newVersion(p, e.Version))
 		}
-		if live && string(cur.FieldsSha256) == string(p.fieldsHash) {
-			out[i] = BatchEntry{Key: p.key, Version: int(cur.Version), Status: Unchanged}
-			continue
-		}
-		next := currentVersion[p.key] + 1
-		status := Created
-		if live {
-			status = Updated
-		}
-		out[i] = BatchEntry{Key: p.key, Version: next, Status: status}
-		f := p.fields
-		inserts = append(inserts, dbsqlc.ItemVersionInsertManyParams{
-			Project: proj, Key: p.key, Version: int32(next), Kind: f.Kind, Source: f.Source,
-			Title: f.Title, Summary: f.Summary, Content: f.Content, Priority: int32(f.Priority),
-			Authority: f.Authority, Confidence: f.Confidence, StateKey: f.StateKey,
-			ValidFrom: f.ValidFrom, ValidUntil: f.ValidUntil, Slot: f.Slot, Trigger: p.trigger,
-			VisibleTo: f.Roles.VisibleTo, HiddenFrom: f.Roles.HiddenFrom, Template: f.Template,
-			Metadata: f.Metadata, Provenance: p.provenance, FieldsSha256: p.fieldsHash,
-			ContentSha256: p.content, TokensO200k: int32(p.tokens.O200k), TokensCl100k: int32(p.tokens.Cl100k),
-			BlockTokensO200k: int32(p.block.O200k), BlockTokensCl100k: int32(p.block.Cl100k),
-			CreatedBy: agent.ID,
-		})
-		set.add(p.key, next, true, f.Trigger)
 	}
-	if len(inserts) == 0 {
-		return out, nil
-	}
-	if _, err := store.Q.ItemVersionInsertMany(ctx, tx, inserts); err != nil {
-		return nil, store.Interpret(err)
-	}
-	if err := store.Q.ItemSetCurrentMany(ctx, tx, set.params(proj)); err != nil {
-		return nil, store.Interpret(err)
+	if err := tx.ItemVersionsAppend(ctx, proj, agent.ID, news); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// pointerUpdate collects new current versions and their denormalised
-// triggers for ItemSetCurrentMany.
-type pointerUpdate struct {
-	keys, kinds, tools, words []string
-	versions                  []int32
-	lives                     []bool
-}
-
-func (u *pointerUpdate) add(key string, version int, live bool, t Trigger) {
-	kind, tool, words := "", "", ""
+// decide is what a write does to one item given its current version:
+// refuse it, leave it unchanged, or make version n+1.
+func decide(agent *auth.Agent, p prepared, cur store.CurrentVersion, exists bool, ifMatch *Precondition, current int) (BatchEntry, bool, error) {
+	live := exists && !cur.Deleted
+	if exists && !agent.SeesAllRoles() && !cur.Roles.Visible(agent.Role) {
+		// An item hidden from the caller does not exist for it, and it may
+		// not be overwritten by it either; with If-Match it answers as a
+		// missing item does.
+		if ifMatch != nil {
+			return BatchEntry{}, false, fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, ifMatch)
+		}
+		return BatchEntry{}, false, fmt.Errorf("%w: %s", ErrNotFound, p.key)
+	}
+	if ifMatch != nil && (!exists || !ifMatch.Holds(live, cur.Version.Version)) {
+		have := "no live version"
+		if live {
+			have = fmt.Sprintf("version %d", cur.Version.Version)
+		}
+		return BatchEntry{}, false, fmt.Errorf("%w: If-Match %s, but the item has %s", ErrPreconditionFailed, ifMatch, have)
+	}
+	if live && string(cur.FieldsSHA256) == string(p.fieldsHash) {
+		return BatchEntry{Key: p.key, Version: cur.Version.Version, Status: Unchanged}, false, nil
+	}
+	status := Created
 	if live {
-		kind = t.Kind()
-		if t.Tool != nil {
-			tool = *t.Tool
-		}
-		var firsts []string
-		for _, k := range t.Keywords {
-			if w := keyword.First(k); w != "" && !slices.Contains(firsts, w) {
-				firsts = append(firsts, w)
-			}
-		}
-		words = strings.Join(firsts, ",")
+		status = Updated
 	}
-	u.keys = append(u.keys, key)
-	u.versions = append(u.versions, int32(version))
-	u.lives = append(u.lives, live)
-	u.kinds = append(u.kinds, kind)
-	u.tools = append(u.tools, tool)
-	u.words = append(u.words, words)
+	return BatchEntry{Key: p.key, Version: current + 1, Status: status}, true, nil
 }
 
-func (u *pointerUpdate) params(proj string) dbsqlc.ItemSetCurrentManyParams {
-	return dbsqlc.ItemSetCurrentManyParams{
-		Project: proj, Keys: u.keys, Versions: u.versions, Lives: u.lives,
-		TriggerKinds: u.kinds, TriggerTools: u.tools, TriggerWords: u.words,
+func newVersion(p prepared, version int) store.NewVersion {
+	t := p.fields.Trigger
+	nv := store.NewVersion{
+		Key: p.key, Version: version, Fields: p.fields, FieldsSHA256: p.fieldsHash, ContentSHA: p.content,
+		Tokens: p.tokens, BlockTokens: p.block, TriggerKind: t.Kind(),
 	}
-}
-
-func rolesOf(r dbsqlc.ItemVersionRow) Roles {
-	return Roles{VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom}
+	if t.Tool != nil {
+		nv.TriggerTool = *t.Tool
+	}
+	for _, k := range t.Keywords {
+		if w := keyword.First(k); w != "" && !slices.Contains(nv.TriggerWords, w) {
+			nv.TriggerWords = append(nv.TriggerWords, w)
+		}
+	}
+	return nv
 }
 
 // tombstoneHash marks a tombstone's fields; no write can produce it, so a
 // write after a delete is always a new version.
 var tombstoneHash = sha256.Sum256([]byte("contextd:tombstone"))
 
-// Delete writes a tombstone version. The tombstone keeps the roles of the
-// version before it, so the item's history stays hidden from whom it was.
+// Delete writes a tombstone version in a transaction of its own.
 func (s *Service) Delete(ctx context.Context, agent *auth.Agent, proj, key string, opts PutOpts) (*Version, error) {
-	if err := s.projects.Authorize(ctx, agent, proj, auth.Edit); err != nil {
+	var v *Version
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		v, err = s.DeleteTx(ctx, tx, agent, proj, key, opts)
+		return err
+	})
+	return v, err
+}
+
+// DeleteTx writes a tombstone version inside the caller's transaction. The
+// tombstone keeps the roles of the version before it, so the item's
+// history stays hidden from whom it was.
+func (s *Service) DeleteTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, key string, opts PutOpts) (*Version, error) {
+	if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Edit); err != nil {
 		return nil, err
 	}
 	if !ValidKey(key) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
-	var v *Version
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// Nothing to delete: 404, or 412 when the caller made it a
-		// precondition that there is (If-Match).
-		missing := func(err error) error {
-			if opts.IfMatch != nil && (err == nil || errors.Is(err, ErrNotFound)) {
-				return fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, opts.IfMatch)
-			}
-			if err == nil {
-				err = fmt.Errorf("%w: %s", ErrNotFound, key)
-			}
-			return err
-		}
-		if _, err := store.Q.ItemLock(ctx, tx, dbsqlc.ItemLockParams{Project: proj, Key: key}); err != nil {
-			return missing(notFound(err, key))
-		}
-		cur, err := store.Q.ItemVersionCurrent(ctx, tx, dbsqlc.ItemVersionCurrentParams{Project: proj, Key: key})
-		if err != nil {
-			return missing(notFound(err, key))
-		}
-		if cur.Deleted || (!agent.SeesAllRoles() && !rolesOf(cur).Visible(agent.Role)) {
-			return missing(nil)
-		}
-		if opts.IfMatch != nil && !opts.IfMatch.Holds(true, int(cur.Version)) {
-			return fmt.Errorf("%w: If-Match %s, but the current version is %d", ErrPreconditionFailed, opts.IfMatch, cur.Version)
-		}
-		empty := sha256.Sum256(nil)
-		next := cur.Version + 1
-		_, err = store.Q.ItemVersionInsertMany(ctx, tx, []dbsqlc.ItemVersionInsertManyParams{{
-			Project: proj, Key: key, Version: next, Deleted: true, Kind: cur.Kind, Source: cur.Source,
-			Authority: cur.Authority, Confidence: cur.Confidence, Slot: cur.Slot, Trigger: cur.Trigger,
-			VisibleTo: cur.VisibleTo, HiddenFrom: cur.HiddenFrom, Metadata: json.RawMessage(`{}`),
-			Provenance: json.RawMessage(`{"derived_from":[]}`), FieldsSha256: tombstoneHash[:],
-			ContentSha256: empty[:], CreatedBy: agent.ID,
-		}})
-		if err != nil {
-			return store.Interpret(err)
-		}
-		var set pointerUpdate
-		set.add(key, int(next), false, Trigger{})
-		if err := store.Q.ItemSetCurrentMany(ctx, tx, set.params(proj)); err != nil {
-			return store.Interpret(err)
-		}
-		row, err := store.Q.ItemVersionGet(ctx, tx, dbsqlc.ItemVersionGetParams{Project: proj, Key: key, Version: next})
-		if err != nil {
-			return store.Interpret(err)
-		}
-		v = FromRow(row)
-		return nil
-	})
+	v, err := s.tombstone(ctx, tx, agent, proj, key, opts)
 	if err != nil {
 		return nil, fmt.Errorf("delete item %s/%s: %w", proj, key, err)
 	}
 	return v, nil
 }
 
-func notFound(err error, key string) error {
-	if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: %s", ErrNotFound, key)
+func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, key string, opts PutOpts) (*Version, error) {
+	// Nothing to delete: 404, or 412 when the caller made it a
+	// precondition that there is (If-Match).
+	missing := func(err error) error {
+		if opts.IfMatch != nil && (err == nil || errors.Is(err, fault.ErrNotFound)) {
+			return fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, opts.IfMatch)
+		}
+		if err == nil || errors.Is(err, fault.ErrNotFound) {
+			err = fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
+		return err
 	}
-	return err
+	if _, err := tx.ItemLock(ctx, proj, key); err != nil {
+		return nil, missing(err)
+	}
+	cur, err := tx.ItemVersionCurrent(ctx, proj, key)
+	if err != nil {
+		return nil, missing(err)
+	}
+	if cur.Deleted || (!agent.SeesAllRoles() && !cur.Roles.Visible(agent.Role)) {
+		return nil, missing(nil)
+	}
+	if opts.IfMatch != nil && !opts.IfMatch.Holds(true, cur.Version) {
+		return nil, fmt.Errorf("%w: If-Match %s, but the current version is %d", ErrPreconditionFailed, opts.IfMatch, cur.Version)
+	}
+	empty := sha256.Sum256(nil)
+	f := Fields{
+		Kind: cur.Kind, Source: cur.Source, Authority: cur.Authority, Confidence: cur.Confidence, Slot: cur.Slot,
+		Trigger: cur.Trigger, Roles: cur.Roles, Metadata: json.RawMessage(`{}`), Provenance: Provenance{DerivedFrom: []string{}},
+	}
+	next := cur.Version + 1
+	err = tx.ItemVersionsAppend(ctx, proj, agent.ID, []store.NewVersion{{
+		Key: key, Version: next, Deleted: true, Fields: f, FieldsSHA256: tombstoneHash[:], ContentSHA: empty[:],
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return tx.ItemVersionGet(ctx, proj, key, next)
 }

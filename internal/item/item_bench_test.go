@@ -20,10 +20,10 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // each batch to fresh keys, through the service (validation, exact token
 // counts, COPY), and reports items/s.
 func BenchmarkBatchIngest(b *testing.B) {
-	pool := pgtest.New(b)
+	st := pgtest.NewStore(b)
 	ctx := context.Background()
-	projects := project.NewService(pool)
-	items := item.NewService(pool, projects)
+	projects := project.NewService(st)
+	items := item.NewService(st, projects)
 	admin := &auth.Agent{ID: "agt_bench", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
 	_, _, err := projects.Put(ctx, admin, "bench", "")
 	require.NoError(b, err)

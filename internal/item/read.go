@@ -2,13 +2,14 @@ package item
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -16,21 +17,29 @@ import (
 // item at all. Visibility is decided by the current version (a tombstone
 // keeps its predecessor's roles), so an item hidden from a role now is hidden
 // with its whole history.
-func (s *Service) visibleCurrent(ctx context.Context, agent *auth.Agent, proj, key string) (dbsqlc.ItemVersionRow, error) {
+func (s *Service) visibleCurrent(ctx context.Context, agent *auth.Agent, proj, key string) (*Version, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
-		return dbsqlc.ItemVersionRow{}, err
+		return nil, err
 	}
 	if !ValidKey(key) {
-		return dbsqlc.ItemVersionRow{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
-	cur, err := store.Q.ItemVersionCurrent(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionCurrentParams{Project: proj, Key: key})
+	cur, err := s.store.ItemVersionCurrent(ctx, proj, key)
 	if err != nil {
-		return cur, notFound(err, key)
+		return nil, notFound(err, key)
 	}
-	if !agent.SeesAllRoles() && !rolesOf(cur).Visible(agent.Role) {
-		return cur, fmt.Errorf("%w: %s", ErrNotFound, key)
+	if !agent.SeesAllRoles() && !cur.Roles.Visible(agent.Role) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
 	return cur, nil
+}
+
+// notFound names the item in a store's not-found; other errors pass.
+func notFound(err error, key string) error {
+	if errors.Is(err, fault.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return err
 }
 
 // Get returns the latest live version of an item, or with asOf the version
@@ -40,17 +49,16 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, 
 	if err != nil {
 		return nil, err
 	}
-	row := cur
+	v := cur
 	if asOf != nil {
-		row, err = store.Q.ItemVersionAsOf(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionAsOfParams{Project: proj, Key: key, AsOf: *asOf})
+		v, err = s.store.ItemVersionAsOf(ctx, proj, key, *asOf)
 		if err != nil {
 			return nil, notFound(err, key)
 		}
 	}
-	if row.Deleted {
+	if v.Deleted {
 		return nil, fmt.Errorf("%w: %s is deleted", ErrNotFound, key)
 	}
-	v := FromRow(row)
 	if !agent.SeesAllRoles() && !v.Roles.Visible(agent.Role) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
@@ -62,11 +70,10 @@ func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key s
 	if _, err := s.visibleCurrent(ctx, agent, proj, key); err != nil {
 		return nil, err
 	}
-	row, err := store.Q.ItemVersionGet(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionGetParams{Project: proj, Key: key, Version: int32(n)})
+	v, err := s.store.ItemVersionGet(ctx, proj, key, n)
 	if err != nil {
 		return nil, notFound(err, fmt.Sprintf("%s version %d", key, n))
 	}
-	v := FromRow(row)
 	if !agent.SeesAllRoles() && !v.Roles.Visible(agent.Role) {
 		return nil, fmt.Errorf("%w: %s version %d", ErrNotFound, key, n)
 	}
@@ -104,20 +111,19 @@ func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cu
 	if err != nil {
 		return Page{}, err
 	}
-	rows, err := store.Q.ItemVersionList(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionListParams{
-		Project: proj, Key: key, After: int32(c.Version), Max: int32(limit + 1),
-		SeeAll: agent.SeesAllRoles(), Role: agent.Role,
+	rows, err := s.store.ItemVersionList(ctx, store.ItemVersionListParams{
+		Project: proj, Key: key, After: c.Version, Max: limit + 1, SeeAll: agent.SeesAllRoles(), Role: agent.Role,
 	})
 	if err != nil {
-		return Page{}, fmt.Errorf("list versions: %w", store.Interpret(err))
+		return Page{}, fmt.Errorf("list versions: %w", err)
 	}
 	var p Page
 	for i, r := range rows {
 		if i == limit {
-			p.Next = cursor{Version: int(rows[i-1].Version)}.encode()
+			p.Next = cursor{Version: rows[i-1].Version}.encode()
 			break
 		}
-		p.Versions = append(p.Versions, FromRow(r))
+		p.Versions = append(p.Versions, r)
 	}
 	return p, nil
 }
@@ -150,44 +156,39 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 	if err != nil {
 		return Page{}, err
 	}
-	db := store.Exec(ctx, s.pool)
+	lp := store.ItemListParams{
+		Project: proj, Kind: p.Kind, Source: p.Source, SeeAll: agent.SeesAllRoles(), Role: agent.Role,
+		Max: p.Limit + 1, AfterKey: c.Key, Query: p.Query,
+	}
 	var page Page
 	if p.Query == "" {
-		rows, err := store.Q.ItemVersionListLatest(ctx, db, dbsqlc.ItemVersionListLatestParams{
-			Project: proj, AfterKey: c.Key, Kind: store.Filter(p.Kind), Source: store.Filter(p.Source),
-			SeeAll: agent.SeesAllRoles(), Role: agent.Role, Max: int32(p.Limit + 1),
-		})
+		rows, err := s.store.ItemList(ctx, lp)
 		if err != nil {
-			return Page{}, fmt.Errorf("list items: %w", store.Interpret(err))
+			return Page{}, fmt.Errorf("list items: %w", err)
 		}
 		for i, r := range rows {
 			if i == p.Limit {
 				page.Next = cursor{Key: rows[i-1].Key}.encode()
 				break
 			}
-			page.Versions = append(page.Versions, FromRow(r))
+			page.Versions = append(page.Versions, r)
 		}
 		return page, nil
 	}
-	rank := 0.0
 	if c.Rank != nil {
-		rank = *c.Rank
+		lp.HasCursor, lp.AfterRank = true, *c.Rank
 	}
-	rows, err := store.Q.ItemVersionSearchLatest(ctx, db, dbsqlc.ItemVersionSearchLatestParams{
-		Project: proj, Q: p.Query, Kind: store.Filter(p.Kind), Source: store.Filter(p.Source),
-		SeeAll: agent.SeesAllRoles(), Role: agent.Role,
-		HasCursor: c.Rank != nil, AfterRank: rank, AfterKey: c.Key, Max: int32(p.Limit + 1),
-	})
+	rows, err := s.store.ItemSearch(ctx, lp)
 	if err != nil {
-		return Page{}, fmt.Errorf("search items: %w", store.Interpret(err))
+		return Page{}, fmt.Errorf("search items: %w", err)
 	}
 	for i, r := range rows {
 		if i == p.Limit {
 			last := rows[i-1]
-			page.Next = cursor{Key: last.ItemVersionRow.Key, Rank: &last.Rank}.encode()
+			page.Next = cursor{Key: last.Key, Rank: &last.Rank}.encode()
 			break
 		}
-		page.Versions = append(page.Versions, FromRow(r.ItemVersionRow))
+		page.Versions = append(page.Versions, r.Version)
 	}
 	return page, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -85,10 +86,11 @@ func BenchmarkAssemble(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
 			pool := pgtest.New(b)
+			st := store.New(pool, 0)
 			ctx := context.Background()
-			projects := project.NewService(pool)
-			items := item.NewService(pool, projects)
-			packets := packet.NewService(pool, projects, handoff.NewService(pool, projects))
+			projects := project.NewService(st)
+			items := item.NewService(st, projects)
+			packets := packet.NewService(st, projects, handoff.NewService(st, projects, handoff.NewHub(st)))
 			admin := &auth.Agent{ID: "agt_bench", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
 			_, _, err := projects.Put(ctx, admin, "bench", "")
 			require.NoError(b, err)

@@ -12,11 +12,11 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -29,16 +29,16 @@ func mayView(agent *auth.Agent, targetRole string) bool {
 	return agent.IsAdmin() || agent.Role == targetRole
 }
 
-func fromRow(r dbsqlc.Packet) (*Packet, error) {
+func fromRow(r store.Packet) (*Packet, error) {
 	req, err := assemble.DecodeRequest(r.Request)
 	if err != nil {
 		return nil, err
 	}
 	p := &Packet{
-		ID: r.ID, Project: r.Project, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, TargetRole: r.TargetRole,
+		ID: r.ID, Project: r.Project, CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy, TargetRole: r.TargetRole,
 		TaskID: r.TaskID, Request: req, RequestRaw: r.Request, Rendered: r.Rendered,
-		RenderedSHA256: hex.EncodeToString(r.RenderedSha256), Tokenizer: r.Tokenizer, Format: r.Format,
-		Allocated: int(r.TokenBudget), Used: int(r.TokensUsed), Snapshot: r.Snapshot,
+		RenderedSHA256: hex.EncodeToString(r.RenderedSHA256), Tokenizer: r.Tokenizer, Format: r.Format,
+		Allocated: r.TokenBudget, Used: r.TokensUsed, Snapshot: r.Snapshot,
 	}
 	if err := json.Unmarshal(r.Gaps, &p.Gaps); err != nil {
 		return nil, fmt.Errorf("decode gaps: %w", err)
@@ -52,28 +52,14 @@ func fromRow(r dbsqlc.Packet) (*Packet, error) {
 	return p, nil
 }
 
-func recordFromRow(r dbsqlc.PacketRecord) assemble.Record {
-	rec := assemble.Record{
-		SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey,
-		SubjectVersion: int(r.SubjectVersion), Decision: r.Decision, Section: r.Section, Position: int(r.Position),
-		Tokens: int(r.Tokens), Rank: int(r.Rank), Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer,
-		AdminOnly: r.AdminOnly,
-	}
-	if r.SpanStart != nil && r.SpanEnd != nil {
-		rec.Span = &assemble.Span{Start: int(*r.SpanStart), End: int(*r.SpanEnd)}
-	}
-	return rec
-}
-
 // Get returns a packet with the records the agent may see.
 func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (*Packet, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
-	db := store.Exec(ctx, s.pool)
-	row, err := store.Q.PacketGet(ctx, db, dbsqlc.PacketGetParams{Project: proj, ID: id})
+	row, err := s.store.PacketGet(ctx, proj, id)
 	if err != nil {
-		if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		return nil, err
@@ -85,12 +71,12 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 	if err != nil {
 		return nil, err
 	}
-	recs, err := store.Q.PacketRecordList(ctx, db, dbsqlc.PacketRecordListParams{Project: proj, PacketID: id})
+	recs, err := s.store.PacketRecordList(ctx, proj, id)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	for _, r := range recs {
-		p.Records = append(p.Records, recordFromRow(r))
+		p.Records = append(p.Records, fromStored(r))
 	}
 	p.Records = visibleRecords(agent, p.Records)
 	if p.Records, err = s.withoutHiddenNow(ctx, agent, p.Records); err != nil {
@@ -114,12 +100,12 @@ func (s *Service) withoutHiddenNow(ctx context.Context, agent *auth.Agent, recor
 	}
 	hidden := map[[2]string]bool{}
 	for layer, ks := range keys {
-		rows, err := store.Q.ItemVersionCurrentMany(ctx, store.Exec(ctx, s.pool), dbsqlc.ItemVersionCurrentManyParams{Project: layer, Keys: ks})
+		rows, err := s.store.ItemVersionCurrentMany(ctx, layer, ks)
 		if err != nil {
-			return nil, store.Interpret(err)
+			return nil, err
 		}
 		for _, row := range rows {
-			if !item.FromRow(row).Roles.Visible(agent.Role) {
+			if !row.Roles.Visible(agent.Role) {
 				hidden[[2]string{layer, row.Key}] = true
 			}
 		}
@@ -170,20 +156,20 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	}
 	// A packet's summary (budget, counts by kind and source) describes what
 	// its role saw: non-admins list the packets of their own role.
-	role := store.Filter(lp.TargetRole)
+	role := lp.TargetRole
 	if !agent.IsAdmin() {
 		if lp.TargetRole != "" && lp.TargetRole != agent.Role {
 			return nil, "", nil
 		}
-		role = &agent.Role
+		role = agent.Role
 	}
-	params := dbsqlc.PacketListParams{Project: proj, TaskID: store.Filter(lp.TaskID), TargetRole: role, Agent: store.Filter(lp.Agent), Since: lp.Since, Max: int32(lp.Limit + 1)}
+	params := store.PacketListParams{Project: proj, TaskID: lp.TaskID, TargetRole: role, Agent: lp.Agent, Since: lp.Since, Max: lp.Limit + 1}
 	if cur != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, cur.T, cur.ID
 	}
-	rows, err := store.Q.PacketList(ctx, store.Exec(ctx, s.pool), params)
+	rows, err := s.store.PacketList(ctx, params)
 	if err != nil {
-		return nil, "", store.Interpret(err)
+		return nil, "", err
 	}
 	var out []*Packet
 	next := ""
@@ -230,16 +216,13 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	default:
 		return nil, validation.One("layer", "enum", "layer must be project or shared")
 	}
-	db := store.Exec(ctx, s.pool)
-	rows, err := store.Q.SnapshotVersions(ctx, db, dbsqlc.SnapshotVersionsParams{
-		Projects: []string{proj, assemble.SharedProject}, Key: &key, Snapshot: p.Snapshot,
-	})
+	rows, err := s.store.SnapshotVersions(ctx, []string{proj, assemble.SharedProject}, key, p.Snapshot)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	then := map[string]*item.Version{}
 	for _, r := range rows {
-		then[r.Project] = item.FromRow(r)
+		then[r.Project] = r
 	}
 	// An item the caller may not see now is 404 here, as on every item
 	// endpoint, whatever it was when the packet was made.
@@ -247,14 +230,14 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		if agent.SeesAllRoles() {
 			return true, nil
 		}
-		cur, err := store.Q.ItemVersionCurrent(ctx, db, dbsqlc.ItemVersionCurrentParams{Project: layer, Key: key})
+		cur, err := s.store.ItemVersionCurrent(ctx, layer, key)
 		if err != nil {
-			if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, fault.ErrNotFound) {
 				return true, nil
 			}
 			return false, err
 		}
-		return item.FromRow(cur).Roles.Visible(agent.Role), nil
+		return cur.Roles.Visible(agent.Role), nil
 	}
 	visible := func(v *item.Version) bool {
 		if !agent.SeesAllRoles() && !v.Roles.Visible(agent.Role) {
@@ -264,22 +247,11 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		return ok && err == nil
 	}
 
-	// A recorded decision: the project layer's record first.
-	var rec *assemble.Record
-	for _, layer := range layers {
-		for i := range p.Records {
-			r := &p.Records[i]
-			if r.SubjectKind == assemble.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer && rec == nil {
-				rec = r
-			}
-		}
-	}
-	if rec != nil {
-		row, err := store.Q.ItemVersionGet(ctx, db, dbsqlc.ItemVersionGetParams{Project: rec.SubjectProject, Key: key, Version: int32(rec.SubjectVersion)})
+	if rec := recordOf(p, key, layers); rec != nil {
+		v, err := s.store.ItemVersionGet(ctx, rec.SubjectProject, key, rec.SubjectVersion)
 		if err != nil {
-			return nil, store.Interpret(err)
+			return nil, err
 		}
-		v := item.FromRow(row)
 		if !visible(v) {
 			return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
 		}
@@ -307,9 +279,9 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	case !agent.SeesAllRoles() || v.Roles.Visible(p.TargetRole):
 		ans.Reason, ans.Detail = "not_triggered", assemble.NotTriggered(p.Request, v)
 		if v.Trigger.Relevance && strings.TrimSpace(p.Request.Query) != "" {
-			matched, err := store.Q.ItemVersionMatches(ctx, db, dbsqlc.ItemVersionMatchesParams{Project: v.Project, Key: v.Key, Version: int32(v.Version), Query: p.Request.Query})
+			matched, err := s.store.ItemVersionMatches(ctx, v, p.Request.Query)
 			if err != nil {
-				return nil, store.Interpret(err)
+				return nil, err
 			}
 			if !matched {
 				ans.Detail = fmt.Sprintf("trigger relevance: the query %q shares no word with it (after english stemming and stop words)", p.Request.Query)
@@ -321,6 +293,19 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		ans.Reason, ans.Detail = "not_triggered", assemble.NotTriggered(p.Request, v)+fmt.Sprintf("; it is also hidden from role %q", p.TargetRole)
 	}
 	return ans, nil
+}
+
+// recordOf is the packet's record of an item, the first layer's first.
+func recordOf(p *Packet, key string, layers []string) *assemble.Record {
+	for _, layer := range layers {
+		for i := range p.Records {
+			r := &p.Records[i]
+			if r.SubjectKind == assemble.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 func window(v *item.Version) string {
@@ -442,15 +427,14 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	if !item.ValidKey(key) {
 		return nil, "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
 	}
-	db := store.Exec(ctx, s.pool)
-	cur, err := store.Q.ItemVersionCurrent(ctx, db, dbsqlc.ItemVersionCurrentParams{Project: proj, Key: key})
+	cur, err := s.store.ItemVersionCurrent(ctx, proj, key)
 	if err != nil {
-		if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return nil, "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
 		}
 		return nil, "", err
 	}
-	if !agent.SeesAllRoles() && !item.FromRow(cur).Roles.Visible(agent.Role) {
+	if !agent.SeesAllRoles() && !cur.Roles.Visible(agent.Role) {
 		return nil, "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
 	}
 	c, err := decodeCursor(ip.Cursor)
@@ -468,19 +452,15 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 			projects = append(projects, vp.Name)
 		}
 	}
-	params := dbsqlc.PacketRecordInjectionsParams{
-		Projects: projects, SubjectProject: proj, SubjectKey: key, Since: ip.Since, Until: ip.Until, Max: int32(ip.Limit + 1),
-	}
-	if ip.Version != nil {
-		v := int32(*ip.Version)
-		params.Version = &v
+	params := store.InjectionListParams{
+		Projects: projects, SubjectProject: proj, SubjectKey: key, Version: ip.Version, Since: ip.Since, Until: ip.Until, Max: ip.Limit + 1,
 	}
 	if c != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
-	rows, err := store.Q.PacketRecordInjections(ctx, db, params)
+	rows, err := s.store.InjectionList(ctx, params)
 	if err != nil {
-		return nil, "", store.Interpret(err)
+		return nil, "", err
 	}
 	var out []Injection
 	next := ""
@@ -491,7 +471,7 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 			break
 		}
 		out = append(out, Injection{PacketID: r.PacketID, Project: r.Project, TargetRole: r.TargetRole, Agent: r.CreatedBy,
-			Section: r.Section, Rule: r.Rule, Version: int(r.SubjectVersion), CreatedAt: r.CreatedAt.UTC()})
+			Section: r.Section, Rule: r.Rule, Version: r.SubjectVersion, CreatedAt: r.CreatedAt})
 	}
 	return out, next, nil
 }

@@ -1,8 +1,9 @@
 // Package packet assembles packets against the database and answers
 // questions about them: it loads candidates (one indexed query per layer,
-// inside one repeatable-read snapshot it remembers), runs the pure pipeline
-// of package assemble, and stores the packet with a record of every
-// decision in one transaction. Later it explains: why an item is or is not
+// inside one read-only repeatable-read snapshot it remembers), runs the
+// pure pipeline of package assemble, and stores the packet with a record of
+// every decision in one read-committed transaction (so a per-project head
+// row updated by concurrent writers never fails it). Later it explains: why an item is or is not
 // in a packet, which records a piece of text came from, which packets used
 // an item, and whether a replay still gives the same bytes.
 package packet
@@ -12,29 +13,25 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/ident"
-	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 )
 
 // ErrNotFound means no such packet, or one the caller may not see.
-var ErrNotFound = errors.New("packet not found")
+var ErrNotFound = fmt.Errorf("packet %w", fault.ErrNotFound)
 
 // Packet is a stored packet with its records.
 type Packet struct {
@@ -113,19 +110,20 @@ func (p *Packet) Sections() []Section {
 
 // Service assembles and explains packets.
 type Service struct {
-	pool     *pgxpool.Pool
+	store    *store.Store
 	projects *project.Service
 	handoffs *handoff.Service
 }
 
 // NewService returns a packet service.
-func NewService(pool *pgxpool.Pool, projects *project.Service, handoffs *handoff.Service) *Service {
-	return &Service{pool: pool, projects: projects, handoffs: handoffs}
+func NewService(st *store.Store, projects *project.Service, handoffs *handoff.Service) *Service {
+	return &Service{store: st, projects: projects, handoffs: handoffs}
 }
 
-// predecessorsOf resolves the request's predecessor handoffs as they are now.
-func (s *Service) predecessorsOf(ctx context.Context, proj string, ids []string) ([]assemble.Predecessor, error) {
-	hs, err := s.handoffs.Resolve(ctx, proj, ids)
+// predecessorsOf resolves the request's predecessor handoffs as the
+// snapshot sees them.
+func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj string, ids []string) ([]assemble.Predecessor, error) {
+	hs, err := s.handoffs.Resolve(ctx, db, proj, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +149,21 @@ func (s *Service) predecessorsOf(ctx context.Context, proj string, ids []string)
 // Assemble builds, stores and returns a packet for req (already decoded;
 // Normalize is called here).
 func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, req *assemble.Request) (*Packet, error) {
+	p, err := s.Prepare(ctx, agent, proj, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.InTx(ctx, func(tx *store.Tx) error { return s.StoreTx(ctx, tx, p) }); err != nil {
+		return nil, err
+	}
+	return s.ForViewer(agent, p), nil
+}
+
+// Prepare reads the candidates in one snapshot and assembles the packet,
+// storing nothing: the first half of Assemble, for callers that store it
+// in a transaction of their own (StoreTx). It holds no connection when it
+// returns.
+func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, req *assemble.Request) (*Packet, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
@@ -166,16 +179,27 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 	if !agent.IsAdmin() && req.TargetRole != agent.Role {
 		return nil, fmt.Errorf("%w: an agent assembles only for its own role (%s), not %s", auth.ErrForbidden, agent.Role, req.TargetRole)
 	}
-	preds, err := s.predecessorsOf(ctx, proj, req.Predecessors)
-	if err != nil {
-		return nil, err
-	}
-
-	now, snapshot, cands, err := s.loadCandidates(ctx, proj, req)
+	var (
+		point store.ReadPoint
+		preds []assemble.Predecessor
+		cands []assemble.Candidate
+	)
+	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
+		var err error
+		if preds, err = s.predecessorsOf(ctx, tx.DB, proj, req.Predecessors); err != nil {
+			return err
+		}
+		point, cands, err = loadCandidates(ctx, tx, proj, req)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load candidates: %w", err)
 	}
-	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: req, Candidates: cands, Now: now, Predecessors: preds})
+	return build(agent, proj, req, point, cands, preds)
+}
+
+func build(agent *auth.Agent, proj string, req *assemble.Request, point store.ReadPoint, cands []assemble.Candidate, preds []assemble.Predecessor) (*Packet, error) {
+	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: req, Candidates: cands, Now: point.Now, Predecessors: preds})
 	if err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}
@@ -185,10 +209,10 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 	}
 	sum := sha256.Sum256([]byte(res.Rendered))
 	p := &Packet{
-		ID: ident.New("ctxpkt"), Project: proj, CreatedAt: now, CreatedBy: agent.ID, TargetRole: req.TargetRole,
+		ID: ident.New("ctxpkt"), Project: proj, CreatedAt: point.Now, CreatedBy: agent.ID, TargetRole: req.TargetRole,
 		Request: req, RequestRaw: raw, Rendered: res.Rendered, RenderedSHA256: hex.EncodeToString(sum[:]),
 		Tokenizer: string(req.Tokenizer), Format: string(req.Format), Allocated: res.Allocated, Used: res.Used,
-		Gaps: res.Gaps, Provenance: provenanceOf(res.Records), Snapshot: snapshot, Records: res.Records,
+		Gaps: res.Gaps, Provenance: provenanceOf(res.Records), Snapshot: point.Snapshot, Records: res.Records,
 		Predecessors: preds,
 	}
 	if p.Predecessors == nil {
@@ -200,11 +224,62 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 	if req.Task != nil {
 		p.TaskID = req.Task.TaskID
 	}
-	if err := s.store(ctx, p, sum[:]); err != nil {
-		return nil, fmt.Errorf("store packet: %w", err)
-	}
-	p.Records = visibleRecords(agent, p.Records)
 	return p, nil
+}
+
+// StoreTx stores a prepared packet and its records in the caller's
+// transaction.
+func (s *Service) StoreTx(ctx context.Context, tx *store.Tx, p *Packet) error {
+	sum, _ := hex.DecodeString(p.RenderedSHA256)
+	gaps, _ := json.Marshal(p.Gaps)
+	prov, _ := json.Marshal(p.Provenance)
+	preds, _ := json.Marshal(p.Predecessors)
+	row := store.Packet{
+		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
+		TaskID: p.TaskID, Request: p.RequestRaw, Predecessors: preds, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
+		RenderedSHA256: sum, TokenBudget: p.Allocated, TokensUsed: p.Used, Gaps: gaps, ProvenanceSummary: prov, Snapshot: p.Snapshot,
+	}
+	recs := make([]store.Record, len(p.Records))
+	for i, r := range p.Records {
+		recs[i] = toStored(r)
+	}
+	if err := tx.PacketInsert(ctx, row, recs); err != nil {
+		return fmt.Errorf("store packet: %w", err)
+	}
+	return nil
+}
+
+// ForViewer is the packet as agent may see it: admin-only records only for
+// admins.
+func (s *Service) ForViewer(agent *auth.Agent, p *Packet) *Packet {
+	out := *p
+	out.Records = visibleRecords(agent, p.Records)
+	return &out
+}
+
+func toStored(r assemble.Record) store.Record {
+	out := store.Record{
+		SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: r.SubjectVersion,
+		Decision: r.Decision, Section: r.Section, Position: r.Position, Tokens: r.Tokens, Rank: r.Rank,
+		Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
+	}
+	if r.Span != nil {
+		s, e := r.Span.Start, r.Span.End
+		out.SpanStart, out.SpanEnd = &s, &e
+	}
+	return out
+}
+
+func fromStored(r store.Record) assemble.Record {
+	out := assemble.Record{
+		SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: r.SubjectVersion,
+		Decision: r.Decision, Section: r.Section, Position: r.Position, Tokens: r.Tokens, Rank: r.Rank,
+		Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
+	}
+	if r.SpanStart != nil && r.SpanEnd != nil {
+		out.Span = &assemble.Span{Start: *r.SpanStart, End: *r.SpanEnd}
+	}
+	return out
 }
 
 func provenanceOf(records []assemble.Record) Provenance {
@@ -236,117 +311,107 @@ func visibleRecords(agent *auth.Agent, records []assemble.Record) []assemble.Rec
 	return out
 }
 
-// loadCandidates reads, in one repeatable-read snapshot, the plausible
-// candidates of each layer: always-on items, tool items, keyword items by
-// first word, pins, the top relevance matches, and the project items that
-// override a _shared candidate. It returns the snapshot's time and identity.
-func (s *Service) loadCandidates(ctx context.Context, proj string, req *assemble.Request) (time.Time, string, []assemble.Candidate, error) {
-	// The reads share one repeatable-read snapshot, which the packet
-	// remembers. Inside an idempotent request the ambient transaction is
-	// that snapshot (the idempotency layer opens it at repeatable read for
-	// this route): taking a second connection while holding one could starve
-	// the pool.
-	var tx pgx.Tx
-	if amb, ok := store.AmbientTx(ctx); ok {
-		tx = amb
-	} else {
-		own, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		if err != nil {
-			return time.Time{}, "", nil, store.Interpret(err)
-		}
-		defer func() { _ = own.Rollback(context.WithoutCancel(ctx)) }()
-		tx = own
-	}
-	point, err := store.Q.PacketReadPoint(ctx, tx)
+// loadCandidates reads, in the snapshot tx, the plausible candidates of
+// each layer: always-on items, tool items, keyword items by first word,
+// pins, the top relevance matches, and the project items that override a
+// _shared candidate. It returns the snapshot's time and identity.
+func loadCandidates(ctx context.Context, tx *store.Tx, proj string, req *assemble.Request) (store.ReadPoint, []assemble.Candidate, error) {
+	point, err := tx.PacketReadPoint(ctx)
 	if err != nil {
-		return time.Time{}, "", nil, store.Interpret(err)
+		return point, nil, err
 	}
-	if point.Isolation != "repeatable read" {
-		return time.Time{}, "", nil, fmt.Errorf("packet reads need a repeatable-read transaction, not %s", point.Isolation)
-	}
-	now := point.Now.UTC()
-
-	var tools []string
-	for _, tr := range req.ToolResults {
-		tools = append(tools, tr.Tool)
-	}
-	words := personWords(req)
-
-	seen := map[[2]string]int{}
-	var out []assemble.Candidate
-	add := func(rows []dbsqlc.ItemVersionRow) {
-		for _, r := range rows {
-			k := [2]string{r.Project, r.Key}
-			if _, ok := seen[k]; ok {
-				continue
-			}
-			seen[k] = len(out)
-			out = append(out, assemble.Candidate{Version: item.FromRow(r)})
-		}
-	}
+	cs := &candidateSet{seen: map[[2]string]int{}}
 	for _, layer := range []string{proj, assemble.SharedProject} {
-		rows, err := store.Q.CandidateAlways(ctx, tx, layer)
-		if err != nil {
-			return now, "", nil, store.Interpret(err)
-		}
-		add(rows)
-		if len(tools) > 0 {
-			rows, err = store.Q.CandidateTools(ctx, tx, dbsqlc.CandidateToolsParams{Project: layer, Tools: tools})
-			if err != nil {
-				return now, "", nil, store.Interpret(err)
-			}
-			add(rows)
-		}
-		if len(words) > 0 {
-			rows, err = store.Q.CandidateKeywords(ctx, tx, dbsqlc.CandidateKeywordsParams{Project: layer, Words: words})
-			if err != nil {
-				return now, "", nil, store.Interpret(err)
-			}
-			add(rows)
-		}
-		if len(req.Pins) > 0 {
-			rows, err = store.Q.CandidateByKeys(ctx, tx, dbsqlc.CandidateByKeysParams{Project: layer, Keys: req.Pins})
-			if err != nil {
-				return now, "", nil, store.Interpret(err)
-			}
-			add(rows)
+		if err := cs.readLayer(ctx, tx, layer, req); err != nil {
+			return point, nil, err
 		}
 	}
 	if req.Query != "" {
-		rows, err := store.Q.CandidateRelevance(ctx, tx, dbsqlc.CandidateRelevanceParams{
-			Query: req.Query, Projects: []string{proj, assemble.SharedProject}, At: now, Max: assemble.RelevanceLimit,
-		})
+		rows, err := tx.CandidateRelevance(ctx, []string{proj, assemble.SharedProject}, req.Query, point.Now, assemble.RelevanceLimit)
 		if err != nil {
-			return now, "", nil, store.Interpret(err)
+			return point, nil, err
 		}
-		for _, r := range rows {
-			rank := r.Rank
-			k := [2]string{r.ItemVersionRow.Project, r.ItemVersionRow.Key}
-			if i, ok := seen[k]; ok {
-				out[i].Relevance = &rank
-				continue
-			}
-			seen[k] = len(out)
-			out = append(out, assemble.Candidate{Version: item.FromRow(r.ItemVersionRow), Relevance: &rank})
-		}
+		cs.addRanked(rows)
 	}
 	// Project items that override a _shared candidate, whether or not they fire.
 	var sharedKeys []string
-	for _, c := range out {
+	for _, c := range cs.out {
 		if c.Version.Project == assemble.SharedProject {
-			if _, ok := seen[[2]string{proj, c.Version.Key}]; !ok {
+			if _, ok := cs.seen[[2]string{proj, c.Version.Key}]; !ok {
 				sharedKeys = append(sharedKeys, c.Version.Key)
 			}
 		}
 	}
 	if len(sharedKeys) > 0 {
-		rows, err := store.Q.CandidateByKeys(ctx, tx, dbsqlc.CandidateByKeysParams{Project: proj, Keys: sharedKeys})
+		rows, err := tx.CandidateByKeys(ctx, proj, sharedKeys)
 		if err != nil {
-			return now, "", nil, store.Interpret(err)
+			return point, nil, err
 		}
-		add(rows)
+		cs.add(rows)
 	}
-	return now, point.Snapshot, out, nil
+	return point, cs.out, nil
+}
+
+// candidateSet collects candidates once each, in the order first read.
+type candidateSet struct {
+	seen map[[2]string]int
+	out  []assemble.Candidate
+}
+
+func (cs *candidateSet) add(vs []*ctxtype.Version) {
+	for _, v := range vs {
+		k := [2]string{v.Project, v.Key}
+		if _, ok := cs.seen[k]; ok {
+			continue
+		}
+		cs.seen[k] = len(cs.out)
+		cs.out = append(cs.out, assemble.Candidate{Version: v})
+	}
+}
+
+func (cs *candidateSet) addRanked(rows []store.RankedVersion) {
+	for _, r := range rows {
+		rank := r.Rank
+		k := [2]string{r.Project, r.Key}
+		if i, ok := cs.seen[k]; ok {
+			cs.out[i].Relevance = &rank
+			continue
+		}
+		cs.seen[k] = len(cs.out)
+		cs.out = append(cs.out, assemble.Candidate{Version: r.Version, Relevance: &rank})
+	}
+}
+
+// readLayer reads one layer's always-on, tool, keyword and pinned items.
+func (cs *candidateSet) readLayer(ctx context.Context, tx *store.Tx, layer string, req *assemble.Request) error {
+	rows, err := tx.CandidateAlways(ctx, layer)
+	if err != nil {
+		return err
+	}
+	cs.add(rows)
+	var tools []string
+	for _, tr := range req.ToolResults {
+		tools = append(tools, tr.Tool)
+	}
+	if len(tools) > 0 {
+		if rows, err = tx.CandidateTools(ctx, layer, tools); err != nil {
+			return err
+		}
+		cs.add(rows)
+	}
+	if words := personWords(req); len(words) > 0 {
+		if rows, err = tx.CandidateKeywords(ctx, layer, words); err != nil {
+			return err
+		}
+		cs.add(rows)
+	}
+	if len(req.Pins) > 0 {
+		if rows, err = tx.CandidateByKeys(ctx, layer, req.Pins); err != nil {
+			return err
+		}
+		cs.add(rows)
+	}
+	return nil
 }
 
 // personWords is every distinct word a person said: keyword items are
@@ -372,69 +437,30 @@ func personWords(req *assemble.Request) []string {
 // current version the snapshot saw (the pipeline itself decides what fires)
 // and the relevance ranks it would have computed.
 func (s *Service) snapshotCandidates(ctx context.Context, proj string, p *Packet) ([]assemble.Candidate, error) {
-	db := store.Exec(ctx, s.pool)
 	projects := []string{proj, assemble.SharedProject}
-	rows, err := store.Q.SnapshotVersions(ctx, db, dbsqlc.SnapshotVersionsParams{Projects: projects, Snapshot: p.Snapshot})
+	rows, err := s.store.SnapshotVersions(ctx, projects, "", p.Snapshot)
 	if err != nil {
-		return nil, store.Interpret(err)
+		return nil, err
 	}
 	ranks := map[[2]string]float64{}
 	if p.Request.Query != "" {
-		rel, err := store.Q.SnapshotRelevance(ctx, db, dbsqlc.SnapshotRelevanceParams{
-			Projects: projects, Snapshot: p.Snapshot, Query: p.Request.Query, At: p.CreatedAt, Max: assemble.RelevanceLimit,
-		})
+		rel, err := s.store.SnapshotRelevance(ctx, projects, p.Snapshot, p.Request.Query, p.CreatedAt, assemble.RelevanceLimit)
 		if err != nil {
-			return nil, store.Interpret(err)
+			return nil, err
 		}
 		for _, r := range rel {
 			ranks[[2]string{r.Project, r.Key}] = r.Rank
 		}
 	}
 	out := make([]assemble.Candidate, 0, len(rows))
-	for _, r := range rows {
-		c := assemble.Candidate{Version: item.FromRow(r)}
-		if rank, ok := ranks[[2]string{r.Project, r.Key}]; ok {
+	for _, v := range rows {
+		c := assemble.Candidate{Version: v}
+		if rank, ok := ranks[[2]string{v.Project, v.Key}]; ok {
 			c.Relevance = &rank
 		}
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-func (s *Service) store(ctx context.Context, p *Packet, sum []byte) error {
-	gaps, _ := json.Marshal(p.Gaps)
-	prov, _ := json.Marshal(p.Provenance)
-	preds, _ := json.Marshal(p.Predecessors)
-	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		err := store.Q.PacketInsert(ctx, tx, dbsqlc.PacketInsertParams{
-			Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
-			TaskID: p.TaskID, Request: p.RequestRaw, Predecessors: preds, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
-			RenderedSha256: sum, TokenBudget: int32(p.Allocated), TokensUsed: int32(p.Used), Gaps: gaps,
-			ProvenanceSummary: prov, Snapshot: p.Snapshot,
-		})
-		if err != nil {
-			return store.Interpret(err)
-		}
-		rows := make([]dbsqlc.PacketRecordInsertManyParams, len(p.Records))
-		for i, r := range p.Records {
-			row := dbsqlc.PacketRecordInsertManyParams{
-				Project: p.Project, PacketID: p.ID, Ord: int32(i), SubjectKind: r.SubjectKind,
-				SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int32(r.SubjectVersion),
-				Decision: r.Decision, Section: r.Section, Position: int32(r.Position), Tokens: int32(r.Tokens),
-				Rank: int32(r.Rank), Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer,
-				AdminOnly: r.AdminOnly, CreatedAt: p.CreatedAt,
-			}
-			if r.Span != nil {
-				start, end := int32(r.Span.Start), int32(r.Span.End)
-				row.SpanStart, row.SpanEnd = &start, &end
-			}
-			rows[i] = row
-		}
-		if _, err := store.Q.PacketRecordInsertMany(ctx, tx, rows); err != nil {
-			return store.Interpret(err)
-		}
-		return nil
-	})
 }
 
 func sha256sum(b []byte) []byte {

@@ -5,7 +5,7 @@
 // Every test database is cloned with CREATE DATABASE ... TEMPLATE from a
 // template that holds the migrated schema. Cloning copies files and takes
 // milliseconds, whereas migrating each database would cost a full migration
-// run per test. The template is named after migrate.Hash(), so editing a
+// run per test. The template is named after store.MigrationsHash(), so editing a
 // migration yields a new template instead of a stale schema, and it is built
 // once per server, by whichever test process gets there first.
 //
@@ -56,8 +56,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
-	"github.com/contextd/contextd/internal/migrate"
 	"github.com/contextd/contextd/internal/pgcluster"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // templateLockKey is the pg_advisory_lock key that serialises template
@@ -380,7 +380,7 @@ func (s *server) template(ctx context.Context) (string, error) {
 	s.tmplOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		name := "contextd_tmpl_" + migrate.Hash()[:16]
+		name := "contextd_tmpl_" + store.MigrationsHash()[:16]
 		s.tmplErr = s.ensureTemplate(ctx, name)
 		s.tmpl = name
 	})
@@ -420,7 +420,7 @@ func (s *server) ensureTemplate(ctx context.Context, name string) error {
 	if _, err := s.admin.Exec(ctx, "CREATE DATABASE "+ident+" TEMPLATE template0"); err != nil {
 		return fmt.Errorf("template %s: create: %w", name, err)
 	}
-	if err := migrate.Up(ctx, s.dbURL(name)); err != nil {
+	if err := store.MigrateUp(ctx, s.dbURL(name)); err != nil {
 		return fmt.Errorf("template %s: %w", name, err)
 	}
 	if _, err := s.admin.Exec(ctx, "ALTER DATABASE "+ident+" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"); err != nil {
@@ -499,3 +499,6 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
 }
+
+// NewStore is New wrapped in a store, for tests that drive services.
+func NewStore(t testing.TB) *store.Store { return store.New(New(t), 0) }

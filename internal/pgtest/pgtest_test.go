@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/contextd/contextd/internal/migrate"
+	"github.com/contextd/contextd/internal/store"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -114,7 +114,7 @@ func TestEmpty(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass('projects')::text").Scan(&projects))
 	require.Nil(t, projects, "Empty database has a projects table")
 
-	require.NoError(t, migrate.Up(ctx, dbURL))
+	require.NoError(t, store.MigrateUp(ctx, dbURL))
 	require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass('projects')::text").Scan(&projects))
 	require.NotNil(t, projects)
 }

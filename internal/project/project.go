@@ -9,52 +9,57 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 	"github.com/contextd/contextd/internal/validation"
 )
 
 // ErrNotFound means the project does not exist or is outside the caller's scope.
-var ErrNotFound = errors.New("project not found")
+var ErrNotFound = fmt.Errorf("project %w", fault.ErrNotFound)
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) // the same rule as agent scopes in package auth
 
 // Project is a tenant.
-type Project struct {
-	Name        string
-	Description string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
-
-func fromRow(r dbsqlc.Project) Project {
-	return Project{Name: r.Project, Description: r.Description, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-}
+type Project = store.Project
 
 // Service manages projects.
-type Service struct{ pool *pgxpool.Pool }
+type Service struct{ store *store.Store }
 
-// NewService returns a project service on pool.
-func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+// NewService returns a project service.
+func NewService(st *store.Store) *Service { return &Service{store: st} }
+
+// exists reports whether the project exists; other failures are errors.
+func exists(ctx context.Context, db store.DB, name string) (bool, error) {
+	_, err := db.ProjectGet(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fault.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("get project: %w", err)
+}
 
 // Authorize checks that agent may act on project with permission p: a
 // project out of scope or missing is ErrNotFound, a missing permission
 // auth.ErrForbidden.
 func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project string, p auth.Permission) error {
+	return s.AuthorizeIn(ctx, s.store.DB, agent, project, p)
+}
+
+// AuthorizeIn is Authorize reading through db: a caller inside a
+// transaction passes tx.DB, so it never waits for a second connection
+// while it holds one.
+func (s *Service) AuthorizeIn(ctx context.Context, db store.DB, agent *auth.Agent, project string, p auth.Permission) error {
 	if !agent.InScope(project) {
 		return fmt.Errorf("%w: %s", ErrNotFound, project)
 	}
-	if _, err := store.Q.ProjectGet(ctx, store.Exec(ctx, s.pool), project); err != nil {
-		if err = store.Interpret(err); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%w: %s", ErrNotFound, project)
-		}
-		return fmt.Errorf("get project: %w", err)
+	if ok, err := exists(ctx, db, project); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("%w: %s", ErrNotFound, project)
 	}
 	if !agent.Can(project, p) {
 		return fmt.Errorf("%w: %s permission needed on project %s", auth.ErrForbidden, p, project)
@@ -63,14 +68,25 @@ func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project stri
 }
 
 // Put creates or updates a project (admin only) and reports whether it was created.
-func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description string) (Project, bool, error) {
+func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description string) (p Project, created bool, err error) {
+	err = s.store.InTx(ctx, func(tx *store.Tx) error {
+		p, created, err = s.PutTx(ctx, tx, agent, name, description)
+		return err
+	})
+	return p, created, err
+}
+
+// PutTx is Put inside the caller's transaction.
+func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, name, description string) (Project, bool, error) {
 	// Scope first: a project out of scope does not exist for the caller
 	// (an admin scoped to some projects creates and changes only those).
 	if !agent.InScope(name) {
 		return Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
 	if !agent.IsAdmin() {
-		if _, err := store.Q.ProjectGet(ctx, store.Exec(ctx, s.pool), name); err != nil {
+		if ok, err := exists(ctx, tx.DB, name); err != nil {
+			return Project{}, false, err
+		} else if !ok {
 			return Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
 		}
 		return Project{}, false, fmt.Errorf("%w: only admins create or change projects", auth.ErrForbidden)
@@ -81,30 +97,21 @@ func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description 
 	if !nameRE.MatchString(name) {
 		return Project{}, false, validation.One("project", "format", "project names match [A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 	}
-	var row dbsqlc.ProjectUpsertRow
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		row, err = store.Q.ProjectUpsert(ctx, tx, dbsqlc.ProjectUpsertParams{Project: name, Description: description})
-		return store.Interpret(err)
-	})
+	p, created, err := tx.ProjectUpsert(ctx, name, description)
 	if err != nil {
 		return Project{}, false, fmt.Errorf("put project: %w", err)
 	}
-	return Project{Name: row.Project, Description: row.Description, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt}, row.Inserted, nil
+	return p, created, nil
 }
 
 // List returns one page of the projects the agent may see, by name.
 func (s *Service) List(ctx context.Context, agent *auth.Agent, after string, limit int) ([]Project, error) {
 	all := agent.AllScope()
-	rows, err := store.Q.ProjectList(ctx, store.Exec(ctx, s.pool), dbsqlc.ProjectListParams{
-		After: after, AllProjects: all, Projects: append([]string{auth.SharedProject}, agent.Projects...), Max: int32(limit),
+	out, err := s.store.ProjectList(ctx, store.ProjectListParams{
+		After: after, All: all, Projects: append([]string{auth.SharedProject}, agent.Projects...), Max: limit,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list projects: %w", store.Interpret(err))
-	}
-	out := make([]Project, len(rows))
-	for i, r := range rows {
-		out[i] = fromRow(r)
+		return nil, fmt.Errorf("list projects: %w", err)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/handoff"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -60,7 +61,11 @@ func (s *Server) CreateHandoff(ctx context.Context, r api.CreateHandoffRequestOb
 	if err := reshape(body, &m); err != nil {
 		return nil, err
 	}
-	h, err := s.handoffs.Create(ctx, agentFrom(ctx), r.Project, m)
+	var h *handoff.Handoff
+	err = s.write(ctx, func(tx *store.Tx) error {
+		h, err = s.handoffs.CreateTx(ctx, tx, agentFrom(ctx), r.Project, m)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +131,12 @@ func (s *Server) transition(ctx context.Context, proj, id string, t handoff.Tran
 	if body != nil {
 		reason = deref(body.Reason)
 	}
-	h, err := s.handoffs.Transition(ctx, agentFrom(ctx), proj, id, t, reason)
+	var h *handoff.Handoff
+	err := s.write(ctx, func(tx *store.Tx) error {
+		var err error
+		h, err = s.handoffs.TransitionTx(ctx, tx, agentFrom(ctx), proj, id, t, reason)
+		return err
+	})
 	if err != nil {
 		return api.Handoff{}, err
 	}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/server"
+	"github.com/contextd/contextd/internal/store"
 )
 
 func manifest(task, target string, extra ...any) map[string]any {
@@ -382,7 +384,7 @@ func next(t *testing.T, ch <-chan sseEvent) sseEvent {
 func TestInboxAcrossTwoServers(t *testing.T) {
 	t.Parallel()
 	e, a := handoffWorld(t)
-	other := httptest.NewServer(server.New(server.Config{Pool: e.pool}))
+	other := httptest.NewServer(server.New(server.Config{App: app.New(store.New(e.pool, 0))}))
 	defer other.Close()
 	writer := &env{t: t, url: other.URL, pool: e.pool, agents: e.agents, admin: e.admin}
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/contextd/contextd/api"
-	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/fault"
 )
 
 // GetHealthz implements api.StrictServerInterface: the process answers.
@@ -16,8 +16,8 @@ func (s *Server) GetHealthz(ctx context.Context, _ api.GetHealthzRequestObject) 
 // GetReadyz implements api.StrictServerInterface: the database answers and
 // its schema is current.
 func (s *Server) GetReadyz(ctx context.Context, _ api.GetReadyzRequestObject) (api.GetReadyzResponseObject, error) {
-	if err := s.pool.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	if err := s.store.Ping(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %w", fault.ErrUnavailable, err)
 	}
 	if s.ready != nil {
 		if err := s.ready(ctx); err != nil {

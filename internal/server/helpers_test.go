@@ -13,9 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/server"
+	"github.com/contextd/contextd/internal/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -36,10 +38,11 @@ func setup(t *testing.T) *env {
 func setupWith(t *testing.T, cfg server.Config) *env {
 	t.Helper()
 	pool := pgtest.New(t)
-	cfg.Pool = pool
+	a := app.New(store.New(pool, 0))
+	cfg.App = a
 	ts := httptest.NewServer(server.New(cfg))
 	t.Cleanup(ts.Close)
-	agents := auth.NewService(pool)
+	agents := a.Agents
 	_, key, err := agents.Bootstrap(context.Background())
 	require.NoError(t, err)
 	require.NotEmpty(t, key)
@@ -49,7 +52,7 @@ func setupWith(t *testing.T, cfg server.Config) *env {
 // agent creates an agent and returns its key.
 func (e *env) agent(role string, perm auth.Permission, projects ...string) string {
 	e.t.Helper()
-	_, key, err := e.agents.Create(context.Background(), auth.CreateParams{Name: role + "-agent", Role: role, Permission: perm, Projects: projects})
+	_, key, err := e.agents.CreateLocal(context.Background(), auth.CreateParams{Name: role + "-agent", Role: role, Permission: perm, Projects: projects})
 	require.NoError(e.t, err)
 	return key
 }

@@ -11,15 +11,84 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/store/dbsqlc"
 )
 
 // replayedHeaders are the response headers kept with an idempotent answer.
 var replayedHeaders = []string{echo.HeaderContentType, "ETag", echo.HeaderLocation}
+
+// unit is the transaction of one request made with an Idempotency-Key: the
+// request's writes and its stored answer commit in it together, or not at
+// all. It begins lazily, at the first write (s.write), so a packet's
+// snapshot is read before the request holds its write connection; it is the
+// HTTP transport's own request state and never reaches a service, which
+// gets the *store.Tx explicitly.
+type unit struct {
+	s           *Server
+	agentID     string
+	key         string
+	fingerprint []byte
+	tx          *store.Tx
+	replay      *store.IdempotentAnswer // an answer that committed while we ran
+}
+
+type unitKey struct{}
+
+// errReplay ends a handler whose request turned out to have an answer.
+var errReplay = errors.New("idempotent request already answered")
+
+// begin opens the unit's transaction and claims its key: 409 while another
+// attempt holds it, errReplay if an answer committed meanwhile.
+func (u *unit) begin(ctx context.Context) error {
+	if u.tx != nil {
+		return nil
+	}
+	tx, err := u.s.store.Begin(ctx, store.TxOpts{})
+	if err != nil {
+		return err
+	}
+	locked, err := tx.IdempotencyKeyTryLock(ctx, u.agentID, u.key)
+	if err == nil && !locked {
+		err = problem(409, "conflict", "a request with this Idempotency-Key is still running; retry when it has finished")
+	}
+	if err == nil {
+		var prev store.IdempotentAnswer
+		if prev, err = tx.IdempotencyKeyGet(ctx, u.agentID, u.key); err == nil {
+			u.replay, err = &prev, errReplay
+		} else if errors.Is(err, fault.ErrNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
+		tx.Rollback(ctx)
+		return err
+	}
+	u.tx = tx
+	return nil
+}
+
+func (u *unit) rollback(ctx context.Context) {
+	if u.tx != nil {
+		u.tx.Rollback(ctx)
+		u.tx = nil
+	}
+}
+
+// write runs fn in the request's transaction: the idempotency unit's (in a
+// savepoint, so a refused write still lets its 4xx answer be stored), or a
+// transaction of its own with the store's retries.
+func (s *Server) write(ctx context.Context, fn func(tx *store.Tx) error) error {
+	if u, ok := ctx.Value(unitKey{}).(*unit); ok {
+		if err := u.begin(ctx); err != nil {
+			return err
+		}
+		return u.tx.Savepoint(ctx, fn)
+	}
+	return s.store.InTx(ctx, fn)
+}
 
 // idempotency makes a POST or PUT with an Idempotency-Key happen at most once
 // per agent and key (for 24 hours). The request runs inside one transaction
@@ -27,7 +96,9 @@ var replayedHeaders = []string{echo.HeaderContentType, "ETag", echo.HeaderLocati
 // together or not at all; a crash between them cannot make a retry write
 // twice. A transaction-scoped advisory lock on (agent, key) tells a retry
 // that the first attempt is still running (409). 5xx answers are not kept,
-// so a retry after a server failure runs again.
+// so a retry after a server failure runs again. A serialization failure,
+// deadlock or lost connection before COMMIT runs the request again, like
+// store.InTx does.
 func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -46,102 +117,119 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return decodeProblem(err, nil)
 		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
 		h := sha256.New()
 		h.Write([]byte(req.Method + " " + req.URL.RequestURI() + "\n"))
 		h.Write([]byte(req.Header.Get("If-Match") + "\n"))
 		h.Write(body)
-		fingerprint := h.Sum(nil)
-
-		ctx := req.Context()
-		opts := pgx.TxOptions{}
-		if snapshotRoutes[req.Method+" "+c.Path()] {
-			opts.IsoLevel = pgx.RepeatableRead
-		}
-		tx, err := s.pool.BeginTx(ctx, opts)
-		if err != nil {
-			return store.Interpret(err)
-		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-
-		var locked bool
-		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))", agent.ID+"/"+key).Scan(&locked); err != nil {
-			return store.Interpret(err)
-		}
-		if !locked {
-			return problem(409, "conflict", "a request with this Idempotency-Key is still running; retry when it has finished")
-		}
-		prev, err := store.Q.IdempotencyKeyGet(ctx, tx, dbsqlc.IdempotencyKeyGetParams{AgentID: agent.ID, Key: key})
-		switch err = store.Interpret(err); {
-		case err == nil:
-			if !bytes.Equal(prev.RequestSha256, fingerprint) {
-				return problem(422, "validation_failed", "this Idempotency-Key was used for a different request; use a new key")
-			}
-			var hdr map[string]string
-			_ = json.Unmarshal(prev.Headers, &hdr)
-			for k, v := range hdr {
-				c.Response().Header().Set(k, v)
-			}
-			c.Response().Header().Set("Idempotent-Replayed", "true")
-			c.Response().WriteHeader(int(prev.Status))
-			_, _ = c.Response().Write(prev.Body)
-			return nil
-		case !errors.Is(err, store.ErrNotFound):
+		u := &unit{s: s, agentID: agent.ID, key: key, fingerprint: h.Sum(nil)}
+		if prev, err := s.store.IdempotencyKeyGet(req.Context(), agent.ID, key); err == nil {
+			return replay(c, u, &prev)
+		} else if !errors.Is(err, fault.ErrNotFound) {
 			return err
 		}
-
-		// Run the request in the transaction, with its answer held back
-		// until the transaction has committed.
-		rec := &bufferedResponse{header: http.Header{}}
-		orig := c.Response().Writer
-		c.Response().Writer = rec
-		c.SetRequest(req.WithContext(store.WithAmbientTx(ctx, tx)))
-		if err := next(c); err != nil {
-			c.Error(err)
-		}
-		c.Response().Writer = orig
-		c.SetRequest(req)
-		status := rec.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		if status < 500 {
-			hdr := map[string]string{}
-			for _, k := range replayedHeaders {
-				if v := rec.header.Get(k); v != "" {
-					hdr[k] = v
-				}
-			}
-			hb, _ := json.Marshal(hdr)
-			err := store.Q.IdempotencyKeyUpsert(ctx, tx, dbsqlc.IdempotencyKeyUpsertParams{
-				AgentID: agent.ID, Key: key, RequestSha256: fingerprint, Status: int32(status),
-				ContentType: rec.header.Get(echo.HeaderContentType), Headers: hb,
-				Body: redact(rec.body.Bytes(), secretMembers[req.Method+" "+c.Path()]),
-			})
-			if err == nil {
-				err = tx.Commit(ctx)
-			}
-			if err != nil {
-				// The answer was only buffered: tell the client the truth.
-				p := toProblem(store.Interpret(err))
-				if p.Status < 500 {
-					p = problem(503, "unavailable", "the request could not be committed; retry with the same Idempotency-Key")
-				}
-				s.log.Error("idempotent request not committed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err)
-				b, _ := json.Marshal(p.body(req.URL.Path))
-				orig.Header().Set(echo.HeaderContentType, "application/problem+json")
-				orig.WriteHeader(p.Status)
-				_, _ = orig.Write(b)
-				return nil
+		for attempt := 0; ; attempt++ {
+			done, err := s.attempt(c, next, u, body, attempt == store.MaxRetries)
+			if done || err != nil {
+				return err
 			}
 		}
-		for k, v := range rec.header {
-			orig.Header()[k] = v
-		}
-		orig.WriteHeader(status)
-		_, _ = orig.Write(rec.body.Bytes())
-		return nil
 	}
+}
+
+// attempt runs the request once in a fresh unit. It reports done=false when
+// the transaction failed in a way that may be run again.
+func (s *Server) attempt(c echo.Context, next echo.HandlerFunc, u *unit, body []byte, last bool) (bool, error) {
+	req := c.Request()
+	ctx := req.Context()
+	u.tx, u.replay = nil, nil
+	rec := &bufferedResponse{header: http.Header{}}
+	orig := c.Response().Writer
+	c.Response().Writer = rec
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	c.SetRequest(req.WithContext(context.WithValue(ctx, unitKey{}, u)))
+	herr := next(c)
+	if herr != nil && !errors.Is(herr, errReplay) {
+		c.Error(herr)
+	}
+	c.Response().Writer = orig
+	// The buffered attempt marked Echo's response as written; the answer
+	// is still to be sent, to orig.
+	c.Response().Committed, c.Response().Status, c.Response().Size = false, 0, 0
+	c.SetRequest(req)
+	defer u.rollback(ctx)
+	if errors.Is(herr, errReplay) {
+		return true, replay(c, u, u.replay)
+	}
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if status >= 500 {
+		if store.Retryable(herr) && !last {
+			s.store.CountRetry()
+			return false, nil
+		}
+		rec.flush(orig)
+		return true, nil
+	}
+	err := u.begin(ctx)
+	if errors.Is(err, errReplay) {
+		return true, replay(c, u, u.replay)
+	}
+	if err == nil {
+		err = u.commit(ctx, req.Method+" "+c.Path(), status, rec)
+	}
+	if err != nil {
+		if store.Retryable(err) && !last {
+			s.store.CountRetry()
+			return false, nil
+		}
+		var p *Problem
+		if errors.As(err, &p) {
+			return true, p
+		}
+		// The answer was only buffered: tell the client the truth.
+		s.log.Error("idempotent request not committed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err)
+		return true, problem(503, "unavailable", "the request could not be committed; retry with the same Idempotency-Key")
+	}
+	rec.flush(orig)
+	return true, nil
+}
+
+// commit stores the buffered answer and commits the unit.
+func (u *unit) commit(ctx context.Context, route string, status int, rec *bufferedResponse) error {
+	hdr := map[string]string{}
+	for _, k := range replayedHeaders {
+		if v := rec.header.Get(k); v != "" {
+			hdr[k] = v
+		}
+	}
+	err := u.tx.IdempotencyKeyPut(ctx, store.IdempotentAnswer{
+		AgentID: u.agentID, Key: u.key, RequestSHA256: u.fingerprint, Status: status,
+		ContentType: rec.header.Get(echo.HeaderContentType), Headers: hdr,
+		Body: redact(rec.body.Bytes(), secretMembers[route]),
+	})
+	if err != nil {
+		return err
+	}
+	err = u.tx.Commit(ctx)
+	u.tx = nil
+	return err
+}
+
+// replay answers with a stored answer, or 422 if the key was used for
+// another request.
+func replay(c echo.Context, u *unit, prev *store.IdempotentAnswer) error {
+	if !bytes.Equal(prev.RequestSHA256, u.fingerprint) {
+		return problem(422, "validation_failed", "this Idempotency-Key was used for a different request; use a new key")
+	}
+	for k, v := range prev.Headers {
+		c.Response().Header().Set(k, v)
+	}
+	c.Response().Header().Set("Idempotent-Replayed", "true")
+	c.Response().WriteHeader(prev.Status)
+	_, _ = c.Response().Write(prev.Body)
+	return nil
 }
 
 // secretMembers are the top-level members of answers that must never be
@@ -170,13 +258,6 @@ func redact(body []byte, members []string) []byte {
 	return out
 }
 
-// snapshotRoutes read a consistent snapshot and write only new rows, so
-// their idempotency transaction runs at repeatable read and the request
-// reads through it, on the one connection it already holds.
-var snapshotRoutes = map[string]bool{
-	"POST /v1/projects/:project/packets": true,
-}
-
 // bufferedResponse holds an answer until it may be sent.
 type bufferedResponse struct {
 	header http.Header
@@ -195,4 +276,17 @@ func (b *bufferedResponse) WriteHeader(code int) {
 	if b.status == 0 {
 		b.status = code
 	}
+}
+
+// flush sends the held answer.
+func (b *bufferedResponse) flush(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	status := b.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b.body.Bytes())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -180,7 +181,11 @@ func (s *Server) PutItem(ctx context.Context, r api.PutItemRequestObject) (api.P
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.items.Put(ctx, agentFrom(ctx), r.Project, toInput(r.Key, *body), item.PutOpts{IfMatch: ifMatch})
+	var res item.PutResult
+	err = s.write(ctx, func(tx *store.Tx) error {
+		res, err = s.items.PutTx(ctx, tx, agentFrom(ctx), r.Project, toInput(r.Key, *body), item.PutOpts{IfMatch: ifMatch})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +286,11 @@ func (s *Server) BatchItems(ctx context.Context, r api.BatchItemsRequestObject) 
 			Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance,
 		})
 	}
-	res, err := s.items.Batch(ctx, agentFrom(ctx), r.Project, ins)
+	var res item.BatchResult
+	err = s.write(ctx, func(tx *store.Tx) error {
+		res, err = s.items.BatchTx(ctx, tx, agentFrom(ctx), r.Project, ins)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/packet"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -78,11 +79,16 @@ func (s *Server) AssemblePacket(ctx context.Context, r api.AssemblePacketRequest
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.packets.Assemble(ctx, agentFrom(ctx), r.Project, req)
+	// The snapshot is read (and the packet assembled) before the write
+	// transaction begins, so a request never holds two connections.
+	p, err := s.packets.Prepare(ctx, agentFrom(ctx), r.Project, req)
 	if err != nil {
 		return nil, err
 	}
-	return api.AssemblePacket201JSONResponse(toPacket(p)), nil
+	if err := s.write(ctx, func(tx *store.Tx) error { return s.packets.StoreTx(ctx, tx, p) }); err != nil {
+		return nil, err
+	}
+	return api.AssemblePacket201JSONResponse(toPacket(s.packets.ForViewer(agentFrom(ctx), p))), nil
 }
 
 func parseTime(name string, v *string) (*time.Time, error) {

@@ -75,7 +75,14 @@ func TestAssemblePacketEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := packetWorld(t)
 	implementer := e.agent("implementer", auth.ReadOnly, "acme")
+	r, id := assembleAndCheck(t, e, implementer)
+	checkStoredRecordsWhy(t, e, implementer, r, id)
+	checkAttributeInjections(t, e, implementer, id)
+	checkReplayListing(t, e, implementer, r, id)
+}
 
+// assembleAndCheck assembles the world's packet and checks its answer.
+func assembleAndCheck(t *testing.T, e *env, implementer string) (resp, string) {
 	r := e.do("POST", "/v1/projects/acme/packets", implementer, packetRequest("implementer"))
 	require.Equal(t, 201, r.status, r.text)
 	id := r.json["packet_id"].(string)
@@ -131,6 +138,11 @@ func TestAssemblePacketEndToEnd(t *testing.T) {
 	}
 	require.True(t, sawKnowledge)
 
+	return r, id
+}
+
+// checkStoredRecordsWhy: the stored packet, its records and why.
+func checkStoredRecordsWhy(t *testing.T, e *env, implementer string, r resp, id string) {
 	// The stored packet answers the same.
 	g := e.do("GET", "/v1/projects/acme/packets/"+id, implementer, nil)
 	require.Equal(t, 200, g.status)
@@ -176,6 +188,10 @@ func TestAssemblePacketEndToEnd(t *testing.T) {
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=critic.rubric", implementer, nil).status)
 	require.Equal(t, "hidden", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=critic.rubric", e.admin, nil).json["reason"])
 
+}
+
+// checkAttributeInjections: attribute and the reverse lookup.
+func checkAttributeInjections(t *testing.T, e *env, implementer, id string) {
 	// Attribute.
 	a := e.do("POST", "/v1/projects/acme/packets/"+id+"/attribute", implementer, map[string]any{"text": "500 EUR need a manager"})
 	require.Equal(t, 200, a.status, a.text)
@@ -207,6 +223,10 @@ func TestAssemblePacketEndToEnd(t *testing.T) {
 	require.Equal(t, "acme", sharedInj.list()[0]["project"])
 	require.Empty(t, e.do("GET", "/v1/projects/acme/items/refund.rules/injections?version=2", implementer, nil).list())
 
+}
+
+// checkReplayListing: replay after changes, then listings.
+func checkReplayListing(t *testing.T, e *env, implementer string, r resp, id string) {
 	// Replay after the items changed: byte-identical.
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/refund.rules", e.admin, map[string]any{"content": "Changed later.", "trigger": map[string]any{"keywords": []string{"refund"}}}).status)
 	require.Equal(t, 200, e.do("DELETE", "/v1/projects/acme/items/always.rule", e.admin, nil).status)

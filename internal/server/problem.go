@@ -6,17 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/contextd/contextd/api"
-	"github.com/contextd/contextd/internal/auth"
-	"github.com/contextd/contextd/internal/handoff"
-	"github.com/contextd/contextd/internal/item"
-	"github.com/contextd/contextd/internal/packet"
-	"github.com/contextd/contextd/internal/project"
-	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -29,6 +25,8 @@ type Problem struct {
 	Detail string
 	Fields []validation.Field
 	Extra  map[string]any // more members, e.g. current_status
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter int
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
@@ -107,35 +105,50 @@ func toProblem(err error) *Problem {
 		case http.StatusBadRequest:
 			return problem(400, "malformed", "%s", msg)
 		case http.StatusServiceUnavailable:
-			return problem(503, "unavailable", "%s", msg)
+			return retryLater(problem(503, "unavailable", "%s", msg))
 		}
 		if he.Code >= 400 && he.Code < 500 {
 			return problem(he.Code, "malformed", "%s", msg)
 		}
 	}
-	var te *handoff.TransitionError
-	if errors.As(err, &te) {
-		return &Problem{Status: 409, Code: "invalid_transition", Detail: te.Error(), Extra: map[string]any{"current_status": te.CurrentStatus}}
-	}
+	return kindProblem(err)
+}
+
+// kindProblem maps the error kinds of package fault: the one list a
+// transport needs.
+func kindProblem(err error) *Problem {
 	switch {
-	case errors.Is(err, auth.ErrUnauthenticated):
+	case errors.Is(err, fault.ErrStateConflict):
+		cur, _ := fault.State(err)
+		return &Problem{Status: 409, Code: "invalid_transition", Detail: err.Error(), Extra: map[string]any{"current_status": cur}}
+	case errors.Is(err, fault.ErrUnauthenticated):
 		return problem(401, "unauthenticated", "%s", err.Error())
-	case errors.Is(err, auth.ErrForbidden):
+	case errors.Is(err, fault.ErrForbidden):
 		return problem(403, "forbidden", "%s", err.Error())
-	case errors.Is(err, project.ErrNotFound), errors.Is(err, item.ErrNotFound), errors.Is(err, packet.ErrNotFound), errors.Is(err, handoff.ErrNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, fault.ErrNotFound):
 		return problem(404, "not_found", "%s", err.Error())
-	case errors.Is(err, item.ErrPreconditionFailed):
+	case errors.Is(err, fault.ErrPreconditionFailed):
 		return problem(412, "precondition_failed", "%s", err.Error())
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, fault.ErrConflict):
 		return problem(409, "conflict", "%s", err.Error())
-	case errors.Is(err, store.ErrEncoding):
+	case errors.Is(err, fault.ErrMalformed):
 		return problem(400, "malformed", "the request holds text that cannot be stored (NUL characters or invalid UTF-8)")
-	case errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, fault.ErrTooLarge):
+		return problem(413, "payload_too_large", "%s", err.Error())
+	case errors.Is(err, fault.ErrInvalid):
 		return problem(422, "validation_failed", "%s", err.Error())
-	case errors.Is(err, store.ErrUnavailable):
-		return problem(503, "unavailable", "the database is unavailable; retry later")
+	case errors.Is(err, fault.ErrRateLimited):
+		return retryLater(problem(429, "rate_limited", "too many requests; retry later"))
+	case errors.Is(err, fault.ErrUnavailable):
+		return retryLater(problem(503, "unavailable", "the database is unavailable; retry later"))
 	}
 	return &Problem{Status: 500, Code: "internal", Detail: "internal error; it has been logged with this request's id"}
+}
+
+// retryLater adds the Retry-After a client should wait.
+func retryLater(p *Problem) *Problem {
+	p.RetryAfter = int(fault.RetryAfter.Seconds())
+	return p
 }
 
 // errorHandler writes every error as application/problem+json and logs each
@@ -158,6 +171,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 
 func writeProblem(c echo.Context, p *Problem) {
 	b, _ := json.Marshal(p.body(c.Request().URL.Path))
+	if p.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)
 	_, _ = c.Response().Write(b)

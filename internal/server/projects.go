@@ -5,6 +5,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/store"
 )
 
 func toProject(p project.Project) api.Project {
@@ -17,7 +18,15 @@ func (s *Server) PutProject(ctx context.Context, r api.PutProjectRequestObject) 
 	if r.Body != nil && r.Body.Description != nil {
 		desc = *r.Body.Description
 	}
-	p, created, err := s.projects.Put(ctx, agentFrom(ctx), r.Project, desc)
+	var (
+		p       project.Project
+		created bool
+	)
+	err := s.write(ctx, func(tx *store.Tx) error {
+		var err error
+		p, created, err = s.projects.PutTx(ctx, tx, agentFrom(ctx), r.Project, desc)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -12,16 +12,17 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // DefaultBodyLimit is the largest request body accepted unless configured.
@@ -29,7 +30,8 @@ const DefaultBodyLimit = 8 << 20
 
 // Config wires a server.
 type Config struct {
-	Pool      *pgxpool.Pool
+	// App is the process's services (see package app).
+	App       *app.App
 	Logger    *slog.Logger
 	BodyLimit int64 // bytes; 0 means DefaultBodyLimit
 	// Ready reports whether the schema is current; /readyz calls it.
@@ -41,7 +43,7 @@ type Config struct {
 
 // Server holds the services behind the API.
 type Server struct {
-	pool      *pgxpool.Pool
+	store     *store.Store
 	log       *slog.Logger
 	bodyLimit int64
 	ready     func(ctx context.Context) error
@@ -61,12 +63,13 @@ func New(cfg Config) *echo.Echo {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
-	projects := project.NewService(cfg.Pool)
-	handoffs := handoff.NewService(cfg.Pool, projects)
+	a := cfg.App
+	if a == nil {
+		a = &app.App{} // routes only: for tests that inspect the router
+	}
 	s := &Server{
-		pool: cfg.Pool, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
-		agents: auth.NewService(cfg.Pool), projects: projects, items: item.NewService(cfg.Pool, projects),
-		packets: packet.NewService(cfg.Pool, projects, handoffs), handoffs: handoffs,
+		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
+		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs,
 	}
 	e := echo.New()
 	e.HideBanner = true
@@ -79,6 +82,7 @@ func New(cfg Config) *echo.Echo {
 	e.Use(checkURL)
 	e.Use(s.limitBody)
 	e.Use(s.authenticate)
+	e.Use(s.requirePermission(api.Spec))
 	e.Use(s.idempotency)
 
 	strict := api.NewStrictHandler(s, nil)

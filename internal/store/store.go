@@ -1,141 +1,162 @@
-// Package store is contextd's one door to PostgreSQL: the sqlc-generated
-// queries (kept inside, in dbsqlc), transactions, and the translation of
-// database errors into domain errors. Nothing above it imports pgx to look
-// at an error.
+// Package store is contextd's one door to PostgreSQL. It owns the pool, the
+// sqlc-generated queries (sealed in internal/store/internal/dbsqlc, so the
+// compiler keeps everybody else out), the migrations, transactions and the
+// translation of database errors into the kinds of package fault. Its
+// methods take and return domain values; no pgx, pgtype or sqlc type leaves
+// it.
+//
+// A transaction is a value (*Tx) handed to the code that runs in it; nothing
+// travels in a context. InTx retries a whole transaction that PostgreSQL
+// refused as a serialization failure or deadlock, or that lost its
+// connection before COMMIT was sent, up to MaxRetries times; after that, or
+// when COMMIT itself was lost (the outcome is unknown), the answer is
+// fault.ErrUnavailable, which transports turn into 503 with Retry-After.
 package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contextd/contextd/internal/store/dbsqlc"
+	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
 )
 
-// Domain errors. Services wrap them with context; the HTTP layer maps them
-// to problem+json once.
-var (
-	// ErrNotFound means the row does not exist (or, one layer up, that the
-	// caller may not know it exists).
-	ErrNotFound = errors.New("not found")
-	// ErrConflict is a unique or exclusion violation.
-	ErrConflict = errors.New("conflict")
-	// ErrAppendOnly means the database refused to change history.
-	ErrAppendOnly = errors.New("append-only")
-	// ErrInvalid is a value the database's own constraints refused.
-	ErrInvalid = errors.New("invalid value")
-	// ErrUnavailable means the database could not be reached.
-	ErrUnavailable = errors.New("database unavailable")
-	// ErrEncoding is text the database cannot store: NUL characters or
-	// invalid UTF-8 that got past validation.
-	ErrEncoding = errors.New("text cannot be stored")
+// MaxRetries is how many times a transaction is run again after a
+// serialization failure, a deadlock or a connection lost before COMMIT.
+const MaxRetries = 3
+
+// Config is how the store connects. Zero values take the defaults below.
+type Config struct {
+	URL string
+	// MaxConns is the pool's size (default 4 × cores, at least 8).
+	MaxConns int32
+	// AcquireTimeout bounds the wait for a free connection; past it the
+	// request gets fault.ErrUnavailable instead of waiting forever.
+	AcquireTimeout time.Duration
+	// StatementTimeout bounds every statement on the server side (0: 30 s;
+	// negative: none).
+	StatementTimeout time.Duration
+	// LockTimeout bounds the wait for a row lock (0: 10 s; negative: none).
+	LockTimeout time.Duration
+	// HealthCheckPeriod is how often idle connections are checked.
+	HealthCheckPeriod time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultAcquireTimeout    = 5 * time.Second
+	DefaultStatementTimeout  = 30 * time.Second
+	DefaultLockTimeout       = 10 * time.Second
+	DefaultHealthCheckPeriod = 30 * time.Second
 )
 
-// Queries is the generated query set. Every method takes its executor
-// (a pool or a transaction) as its first argument.
-type Queries = dbsqlc.Queries
-
-// Q is the shared, stateless query set.
-var Q = dbsqlc.New()
-
-// DBTX is what a query runs on: a pool, a connection or a transaction.
-type DBTX = dbsqlc.DBTX
-
-// Interpret translates a database error into a domain error, keeping the
-// original in the chain for logs.
-func Interpret(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "23505", "23P01": // unique_violation, exclusion_violation
-			return fmt.Errorf("%w: %s", ErrConflict, pgErr.Message)
-		case "23001": // restrict_violation, raised by the append-only triggers
-			return fmt.Errorf("%w: %s", ErrAppendOnly, pgErr.Message)
-		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character
-			return fmt.Errorf("%w: %s", ErrEncoding, pgErr.Message)
-		case "23514", "23502", "22P02", "22007", "22008", "23503": // check, not null, text repr, datetime
-			return fmt.Errorf("%w: %s", ErrInvalid, pgErr.Message)
-		case "57P01", "57P02", "57P03", "53300": // shutdown, cannot connect now, too many connections
-			return fmt.Errorf("%w: %s", ErrUnavailable, pgErr.Message)
-		}
-		return err
-	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return err
+// Store is the pool and the queries. Its embedded DB runs single
+// statements on the pool; InTx and Snapshot run transactions.
+type Store struct {
+	DB
+	pool    *pgxpool.Pool
+	acquire time.Duration
+	retries atomic.Int64
+	url     string
 }
 
-type txKey struct{}
-
-// WithAmbientTx returns a context whose WithTx calls run inside tx (as
-// savepoints) instead of opening their own transaction. The idempotency
-// layer uses it so that a request's writes and the stored answer to it
-// commit together, or not at all.
-func WithAmbientTx(ctx context.Context, tx pgx.Tx) context.Context {
-	return context.WithValue(ctx, txKey{}, tx)
-}
-
-// AmbientTx returns the transaction set by WithAmbientTx, if any.
-func AmbientTx(ctx context.Context) (pgx.Tx, bool) {
-	tx, ok := ctx.Value(txKey{}).(pgx.Tx)
-	return tx, ok
-}
-
-// Beginner is what WithTx needs: a pool or a transaction.
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
-// WithTx runs fn in a transaction on db and commits when fn returns nil. Any
-// error rolls back, with a context that outlives the request's own, so a
-// cancelled request still rolls back cleanly. Inside an ambient transaction
-// (see WithAmbientTx) it uses a savepoint of that one instead.
-func WithTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
-	if amb, ok := AmbientTx(ctx); ok {
-		db = amb
-	}
-	tx, err := db.Begin(ctx)
+// Open connects a pool as cfg says and checks that the server answers.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
-		return fmt.Errorf("begin: %w", Interpret(err))
+		return nil, fmt.Errorf("database url: %w", err)
 	}
-	if err := fn(tx); err != nil {
-		if rbErr := tx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
-			return errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
-		}
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	pc.HealthCheckPeriod = orDefault(cfg.HealthCheckPeriod, DefaultHealthCheckPeriod)
+	rp := pc.ConnConfig.RuntimeParams
+	if d := orDefault(cfg.StatementTimeout, DefaultStatementTimeout); d > 0 {
+		rp["statement_timeout"] = strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	if d := orDefault(cfg.LockTimeout, DefaultLockTimeout); d > 0 {
+		rp["lock_timeout"] = strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", interpret(err))
+	}
+	s := New(pool, orDefault(cfg.AcquireTimeout, DefaultAcquireTimeout))
+	s.url = cfg.URL
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// New wraps an existing pool (the test harness hands out pools).
+// acquireTimeout bounds the wait for a connection (0: the default).
+func New(pool *pgxpool.Pool, acquireTimeout time.Duration) *Store {
+	s := &Store{pool: pool, acquire: orDefault(acquireTimeout, DefaultAcquireTimeout)}
+	s.DB = DB{ex: &poolExec{s: s}}
+	return s
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that a pooled connection answers: the readiness probe, with
+// no new connection per probe.
+func (s *Store) Ping(ctx context.Context) error {
+	conn, err := s.conn(ctx)
+	if err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", Interpret(err))
+	defer conn.Release()
+	if err := conn.Ping(ctx); err != nil {
+		return interpret(err)
 	}
 	return nil
 }
 
-// Exec returns the executor a read should use: the ambient transaction when
-// there is one (so it sees the request's own writes), else the pool.
-func Exec(ctx context.Context, pool *pgxpool.Pool) DBTX {
-	if tx, ok := AmbientTx(ctx); ok {
-		return tx
+// Retries is how many transactions were run again since the start.
+func (s *Store) Retries() int64 { return s.retries.Load() }
+
+// conn takes a pooled connection, waiting at most the acquire timeout.
+func (s *Store) conn(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, s.acquire)
+	defer cancel()
+	c, err := s.pool.Acquire(actx)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: no database connection free within %s", fault.ErrUnavailable, s.acquire)
+		}
+		return nil, interpret(err)
 	}
-	return pool
+	return c, nil
 }
 
-// Filter turns an optional filter value into a sqlc.narg argument: an
-// empty string is no filter (NULL), anything else filters.
-func Filter(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
+// DB runs the store's queries on one executor: the pool (each statement on
+// a connection of its own) or a transaction.
+type DB struct {
+	ex dbsqlc.DBTX
+}
+
+var q = dbsqlc.New()
+
+// Tx is one transaction. Its DB runs the store's queries inside it.
+type Tx struct {
+	DB
+	tx   pgx.Tx
+	conn *pgxpool.Conn
 }

@@ -6,6 +6,8 @@ package validation
 import (
 	"fmt"
 	"strings"
+
+	"github.com/contextd/contextd/internal/fault"
 )
 
 // Field is one problem with one value of a request.
@@ -25,6 +27,9 @@ func (e *Error) Error() string {
 	}
 	return "invalid request: " + strings.Join(parts, "; ")
 }
+
+// Is makes an Error of kind fault.ErrInvalid.
+func (e *Error) Is(target error) bool { return target == fault.ErrInvalid }
 
 // List collects field problems.
 type List struct{ fields []Field }
@@ -61,6 +66,9 @@ type Malformed struct {
 }
 
 func (e *Malformed) Error() string { return "malformed request: " + e.Detail }
+
+// Is makes a Malformed of kind fault.ErrMalformed.
+func (e *Malformed) Is(target error) bool { return target == fault.ErrMalformed }
 
 // OneOf reports whether v is one of the allowed values of an enum.
 func OneOf(v string, allowed ...string) bool {

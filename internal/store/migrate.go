@@ -1,7 +1,8 @@
-// Package migrate applies contextd's embedded goose migrations. Every runner
-// holds goose's Postgres session lock, so two servers starting at once on one
-// database do not race each other through the schema.
-package migrate
+package store
+
+// The embedded goose migrations. Every runner holds goose's Postgres session
+// lock, so two servers starting at once on one database do not race each
+// other through the schema.
 
 import (
 	"context"
@@ -20,8 +21,8 @@ import (
 	"github.com/contextd/contextd/migrations"
 )
 
-// Status is one migration and whether it has been applied.
-type Status struct {
+// MigrationStatus is one migration and whether it has been applied.
+type MigrationStatus struct {
 	Version int64
 	Name    string
 	Applied bool
@@ -51,8 +52,8 @@ func provider(databaseURL string) (*goose.Provider, *sql.DB, error) {
 // register makes sure the pgx database/sql driver is linked in.
 var _ = stdlib.GetDefaultDriver
 
-// Up applies every pending migration.
-func Up(ctx context.Context, databaseURL string) error {
+// MigrateUp applies every pending migration.
+func MigrateUp(ctx context.Context, databaseURL string) error {
 	p, db, err := provider(databaseURL)
 	if err != nil {
 		return err
@@ -64,8 +65,8 @@ func Up(ctx context.Context, databaseURL string) error {
 	return nil
 }
 
-// Down rolls back the most recent migration.
-func Down(ctx context.Context, databaseURL string) error {
+// MigrateDown rolls back the most recent migration.
+func MigrateDown(ctx context.Context, databaseURL string) error {
 	p, db, err := provider(databaseURL)
 	if err != nil {
 		return err
@@ -77,8 +78,8 @@ func Down(ctx context.Context, databaseURL string) error {
 	return nil
 }
 
-// List reports every known migration and whether it is applied.
-func List(ctx context.Context, databaseURL string) ([]Status, error) {
+// Migrations reports every known migration and whether it is applied.
+func Migrations(ctx context.Context, databaseURL string) ([]MigrationStatus, error) {
 	p, db, err := provider(databaseURL)
 	if err != nil {
 		return nil, err
@@ -88,16 +89,16 @@ func List(ctx context.Context, databaseURL string) ([]Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate status: %w", err)
 	}
-	out := make([]Status, 0, len(st))
+	out := make([]MigrationStatus, 0, len(st))
 	for _, s := range st {
-		out = append(out, Status{Version: s.Source.Version, Name: s.Source.Path, Applied: s.State == goose.StateApplied})
+		out = append(out, MigrationStatus{Version: s.Source.Version, Name: s.Source.Path, Applied: s.State == goose.StateApplied})
 	}
 	return out, nil
 }
 
-// Pending reports whether the database lacks any embedded migration. A
+// MigrationsPending reports whether the database lacks any embedded migration. A
 // server started with --migrate=false refuses to run on a stale schema.
-func Pending(ctx context.Context, databaseURL string) (bool, error) {
+func MigrationsPending(ctx context.Context, databaseURL string) (bool, error) {
 	p, db, err := provider(databaseURL)
 	if err != nil {
 		return false, err
@@ -128,7 +129,7 @@ var hashOnce = sync.OnceValue(func() string {
 	return hex.EncodeToString(h.Sum(nil))
 })
 
-// Hash identifies the embedded migrations' exact content. The test harness
+// MigrationsHash identifies the embedded migrations' exact content. The test harness
 // names its template database by it, so a changed migration gets a fresh
 // template instead of a stale one.
-func Hash() string { return hashOnce() }
+func MigrationsHash() string { return hashOnce() }

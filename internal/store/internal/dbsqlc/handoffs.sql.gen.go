@@ -251,6 +251,21 @@ func (q *Queries) HandoffLockTaskTarget(ctx context.Context, db DBTX, arg Handof
 	return err
 }
 
+const handoffNotify = `-- name: HandoffNotify :exec
+SELECT pg_notify($1::text, $2::text)
+`
+
+type HandoffNotifyParams struct {
+	Channel string
+	Project string
+}
+
+// Wakes the live inboxes of every contextd process when the transaction commits.
+func (q *Queries) HandoffNotify(ctx context.Context, db DBTX, arg HandoffNotifyParams) error {
+	_, err := db.Exec(ctx, handoffNotify, arg.Channel, arg.Project)
+	return err
+}
+
 const handoffReworkAncestors = `-- name: HandoffReworkAncestors :many
 WITH RECURSIVE chain AS (
     SELECT h.project, h.id, h.task_id, h.workflow_run_id, h.rework_of, h.source_role, h.source_agent_id, h.target_role, h.target_permission, h.intent, h.packet_id, h.manifest, h.created_by, h.created_at, h.status, h.status_reason, h.superseded_by, h.updated_at, 1 AS depth FROM handoffs h

@@ -9,6 +9,16 @@ import (
 	"context"
 )
 
+const agentBootstrapLock = `-- name: AgentBootstrapLock :exec
+SELECT pg_advisory_xact_lock(hashtext('contextd.bootstrap'))
+`
+
+// Serialises the first start of several servers, so one admin is made.
+func (q *Queries) AgentBootstrapLock(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, agentBootstrapLock)
+	return err
+}
+
 const agentCount = `-- name: AgentCount :one
 SELECT count(*) FROM agents
 `

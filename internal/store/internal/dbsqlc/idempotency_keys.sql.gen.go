@@ -48,6 +48,18 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, db DBTX, arg Idempotenc
 	return i, err
 }
 
+const idempotencyKeyTryLock = `-- name: IdempotencyKeyTryLock :one
+SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0)) AS locked
+`
+
+// Claims (agent, key) for this transaction; false while another attempt runs.
+func (q *Queries) IdempotencyKeyTryLock(ctx context.Context, db DBTX, agentKey string) (bool, error) {
+	row := db.QueryRow(ctx, idempotencyKeyTryLock, agentKey)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
+}
+
 const idempotencyKeyUpsert = `-- name: IdempotencyKeyUpsert :exec
 INSERT INTO idempotency_keys (agent_id, key, request_sha256, status, content_type, headers, body)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

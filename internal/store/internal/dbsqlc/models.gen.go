@@ -200,4 +200,5 @@ type Project struct {
 type ProjectCounter struct {
 	Project    string
 	HandoffSeq int64
+	WriteSeq   int64
 }

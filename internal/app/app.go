@@ -1,0 +1,39 @@
+// Package app is contextd's composition root: it builds the store and every
+// service once per process, in one place, and hands the result to each
+// transport (HTTP today; MCP, the UI and the bench command later), so a new
+// transport never rebuilds the graph and every event stream of the process
+// shares one LISTEN connection.
+package app
+
+import (
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/handoff"
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/packet"
+	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// App is the services of one process over one store.
+type App struct {
+	Store    *store.Store
+	Agents   *auth.Service
+	Projects *project.Service
+	Items    *item.Service
+	Packets  *packet.Service
+	Handoffs *handoff.Service
+}
+
+// New builds the services over st.
+func New(st *store.Store) *App {
+	projects := project.NewService(st)
+	handoffs := handoff.NewService(st, projects, handoff.NewHub(st))
+	return &App{
+		Store:    st,
+		Agents:   auth.NewService(st),
+		Projects: projects,
+		Items:    item.NewService(st, projects),
+		Packets:  packet.NewService(st, projects, handoffs),
+		Handoffs: handoffs,
+	}
+}

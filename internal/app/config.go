@@ -1,0 +1,91 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/contextd/contextd/internal/store"
+)
+
+// Config is everything a contextd process is configured with, parsed once
+// from flags and environment, validated at start and passed explicitly.
+type Config struct {
+	Listen   string
+	LogLevel slog.Level
+	Migrate  bool
+	// Store is the database connection: URL (empty for the embedded
+	// default), pool size and timeouts.
+	Store   store.Config
+	DataDir string
+	// BodyLimit is the largest request body, in bytes.
+	BodyLimit int64
+	// HTTP server timeouts.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	ShutdownTimeout   time.Duration
+
+	logLevel string
+}
+
+// DefaultBodyLimit is the largest request body accepted unless configured.
+const DefaultBodyLimit = 8 << 20
+
+// RegisterFlags declares the configuration's flags, with defaults from
+// the environment where a variable is named.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", envOr("CONTEXTD_LISTEN", "127.0.0.1:8080"), "address to listen on (env CONTEXTD_LISTEN)")
+	fs.StringVar(&c.logLevel, "log-level", envOr("CONTEXTD_LOG_LEVEL", "info"), "debug, info, warn or error (env CONTEXTD_LOG_LEVEL)")
+	fs.BoolVar(&c.Migrate, "migrate", true, "apply pending migrations on start; with false, refuse to start on a stale schema")
+	fs.Int64Var(&c.BodyLimit, "body-limit", DefaultBodyLimit, "largest request body, in bytes")
+	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", int32(envInt("CONTEXTD_DB_MAX_CONNS", 0)), "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")
+	fs.DurationVar(&c.Store.AcquireTimeout, "db-acquire-timeout", store.DefaultAcquireTimeout, "longest wait for a free database connection before answering 503")
+	fs.DurationVar(&c.Store.StatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "longest a statement may run on the server")
+	fs.DurationVar(&c.Store.LockTimeout, "db-lock-timeout", store.DefaultLockTimeout, "longest wait for a row lock")
+	fs.DurationVar(&c.Store.HealthCheckPeriod, "db-health-check", store.DefaultHealthCheckPeriod, "how often idle database connections are checked")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "longest time to read a request's headers")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "longest wait for requests to finish on shutdown")
+}
+
+// Validate checks the parsed values and fills derived ones.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.logLevel != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(c.logLevel)); err != nil {
+			errs = append(errs, fmt.Errorf("--log-level: %w", err))
+		}
+	}
+	if c.Listen == "" {
+		errs = append(errs, errors.New("--listen: an address is required"))
+	}
+	if c.BodyLimit <= 0 {
+		errs = append(errs, fmt.Errorf("--body-limit: must be positive, not %d", c.BodyLimit))
+	}
+	if c.Store.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("--db-max-conns: must not be negative"))
+	}
+	if c.Store.AcquireTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--db-acquire-timeout: must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
+)
+
+// Agent is a stored agent (its key only as a hash).
+type Agent struct {
+	ID         string
+	Name       string
+	Role       string
+	Permission string
+	Projects   []string
+	CreatedAt  time.Time
+	CreatedBy  string
+	RevokedAt  *time.Time
+}
+
+func agentOf(r dbsqlc.Agent) Agent {
+	a := Agent{ID: r.ID, Name: r.Name, Role: r.Role, Permission: r.Permission, Projects: r.Projects, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
+	if r.CreatedBy != nil {
+		a.CreatedBy = *r.CreatedBy
+	}
+	return a
+}
+
+// AgentByKeyHash is the agent holding a key.
+func (db DB) AgentByKeyHash(ctx context.Context, keySHA256 []byte) (Agent, error) {
+	r, err := q.AgentGetByKeyHash(ctx, db.ex, keySHA256)
+	if err != nil {
+		return Agent{}, interpret(err)
+	}
+	return agentOf(r), nil
+}
+
+// AgentGet is an agent by id.
+func (db DB) AgentGet(ctx context.Context, id string) (Agent, error) {
+	r, err := q.AgentGet(ctx, db.ex, id)
+	if err != nil {
+		return Agent{}, interpret(err)
+	}
+	return agentOf(r), nil
+}
+
+// AgentList is a page of agents by id.
+func (db DB) AgentList(ctx context.Context, after string, max int) ([]Agent, error) {
+	rows, err := q.AgentList(ctx, db.ex, dbsqlc.AgentListParams{After: after, Max: int32(max)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]Agent, len(rows))
+	for i, r := range rows {
+		out[i] = agentOf(r)
+	}
+	return out, nil
+}
+
+// AgentInsertParams is a new agent.
+type AgentInsertParams struct {
+	ID, Name, Role, Permission string
+	Projects                   []string
+	KeySHA256                  []byte
+	CreatedBy                  string // empty for the command line and bootstrap
+}
+
+// AgentInsert stores a new agent.
+func (tx *Tx) AgentInsert(ctx context.Context, p AgentInsertParams) (Agent, error) {
+	var by *string
+	if p.CreatedBy != "" {
+		by = &p.CreatedBy
+	}
+	r, err := q.AgentInsert(ctx, tx.ex, dbsqlc.AgentInsertParams{
+		ID: p.ID, Name: p.Name, Role: p.Role, Permission: p.Permission, Projects: p.Projects, KeySha256: p.KeySHA256, CreatedBy: by,
+	})
+	if err != nil {
+		return Agent{}, interpret(err)
+	}
+	return agentOf(r), nil
+}
+
+// AgentRevoke revokes an agent's key (once; a second revoke keeps the time).
+func (tx *Tx) AgentRevoke(ctx context.Context, id string) (Agent, error) {
+	r, err := q.AgentRevoke(ctx, tx.ex, id)
+	if err != nil {
+		return Agent{}, interpret(err)
+	}
+	return agentOf(r), nil
+}
+
+// AgentBootstrapLock serialises first starts; AgentCount then tells
+// whether an admin must be made.
+func (tx *Tx) AgentBootstrapLock(ctx context.Context) error {
+	return interpret(q.AgentBootstrapLock(ctx, tx.ex))
+}
+
+// AgentCount is the number of agents.
+func (db DB) AgentCount(ctx context.Context) (int64, error) {
+	n, err := q.AgentCount(ctx, db.ex)
+	return n, interpret(err)
+}

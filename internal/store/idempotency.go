@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
+)
+
+// IdempotentAnswer is the stored answer to a request made with an
+// Idempotency-Key: what a retry replays.
+type IdempotentAnswer struct {
+	AgentID, Key  string
+	RequestSHA256 []byte
+	Status        int
+	ContentType   string
+	Headers       map[string]string
+	Body          []byte
+}
+
+// IdempotencyKeyTryLock claims (agent, key) for the transaction; false
+// means another attempt holds it.
+func (tx *Tx) IdempotencyKeyTryLock(ctx context.Context, agentID, key string) (bool, error) {
+	ok, err := q.IdempotencyKeyTryLock(ctx, tx.ex, agentID+"/"+key)
+	return ok, interpret(err)
+}
+
+// IdempotencyKeyGet is the unexpired answer stored for (agent, key).
+func (db DB) IdempotencyKeyGet(ctx context.Context, agentID, key string) (IdempotentAnswer, error) {
+	r, err := q.IdempotencyKeyGet(ctx, db.ex, dbsqlc.IdempotencyKeyGetParams{AgentID: agentID, Key: key})
+	if err != nil {
+		return IdempotentAnswer{}, interpret(err)
+	}
+	a := IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status), ContentType: r.ContentType, Body: r.Body}
+	_ = json.Unmarshal(r.Headers, &a.Headers)
+	return a, nil
+}
+
+// IdempotencyKeyPut stores the answer, replacing an expired one.
+func (tx *Tx) IdempotencyKeyPut(ctx context.Context, a IdempotentAnswer) error {
+	hb, _ := json.Marshal(a.Headers)
+	return interpret(q.IdempotencyKeyUpsert(ctx, tx.ex, dbsqlc.IdempotencyKeyUpsertParams{
+		AgentID: a.AgentID, Key: a.Key, RequestSha256: a.RequestSHA256, Status: int32(a.Status),
+		ContentType: a.ContentType, Headers: hb, Body: a.Body,
+	}))
+}
+
+// IdempotencyKeyDeleteExpired deletes answers older than 24 hours.
+func (db DB) IdempotencyKeyDeleteExpired(ctx context.Context) (int64, error) {
+	n, err := q.IdempotencyKeyDeleteExpired(ctx, db.ex)
+	return n, interpret(err)
+}

@@ -1,0 +1,296 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
+	"github.com/contextd/contextd/internal/token"
+)
+
+// versionOf maps a stored version; it is the one mapping, used by every
+// read of versions (item endpoints, candidates, snapshots).
+func versionOf(r dbsqlc.ItemVersionRow) *ctxtype.Version {
+	v := &ctxtype.Version{
+		Project: r.Project, Key: r.Key, Version: int(r.Version), Deleted: r.Deleted,
+		Fields: ctxtype.Fields{
+			Kind: r.Kind, Source: r.Source, Title: r.Title, Summary: r.Summary, Content: r.Content,
+			Priority: int(r.Priority), Authority: r.Authority, Confidence: r.Confidence, StateKey: r.StateKey,
+			ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil), Slot: r.Slot,
+			Roles:    ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
+			Template: r.Template, Metadata: r.Metadata,
+		},
+		ContentSHA256: hex.EncodeToString(r.ContentSha256),
+		Tokens:        token.Counts{O200k: int(r.TokensO200k), Cl100k: int(r.TokensCl100k)},
+		BlockTokens:   token.Counts{O200k: int(r.BlockTokensO200k), Cl100k: int(r.BlockTokensCl100k)},
+		CreatedAt:     r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, XactID: r.XactID,
+	}
+	// Both were written by the item service from these types; a decode
+	// error would mean a corrupted row, and the zero value is the honest
+	// answer.
+	_ = json.Unmarshal(r.Trigger, &v.Trigger)
+	_ = json.Unmarshal(r.Provenance, &v.Provenance)
+	v.Provenance.DerivedFrom = nonNil(v.Provenance.DerivedFrom)
+	return v
+}
+
+func versionsOf(rows []dbsqlc.ItemVersionRow) []*ctxtype.Version {
+	out := make([]*ctxtype.Version, len(rows))
+	for i, r := range rows {
+		out[i] = versionOf(r)
+	}
+	return out
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ItemVersionCurrent is the current version of an item, tombstone or not.
+func (db DB) ItemVersionCurrent(ctx context.Context, project, key string) (*ctxtype.Version, error) {
+	r, err := q.ItemVersionCurrent(ctx, db.ex, dbsqlc.ItemVersionCurrentParams{Project: project, Key: key})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return versionOf(r), nil
+}
+
+// ItemVersionCurrentMany is the current versions of the keys that exist.
+func (db DB) ItemVersionCurrentMany(ctx context.Context, project string, keys []string) ([]*ctxtype.Version, error) {
+	rows, err := q.ItemVersionCurrentMany(ctx, db.ex, dbsqlc.ItemVersionCurrentManyParams{Project: project, Keys: keys})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return versionsOf(rows), nil
+}
+
+// ItemVersionGet is version n of an item.
+func (db DB) ItemVersionGet(ctx context.Context, project, key string, n int) (*ctxtype.Version, error) {
+	r, err := q.ItemVersionGet(ctx, db.ex, dbsqlc.ItemVersionGetParams{Project: project, Key: key, Version: int32(n)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return versionOf(r), nil
+}
+
+// ItemVersionAsOf is the version that was current at a recorded time.
+func (db DB) ItemVersionAsOf(ctx context.Context, project, key string, asOf time.Time) (*ctxtype.Version, error) {
+	r, err := q.ItemVersionAsOf(ctx, db.ex, dbsqlc.ItemVersionAsOfParams{Project: project, Key: key, AsOf: asOf})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return versionOf(r), nil
+}
+
+// ItemVersionListParams pages through the versions of one item.
+type ItemVersionListParams struct {
+	Project, Key string
+	After        int // version
+	Max          int
+	SeeAll       bool   // admins: every version
+	Role         string // otherwise only versions this role may see
+}
+
+// ItemVersionList is a page of an item's versions, oldest first.
+func (db DB) ItemVersionList(ctx context.Context, p ItemVersionListParams) ([]*ctxtype.Version, error) {
+	rows, err := q.ItemVersionList(ctx, db.ex, dbsqlc.ItemVersionListParams{
+		Project: p.Project, Key: p.Key, After: int32(p.After), Max: int32(p.Max), SeeAll: p.SeeAll, Role: p.Role,
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return versionsOf(rows), nil
+}
+
+// ItemListParams pages through the latest live versions of a project.
+type ItemListParams struct {
+	Project      string
+	Kind, Source string // empty: any
+	SeeAll       bool
+	Role         string
+	Max          int
+	AfterKey     string
+	// Query, when set, searches full text and orders by rank, then key;
+	// the cursor is then (AfterRank, AfterKey) when HasCursor.
+	Query     string
+	HasCursor bool
+	AfterRank float64
+}
+
+// RankedVersion is a version with its full-text rank.
+type RankedVersion struct {
+	*ctxtype.Version
+	Rank float64
+}
+
+// ItemList is a page of latest live versions by key.
+func (db DB) ItemList(ctx context.Context, p ItemListParams) ([]*ctxtype.Version, error) {
+	rows, err := q.ItemVersionListLatest(ctx, db.ex, dbsqlc.ItemVersionListLatestParams{
+		Project: p.Project, AfterKey: p.AfterKey, Kind: filter(p.Kind), Source: filter(p.Source),
+		SeeAll: p.SeeAll, Role: p.Role, Max: int32(p.Max),
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return versionsOf(rows), nil
+}
+
+// ItemSearch is a page of latest live versions matching p.Query, by rank.
+func (db DB) ItemSearch(ctx context.Context, p ItemListParams) ([]RankedVersion, error) {
+	rows, err := q.ItemVersionSearchLatest(ctx, db.ex, dbsqlc.ItemVersionSearchLatestParams{
+		Project: p.Project, Q: p.Query, Kind: filter(p.Kind), Source: filter(p.Source),
+		SeeAll: p.SeeAll, Role: p.Role, HasCursor: p.HasCursor, AfterRank: p.AfterRank, AfterKey: p.AfterKey, Max: int32(p.Max),
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]RankedVersion, len(rows))
+	for i, r := range rows {
+		out[i] = RankedVersion{Version: versionOf(r.ItemVersionRow), Rank: r.Rank}
+	}
+	return out, nil
+}
+
+// ItemVersionMatches reports whether a version's text matches a query.
+func (db DB) ItemVersionMatches(ctx context.Context, v *ctxtype.Version, query string) (bool, error) {
+	ok, err := q.ItemVersionMatches(ctx, db.ex, dbsqlc.ItemVersionMatchesParams{Project: v.Project, Key: v.Key, Version: int32(v.Version), Query: query})
+	return ok, interpret(err)
+}
+
+// ItemHead is an item row: its current version (0 before the first).
+type ItemHead struct {
+	Key            string
+	CurrentVersion int
+}
+
+// ItemLockMany makes sure an item row exists for every key and locks them
+// all, in key order, so two batches cannot deadlock. keys must be sorted.
+func (tx *Tx) ItemLockMany(ctx context.Context, project string, keys []string) ([]ItemHead, error) {
+	if err := q.ItemEnsureMany(ctx, tx.ex, dbsqlc.ItemEnsureManyParams{Project: project, Keys: keys}); err != nil {
+		return nil, interpret(err)
+	}
+	rows, err := q.ItemLockMany(ctx, tx.ex, dbsqlc.ItemLockManyParams{Project: project, Keys: keys})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]ItemHead, len(rows))
+	for i, r := range rows {
+		out[i] = ItemHead{Key: r.Key, CurrentVersion: int(r.CurrentVersion)}
+	}
+	return out, nil
+}
+
+// ItemLock locks an existing item row (fault.ErrNotFound if there is none).
+func (tx *Tx) ItemLock(ctx context.Context, project, key string) (ItemHead, error) {
+	r, err := q.ItemLock(ctx, tx.ex, dbsqlc.ItemLockParams{Project: project, Key: key})
+	if err != nil {
+		return ItemHead{}, interpret(err)
+	}
+	return ItemHead{Key: r.Key, CurrentVersion: int(r.CurrentVersion)}, nil
+}
+
+// NewVersion is one version to append, with what the item service
+// computed before the transaction (hashes, exact token counts).
+type NewVersion struct {
+	Key          string
+	Version      int
+	Deleted      bool
+	Fields       ctxtype.Fields
+	FieldsSHA256 []byte
+	ContentSHA   []byte
+	Tokens       token.Counts
+	BlockTokens  token.Counts
+	// Pointer: the denormalised trigger of the item row once this is
+	// current (empty for a tombstone).
+	TriggerKind, TriggerTool string
+	TriggerWords             []string
+}
+
+// ItemVersionsAppend appends versions with COPY and moves each item's
+// current version to it, then advances the project's head: the one write
+// path of item versions, for one item or ten thousand.
+func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string, vs []NewVersion) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	rows := make([]dbsqlc.ItemVersionInsertManyParams, len(vs))
+	set := dbsqlc.ItemSetCurrentManyParams{Project: project}
+	for i, v := range vs {
+		rows[i] = insertParams(project, createdBy, v)
+		set.Keys = append(set.Keys, v.Key)
+		set.Versions = append(set.Versions, int32(v.Version))
+		set.Lives = append(set.Lives, !v.Deleted)
+		set.TriggerKinds = append(set.TriggerKinds, v.TriggerKind)
+		set.TriggerTools = append(set.TriggerTools, v.TriggerTool)
+		set.TriggerWords = append(set.TriggerWords, joinWords(v.TriggerWords))
+	}
+	if _, err := q.ItemVersionInsertMany(ctx, tx.ex, rows); err != nil {
+		return interpret(err)
+	}
+	if err := q.ItemSetCurrentMany(ctx, tx.ex, set); err != nil {
+		return interpret(err)
+	}
+	return tx.advanceHead(ctx, project)
+}
+
+func joinWords(ws []string) string { return strings.Join(ws, ",") }
+
+func insertParams(project, createdBy string, v NewVersion) dbsqlc.ItemVersionInsertManyParams {
+	f := v.Fields
+	trig, _ := json.Marshal(f.Trigger)
+	prov, _ := json.Marshal(f.Provenance)
+	meta := f.Metadata
+	if meta == nil {
+		meta = json.RawMessage(`{}`)
+	}
+	return dbsqlc.ItemVersionInsertManyParams{
+		Project: project, Key: v.Key, Version: int32(v.Version), Deleted: v.Deleted, Kind: f.Kind, Source: f.Source,
+		Title: f.Title, Summary: f.Summary, Content: f.Content, Priority: int32(f.Priority),
+		Authority: f.Authority, Confidence: f.Confidence, StateKey: f.StateKey,
+		ValidFrom: f.ValidFrom, ValidUntil: f.ValidUntil, Slot: f.Slot, Trigger: trig,
+		VisibleTo: nonNil(f.Roles.VisibleTo), HiddenFrom: nonNil(f.Roles.HiddenFrom), Template: f.Template,
+		Metadata: meta, Provenance: prov, FieldsSha256: v.FieldsSHA256,
+		ContentSha256: v.ContentSHA, TokensO200k: int32(v.Tokens.O200k), TokensCl100k: int32(v.Tokens.Cl100k),
+		BlockTokensO200k: int32(v.BlockTokens.O200k), BlockTokensCl100k: int32(v.BlockTokens.Cl100k),
+		CreatedBy: createdBy,
+	}
+}
+
+// CurrentVersion is an item's current version with the hash of its
+// fields: a write whose fields hash the same changes nothing.
+type CurrentVersion struct {
+	*ctxtype.Version
+	FieldsSHA256 []byte
+}
+
+// ItemVersionCurrentForWrite is the current versions of the keys that
+// exist, by key, for a write that has locked them.
+func (tx *Tx) ItemVersionCurrentForWrite(ctx context.Context, project string, keys []string) (map[string]CurrentVersion, error) {
+	out := map[string]CurrentVersion{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := q.ItemVersionCurrentMany(ctx, tx.ex, dbsqlc.ItemVersionCurrentManyParams{Project: project, Keys: keys})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	for _, r := range rows {
+		out[r.Key] = CurrentVersion{Version: versionOf(r), FieldsSHA256: r.FieldsSha256}
+	}
+	return out, nil
+}

@@ -1,0 +1,294 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
+)
+
+// Packet is a stored packet; its JSON documents (request, predecessors,
+// gaps, provenance) stay as the packet service wrote them.
+type Packet struct {
+	Project, ID, CreatedBy, TargetRole, TaskID string
+	CreatedAt                                  time.Time
+	Request, Predecessors                      json.RawMessage
+	Format, Tokenizer, Rendered                string
+	RenderedSHA256                             []byte
+	TokenBudget, TokensUsed                    int
+	Gaps, ProvenanceSummary                    json.RawMessage
+	Snapshot                                   string
+}
+
+func packetOf(r dbsqlc.Packet) Packet {
+	return Packet{
+		Project: r.Project, ID: r.ID, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, TargetRole: r.TargetRole, TaskID: r.TaskID,
+		Request: r.Request, Predecessors: r.Predecessors, Format: r.Format, Tokenizer: r.Tokenizer, Rendered: r.Rendered,
+		RenderedSHA256: r.RenderedSha256, TokenBudget: int(r.TokenBudget), TokensUsed: int(r.TokensUsed), Gaps: r.Gaps,
+		ProvenanceSummary: r.ProvenanceSummary, Snapshot: r.Snapshot,
+	}
+}
+
+// Record is one stored decision of one assembly.
+type Record struct {
+	SubjectKind, SubjectProject, SubjectKey string
+	SubjectVersion                          int
+	Decision, Section                       string
+	Position, Tokens, Rank                  int
+	SpanStart, SpanEnd                      *int
+	Rule, Reason, Detail, Layer             string
+	AdminOnly                               bool
+}
+
+// PacketGet is a packet without its records.
+func (db DB) PacketGet(ctx context.Context, project, id string) (Packet, error) {
+	r, err := q.PacketGet(ctx, db.ex, dbsqlc.PacketGetParams{Project: project, ID: id})
+	if err != nil {
+		return Packet{}, interpret(err)
+	}
+	return packetOf(r), nil
+}
+
+// PacketRecordList is a packet's records, in order.
+func (db DB) PacketRecordList(ctx context.Context, project, id string) ([]Record, error) {
+	rows, err := q.PacketRecordList(ctx, db.ex, dbsqlc.PacketRecordListParams{Project: project, PacketID: id})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]Record, len(rows))
+	for i, r := range rows {
+		rec := Record{
+			SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int(r.SubjectVersion),
+			Decision: r.Decision, Section: r.Section, Position: int(r.Position), Tokens: int(r.Tokens), Rank: int(r.Rank),
+			Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
+		}
+		if r.SpanStart != nil && r.SpanEnd != nil {
+			s, e := int(*r.SpanStart), int(*r.SpanEnd)
+			rec.SpanStart, rec.SpanEnd = &s, &e
+		}
+		out[i] = rec
+	}
+	return out, nil
+}
+
+// PacketListParams filters a listing of packets, newest first.
+type PacketListParams struct {
+	Project                   string
+	TaskID, TargetRole, Agent string // empty: any
+	Since                     *time.Time
+	HasCursor                 bool
+	CursorTime                time.Time
+	CursorID                  string
+	Max                       int
+}
+
+// PacketList is a page of packets (without records), newest first.
+func (db DB) PacketList(ctx context.Context, p PacketListParams) ([]Packet, error) {
+	rows, err := q.PacketList(ctx, db.ex, dbsqlc.PacketListParams{
+		Project: p.Project, TaskID: filter(p.TaskID), TargetRole: filter(p.TargetRole), Agent: filter(p.Agent), Since: p.Since,
+		HasCursor: p.HasCursor, CursorTime: p.CursorTime, CursorID: p.CursorID, Max: int32(p.Max),
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]Packet, len(rows))
+	for i, r := range rows {
+		out[i] = packetOf(r)
+	}
+	return out, nil
+}
+
+// PacketListTask is every packet of a task, oldest first, for its timeline
+// (id, time, agent, role and request only).
+func (db DB) PacketListTask(ctx context.Context, project, taskID string) ([]Packet, error) {
+	rows, err := q.PacketListTask(ctx, db.ex, dbsqlc.PacketListTaskParams{Project: project, TaskID: taskID})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]Packet, len(rows))
+	for i, r := range rows {
+		out[i] = Packet{Project: project, ID: r.ID, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy, TargetRole: r.TargetRole, TaskID: taskID, Request: r.Request}
+	}
+	return out, nil
+}
+
+// PacketInsert stores a packet and its records (with COPY) and advances the
+// project's head.
+func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []Record) error {
+	err := q.PacketInsert(ctx, tx.ex, dbsqlc.PacketInsertParams{
+		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
+		TaskID: p.TaskID, Request: p.Request, Predecessors: p.Predecessors, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
+		RenderedSha256: p.RenderedSHA256, TokenBudget: int32(p.TokenBudget), TokensUsed: int32(p.TokensUsed), Gaps: p.Gaps,
+		ProvenanceSummary: p.ProvenanceSummary, Snapshot: p.Snapshot,
+	})
+	if err != nil {
+		return interpret(err)
+	}
+	rows := make([]dbsqlc.PacketRecordInsertManyParams, len(records))
+	for i, r := range records {
+		row := dbsqlc.PacketRecordInsertManyParams{
+			Project: p.Project, PacketID: p.ID, Ord: int32(i), SubjectKind: r.SubjectKind,
+			SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int32(r.SubjectVersion),
+			Decision: r.Decision, Section: r.Section, Position: int32(r.Position), Tokens: int32(r.Tokens),
+			Rank: int32(r.Rank), Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer,
+			AdminOnly: r.AdminOnly, CreatedAt: p.CreatedAt,
+		}
+		if r.SpanStart != nil && r.SpanEnd != nil {
+			s, e := int32(*r.SpanStart), int32(*r.SpanEnd)
+			row.SpanStart, row.SpanEnd = &s, &e
+		}
+		rows[i] = row
+	}
+	if _, err := q.PacketRecordInsertMany(ctx, tx.ex, rows); err != nil {
+		return interpret(err)
+	}
+	return tx.advanceHead(ctx, p.Project)
+}
+
+// Injection is one packet that included an item.
+type Injection struct {
+	PacketID, Project, TargetRole, CreatedBy, Section, Rule string
+	SubjectVersion                                          int
+	CreatedAt                                               time.Time
+}
+
+// InjectionListParams filters the reverse lookup, newest first.
+type InjectionListParams struct {
+	Projects                   []string // the packets' projects
+	SubjectProject, SubjectKey string
+	Version                    *int
+	Since, Until               *time.Time
+	HasCursor                  bool
+	CursorTime                 time.Time
+	CursorID                   string
+	Max                        int
+}
+
+// InjectionList is a page of the packets that included an item.
+func (db DB) InjectionList(ctx context.Context, p InjectionListParams) ([]Injection, error) {
+	params := dbsqlc.PacketRecordInjectionsParams{
+		Projects: p.Projects, SubjectProject: p.SubjectProject, SubjectKey: p.SubjectKey, Since: p.Since, Until: p.Until,
+		HasCursor: p.HasCursor, CursorTime: p.CursorTime, CursorID: p.CursorID, Max: int32(p.Max),
+	}
+	if p.Version != nil {
+		v := int32(*p.Version)
+		params.Version = &v
+	}
+	rows, err := q.PacketRecordInjections(ctx, db.ex, params)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]Injection, len(rows))
+	for i, r := range rows {
+		out[i] = Injection{PacketID: r.PacketID, Project: r.Project, TargetRole: r.TargetRole, CreatedBy: r.CreatedBy,
+			Section: r.Section, Rule: r.Rule, SubjectVersion: int(r.SubjectVersion), CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// PacketUse is a packet that used a handoff as a predecessor.
+type PacketUse struct {
+	PacketID, TargetRole, CreatedBy string
+	CreatedAt                       time.Time
+}
+
+// PacketHandoffUses is every packet that used a handoff as a predecessor.
+func (db DB) PacketHandoffUses(ctx context.Context, project, handoffID string) ([]PacketUse, error) {
+	rows, err := q.PacketRecordHandoffUses(ctx, db.ex, dbsqlc.PacketRecordHandoffUsesParams{Project: project, HandoffID: handoffID})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]PacketUse, len(rows))
+	for i, r := range rows {
+		out[i] = PacketUse{PacketID: r.PacketID, TargetRole: r.TargetRole, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// ReadPoint is the time and snapshot of a Snapshot transaction.
+type ReadPoint struct {
+	Now      time.Time
+	Snapshot string
+}
+
+// PacketReadPoint is the snapshot transaction's time and identity; it
+// refuses to run outside a repeatable-read transaction, where a snapshot
+// would not hold.
+func (tx *Tx) PacketReadPoint(ctx context.Context) (ReadPoint, error) {
+	r, err := q.PacketReadPoint(ctx, tx.ex)
+	if err != nil {
+		return ReadPoint{}, interpret(err)
+	}
+	if r.Isolation != "repeatable read" {
+		return ReadPoint{}, fmt.Errorf("packet reads need a repeatable-read transaction, not %s", r.Isolation)
+	}
+	return ReadPoint{Now: r.Now.UTC(), Snapshot: r.Snapshot}, nil
+}
+
+// CandidateAlways is the always-on items of a layer.
+func (tx *Tx) CandidateAlways(ctx context.Context, project string) ([]*ctxtype.Version, error) {
+	rows, err := q.CandidateAlways(ctx, tx.ex, project)
+	return versionsOf(rows), interpret(err)
+}
+
+// CandidateTools is the tool items of a layer for the given tools.
+func (tx *Tx) CandidateTools(ctx context.Context, project string, tools []string) ([]*ctxtype.Version, error) {
+	rows, err := q.CandidateTools(ctx, tx.ex, dbsqlc.CandidateToolsParams{Project: project, Tools: tools})
+	return versionsOf(rows), interpret(err)
+}
+
+// CandidateKeywords is the keyword items of a layer whose keywords start
+// with one of words; the match itself is confirmed by the pipeline.
+func (tx *Tx) CandidateKeywords(ctx context.Context, project string, words []string) ([]*ctxtype.Version, error) {
+	rows, err := q.CandidateKeywords(ctx, tx.ex, dbsqlc.CandidateKeywordsParams{Project: project, Words: words})
+	return versionsOf(rows), interpret(err)
+}
+
+// CandidateByKeys is the live items of a layer with these keys.
+func (tx *Tx) CandidateByKeys(ctx context.Context, project string, keys []string) ([]*ctxtype.Version, error) {
+	rows, err := q.CandidateByKeys(ctx, tx.ex, dbsqlc.CandidateByKeysParams{Project: project, Keys: keys})
+	return versionsOf(rows), interpret(err)
+}
+
+// CandidateRelevance is the top max relevance matches of query in the
+// projects, valid at at.
+func (tx *Tx) CandidateRelevance(ctx context.Context, projects []string, query string, at time.Time, max int) ([]RankedVersion, error) {
+	rows, err := q.CandidateRelevance(ctx, tx.ex, dbsqlc.CandidateRelevanceParams{Query: query, Projects: projects, At: at, Max: int32(max)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]RankedVersion, len(rows))
+	for i, r := range rows {
+		out[i] = RankedVersion{Version: versionOf(r.ItemVersionRow), Rank: r.Rank}
+	}
+	return out, nil
+}
+
+// SnapshotVersions is the current version of every item of the projects
+// (or of one key, when key is not empty) as a stored snapshot saw it.
+func (db DB) SnapshotVersions(ctx context.Context, projects []string, key, snapshot string) ([]*ctxtype.Version, error) {
+	rows, err := q.SnapshotVersions(ctx, db.ex, dbsqlc.SnapshotVersionsParams{Projects: projects, Key: nullable(key), Snapshot: snapshot})
+	return versionsOf(rows), interpret(err)
+}
+
+// SnapshotRank is one relevance rank a snapshot would have computed.
+type SnapshotRank struct {
+	Project, Key string
+	Rank         float64
+}
+
+// SnapshotRelevance is CandidateRelevance as a stored snapshot saw it.
+func (db DB) SnapshotRelevance(ctx context.Context, projects []string, snapshot, query string, at time.Time, max int) ([]SnapshotRank, error) {
+	rows, err := q.SnapshotRelevance(ctx, db.ex, dbsqlc.SnapshotRelevanceParams{Projects: projects, Snapshot: snapshot, Query: query, At: at, Max: int32(max)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]SnapshotRank, len(rows))
+	for i, r := range rows {
+		out[i] = SnapshotRank{Project: r.Project, Key: r.Key, Rank: r.Rank}
+	}
+	return out, nil
+}

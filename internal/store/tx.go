@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contextd/contextd/internal/fault"
+)
+
+// TxOpts choose a transaction's isolation. The default, read committed, is
+// what every write uses: a per-project head row updated by concurrent
+// writers then waits for its lock instead of failing with serialization
+// errors. Packet reads use Snapshot instead.
+type TxOpts struct {
+	// ReadOnlySnapshot runs the transaction at repeatable read, read only:
+	// every statement sees the one snapshot taken by the first.
+	ReadOnlySnapshot bool
+}
+
+// InTx runs fn in a transaction and commits when fn returns nil; any error
+// rolls back (with a context that outlives the request's, so a cancelled
+// request still rolls back cleanly). A serialization failure, a deadlock
+// or a connection lost before COMMIT was sent runs fn again in a new
+// transaction, up to MaxRetries times; fn must therefore only touch
+// state it resets itself.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.run(ctx, TxOpts{}, fn)
+}
+
+// Snapshot runs fn in a read-only repeatable-read transaction: one
+// consistent view of the database for every statement fn runs.
+func (s *Store) Snapshot(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.run(ctx, TxOpts{ReadOnlySnapshot: true}, fn)
+}
+
+func (s *Store) run(ctx context.Context, opts TxOpts, fn func(tx *Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.once(ctx, opts, fn)
+		if err == nil {
+			return nil
+		}
+		if !Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		if attempt == MaxRetries {
+			return gaveUp(err)
+		}
+		s.retries.Add(1)
+	}
+}
+
+// gaveUp turns a retryable error that kept coming into the unavailable it
+// is for the client.
+func gaveUp(err error) error {
+	return fmt.Errorf("%w: the database refused the transaction %d times: %v", fault.ErrUnavailable, MaxRetries+1, err)
+}
+
+func (s *Store) once(ctx context.Context, opts TxOpts, fn func(tx *Tx) error) error {
+	tx, err := s.Begin(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback(ctx)
+		// A connection lost under fn lost the whole transaction before
+		// COMMIT: running it again is safe.
+		return retryableIfLost(err)
+	}
+	return tx.Commit(ctx)
+}
+
+// Begin opens a transaction the caller ends with Commit or Rollback. Use it
+// only where the end cannot be one closure (the idempotency layer, which
+// stores the answer with the effect); InTx is the rule.
+func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
+	conn, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	to := pgx.TxOptions{}
+	if opts.ReadOnlySnapshot {
+		to = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	}
+	tx, err := conn.BeginTx(ctx, to)
+	if err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("begin: %w", retryableIfLost(interpret(err)))
+	}
+	return &Tx{DB: DB{ex: tx}, tx: tx, conn: conn}, nil
+}
+
+// Commit commits. A serialization failure or deadlock at commit (nothing
+// was committed) is retryable; a connection lost while committing is not,
+// because the outcome is unknown: that is fault.ErrUnavailable, and a
+// client retries through its Idempotency-Key.
+func (t *Tx) Commit(ctx context.Context) error {
+	defer t.release()
+	if err := t.tx.Commit(ctx); err != nil {
+		err = interpret(err)
+		if lost(err) {
+			return fmt.Errorf("%w: the connection was lost while committing; the outcome is unknown", errUnknownOutcome)
+		}
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+var errUnknownOutcome = fmt.Errorf("%w: commit outcome unknown", fault.ErrUnavailable)
+
+// Rollback rolls back; it is safe after Commit and twice.
+func (t *Tx) Rollback(ctx context.Context) {
+	if t.conn == nil {
+		return
+	}
+	_ = t.tx.Rollback(context.WithoutCancel(ctx))
+	t.release()
+}
+
+func (t *Tx) release() {
+	if t.conn != nil {
+		t.conn.Release()
+		t.conn = nil
+	}
+}
+
+// Savepoint runs fn in a savepoint of t: an error of fn undoes only what
+// fn did, and t stays usable (the idempotency layer still stores a 4xx
+// answer after a refused write).
+func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
+	sp, err := t.tx.Begin(ctx)
+	if err != nil {
+		return retryableIfLost(interpret(err))
+	}
+	inner := &Tx{DB: DB{ex: sp}, tx: sp}
+	if err := fn(inner); err != nil {
+		if rbErr := sp.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+			return errors.Join(err, retryableIfLost(interpret(rbErr)))
+		}
+		return err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return retryableIfLost(interpret(err))
+	}
+	return nil
+}
+
+// CountRetry counts a transaction run again by a caller that manages its
+// own (the idempotency layer), so Retries counts every one.
+func (s *Store) CountRetry() { s.retries.Add(1) }
