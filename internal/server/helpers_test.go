@@ -29,6 +29,7 @@ type env struct {
 	pool   *pgxpool.Pool
 	agents *auth.Service
 	admin  string
+	app    *app.App
 }
 
 func setup(t *testing.T) *env {
@@ -46,7 +47,7 @@ func setupWith(t *testing.T, cfg server.Config) *env {
 	_, key, err := agents.Bootstrap(context.Background())
 	require.NoError(t, err)
 	require.NotEmpty(t, key)
-	return &env{t: t, url: ts.URL, pool: pool, agents: agents, admin: key}
+	return &env{t: t, url: ts.URL, pool: pool, agents: agents, admin: key, app: a}
 }
 
 // agent creates an agent and returns its key.

@@ -1,0 +1,110 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// A serialization failure runs the whole transaction again, and is counted.
+func TestSerializationFailureIsRetried(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	attempts := 0
+	err := st.InTx(ctx, func(tx *store.Tx) error {
+		attempts++
+		if attempts == 1 {
+			return store.RaiseForTest(ctx, tx, "40001")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, attempts)
+	require.Equal(t, int64(1), st.Retries())
+}
+
+// A deadlock that keeps coming gives up after MaxRetries: unavailable, not
+// an internal error.
+func TestRetriesAreBounded(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	attempts := 0
+	err := st.InTx(ctx, func(tx *store.Tx) error {
+		attempts++
+		return store.RaiseForTest(ctx, tx, "40P01")
+	})
+	require.ErrorIs(t, err, fault.ErrUnavailable)
+	require.False(t, store.Retryable(err), "a retried-out error is not retried again by an outer layer")
+	require.Equal(t, store.MaxRetries+1, attempts)
+	require.Equal(t, int64(store.MaxRetries), st.Retries())
+}
+
+// A connection lost before COMMIT was sent (here the server terminates
+// the backend under the transaction) runs the transaction again on a new
+// connection.
+func TestLostConnectionBeforeCommitIsRetried(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	attempts := 0
+	err := st.InTx(ctx, func(tx *store.Tx) error {
+		attempts++
+		if attempts == 1 {
+			return store.TerminateForTest(ctx, tx)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, attempts)
+	require.Equal(t, int64(1), st.Retries())
+}
+
+// Other errors are not retried.
+func TestOtherErrorsAreNotRetried(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	attempts := 0
+	boom := errors.New("boom")
+	err := st.InTx(context.Background(), func(tx *store.Tx) error {
+		attempts++
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, 1, attempts)
+	require.Zero(t, st.Retries())
+}
+
+// An exhausted pool answers unavailable within the acquire timeout
+// instead of waiting forever.
+func TestPoolExhaustedIsUnavailable(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	st := store.New(pool, 200*time.Millisecond)
+	ctx := context.Background()
+	var held []*store.Tx
+	for range int(pool.Config().MaxConns) {
+		tx, err := st.Begin(ctx, store.TxOpts{})
+		require.NoError(t, err)
+		held = append(held, tx)
+	}
+	start := time.Now()
+	_, err := st.ProjectGet(ctx, "anything")
+	require.ErrorIs(t, err, fault.ErrUnavailable)
+	require.Less(t, time.Since(start), 5*time.Second)
+	for _, tx := range held {
+		tx.Rollback(ctx)
+	}
+	_, err = st.ProjectGet(ctx, "anything")
+	require.ErrorIs(t, err, fault.ErrNotFound, "the pool is usable again")
+}
