@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -24,10 +24,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // ver builds a version as a write would store it, block counts included.
-func ver(project, key, content string, mods ...func(*item.Version)) *item.Version {
-	v := &item.Version{Project: project, Key: key, Version: 1, Fields: item.Fields{
+func ver(project, key, content string, mods ...func(*ctxtype.Version)) *ctxtype.Version {
+	v := &ctxtype.Version{Project: project, Key: key, Version: 1, Fields: ctxtype.Fields{
 		Kind: "knowledge", Source: "project", Content: content, Authority: "evidence", Confidence: "probable",
-		Slot: "system", Trigger: item.Trigger{Always: true}, Metadata: json.RawMessage(`{}`),
+		Slot: "system", Trigger: ctxtype.Trigger{Always: true}, Metadata: json.RawMessage(`{}`),
 	}, CreatedAt: t0.Add(-time.Hour)}
 	for _, m := range mods {
 		m(v)
@@ -40,7 +40,7 @@ func ver(project, key, content string, mods ...func(*item.Version)) *item.Versio
 	return v
 }
 
-func cands(vs ...*item.Version) []Candidate {
+func cands(vs ...*ctxtype.Version) []Candidate {
 	out := make([]Candidate, len(vs))
 	for i, v := range vs {
 		out[i] = Candidate{Version: v}
@@ -132,21 +132,21 @@ func richScenario() (*Request, []Candidate) {
 		r.AgentContext = map[string]any{"branch": "feat/refunds", "openFiles": []any{}, "ci": map[string]any{"status": "green"}}
 	})
 	cs := cands(
-		ver("_shared", "style", "Be concise.", func(v *item.Version) { v.Title = "Style" }),
-		ver("acme", "refund.window", "Refunds within 30 days.", func(v *item.Version) {
+		ver("_shared", "style", "Be concise.", func(v *ctxtype.Version) { v.Title = "Style" }),
+		ver("acme", "refund.window", "Refunds within 30 days.", func(v *ctxtype.Version) {
 			v.StateKey, v.Authority, v.Title = "refund.window", "policy", "Refund window"
 		}),
-		ver("acme", "refund.window.old", "Refunds within 14 days.", func(v *item.Version) { v.StateKey = "refund.window" }),
-		ver("acme", "refund.rules", "Refunds over 500 EUR need a manager.\nLog every refund.", func(v *item.Version) {
-			v.Trigger = item.Trigger{Keywords: []string{"refund"}}
+		ver("acme", "refund.window.old", "Refunds within 14 days.", func(v *ctxtype.Version) { v.StateKey = "refund.window" }),
+		ver("acme", "refund.rules", "Refunds over 500 EUR need a manager.\nLog every refund.", func(v *ctxtype.Version) {
+			v.Trigger = ctxtype.Trigger{Keywords: []string{"refund"}}
 			v.Priority = 5
 		}),
-		ver("acme", "deploy.state", "Staging is frozen.", func(v *item.Version) { v.Kind = "state" }),
-		ver("acme", "review.skill", "Read the diff twice.", func(v *item.Version) { v.Kind, v.Title = "skill", "Reviewing" }),
-		ver("acme", "tests.tool", "Runs the test suite.", func(v *item.Version) {
-			v.Slot, v.Title, v.Trigger = "tools", "run_tests", item.Trigger{Tool: ptr("run_tests")}
+		ver("acme", "deploy.state", "Staging is frozen.", func(v *ctxtype.Version) { v.Kind = "state" }),
+		ver("acme", "review.skill", "Read the diff twice.", func(v *ctxtype.Version) { v.Kind, v.Title = "skill", "Reviewing" }),
+		ver("acme", "tests.tool", "Runs the test suite.", func(v *ctxtype.Version) {
+			v.Slot, v.Title, v.Trigger = "tools", "run_tests", ctxtype.Trigger{Tool: ptr("run_tests")}
 		}),
-		ver("acme", "greeting", "Hello, critic.", func(v *item.Version) { v.Slot = "messages" }),
+		ver("acme", "greeting", "Hello, critic.", func(v *ctxtype.Version) { v.Slot = "messages" }),
 	)
 	return r, cs
 }
@@ -205,7 +205,7 @@ func TestPipelineDecisions(t *testing.T) {
 
 func TestKeywordsFireOnlyOnWhatAPersonSaid(t *testing.T) {
 	t.Parallel()
-	kw := ver("acme", "refunds", "Refund policy.", func(v *item.Version) { v.Trigger = item.Trigger{Keywords: []string{"refund", "money back"}} })
+	kw := ver("acme", "refunds", "Refund policy.", func(v *ctxtype.Version) { v.Trigger = ctxtype.Trigger{Keywords: []string{"refund", "money back"}} })
 	for _, tc := range []struct {
 		name    string
 		history []Message
@@ -235,8 +235,8 @@ func TestKeywordsFireOnlyOnWhatAPersonSaid(t *testing.T) {
 
 func TestTemplates(t *testing.T) {
 	t.Parallel()
-	tmpl := func(key, content string) *item.Version {
-		return ver("acme", key, content, func(v *item.Version) { v.Template = true })
+	tmpl := func(key, content string) *ctxtype.Version {
+		return ver("acme", key, content, func(v *ctxtype.Version) { v.Template = true })
 	}
 	r := req(func(r *Request) {
 		r.Variables = map[string]any{"customer": "Ada", "limit": json.Number("5e2")}
@@ -258,7 +258,7 @@ func TestSharedOverriddenByProject(t *testing.T) {
 	t.Parallel()
 	res := run(t, req(), cands(
 		ver("_shared", "tone", "Be formal."),
-		ver("acme", "tone", "Be friendly.", func(v *item.Version) { v.Trigger = item.Trigger{PinnedOnly: true} }),
+		ver("acme", "tone", "Be friendly.", func(v *ctxtype.Version) { v.Trigger = ctxtype.Trigger{PinnedOnly: true} }),
 		ver("_shared", "lang", "Answer in English."),
 	))
 	var over *Record
@@ -277,14 +277,14 @@ func TestSharedOverriddenByProject(t *testing.T) {
 
 func TestContradictionsResolvedByAuthorityThenConfidenceThenPriorityThenAge(t *testing.T) {
 	t.Parallel()
-	mk := func(key, content, auth, conf string, prio int, age time.Duration) *item.Version {
-		return ver("acme", key, content, func(v *item.Version) {
+	mk := func(key, content, auth, conf string, prio int, age time.Duration) *ctxtype.Version {
+		return ver("acme", key, content, func(v *ctxtype.Version) {
 			v.StateKey, v.Authority, v.Confidence, v.Priority, v.CreatedAt = "s", auth, conf, prio, t0.Add(-age)
 		})
 	}
 	for _, tc := range []struct {
 		name   string
-		a, b   *item.Version
+		a, b   *ctxtype.Version
 		winner string
 	}{
 		{"authority", mk("a", "A", "hypothesis", "verified", 9, 0), mk("b", "B", "policy", "uncertain", 0, time.Hour), "b"},
@@ -309,10 +309,10 @@ func TestContradictionsResolvedByAuthorityThenConfidenceThenPriorityThenAge(t *t
 func TestVisibilityAndValidity(t *testing.T) {
 	t.Parallel()
 	res := run(t, req(), cands(
-		ver("acme", "secret", "Rubric for critics only.", func(v *item.Version) { v.Roles = item.Roles{VisibleTo: []string{"critic"}} }),
-		ver("acme", "notyet", "Future rule.", func(v *item.Version) { v.ValidFrom = ptr(t0.Add(time.Hour)) }),
-		ver("acme", "expired", "Old rule.", func(v *item.Version) { v.ValidUntil = ptr(t0) }),
-		ver("acme", "now", "Current rule.", func(v *item.Version) { v.ValidFrom, v.ValidUntil = ptr(t0), ptr(t0.Add(time.Second)) }),
+		ver("acme", "secret", "Rubric for critics only.", func(v *ctxtype.Version) { v.Roles = ctxtype.Roles{VisibleTo: []string{"critic"}} }),
+		ver("acme", "notyet", "Future rule.", func(v *ctxtype.Version) { v.ValidFrom = ptr(t0.Add(time.Hour)) }),
+		ver("acme", "expired", "Old rule.", func(v *ctxtype.Version) { v.ValidUntil = ptr(t0) }),
+		ver("acme", "now", "Current rule.", func(v *ctxtype.Version) { v.ValidFrom, v.ValidUntil = ptr(t0), ptr(t0.Add(time.Second)) }),
 	))
 	hidden := find(res, "secret")
 	require.Equal(t, ReasonHidden, hidden.Reason)
@@ -327,8 +327,8 @@ func TestBudget(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("word ", 300)
 	cs := cands(
-		ver("acme", "a.big", big, func(v *item.Version) { v.Priority = 9 }),
-		ver("acme", "b.small", "Short fact.", func(v *item.Version) { v.Priority = 1 }),
+		ver("acme", "a.big", big, func(v *ctxtype.Version) { v.Priority = 9 }),
+		ver("acme", "b.small", "Short fact.", func(v *ctxtype.Version) { v.Priority = 1 }),
 	)
 	res := run(t, req(func(r *Request) { r.TokenBudget = 60 }), cs)
 	require.Equal(t, ReasonBudget, find(res, "a.big").Reason)
@@ -352,7 +352,7 @@ func TestBudget(t *testing.T) {
 // the tools the model may call listed.
 func TestEditorBridge(t *testing.T) {
 	t.Parallel()
-	tool := ver("acme", "tool.transcribe", "Transcribe a video asset to text. Arguments: asset id.", func(v *item.Version) {
+	tool := ver("acme", "tool.transcribe", "Transcribe a video asset to text. Arguments: asset id.", func(v *ctxtype.Version) {
 		v.Slot, v.Kind, v.Title = "tools", "tool", "transcribe_video"
 	})
 	withMedia := req(func(r *Request) {
@@ -391,25 +391,25 @@ func TestProperties(t *testing.T) {
 		return strings.Join(b, " ")
 	}
 	for iter := range 150 {
-		var vs []*item.Version
+		var vs []*ctxtype.Version
 		for i := range rng.IntN(25) {
 			project := "acme"
 			if rng.IntN(4) == 0 {
 				project = "_shared"
 			}
-			vs = append(vs, ver(project, fmt.Sprintf("k%02d", i), text(1+rng.IntN(60))+fmt.Sprintf(" marker%02d", i), func(v *item.Version) {
+			vs = append(vs, ver(project, fmt.Sprintf("k%02d", i), text(1+rng.IntN(60))+fmt.Sprintf(" marker%02d", i), func(v *ctxtype.Version) {
 				v.Priority = rng.IntN(5)
 				v.Authority = []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)]
 				v.Kind = []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)]
 				v.Slot = []string{"system", "system", "system", "tools", "messages"}[rng.IntN(5)]
 				if rng.IntN(5) == 0 {
-					v.Roles = item.Roles{HiddenFrom: []string{"implementer"}}
+					v.Roles = ctxtype.Roles{HiddenFrom: []string{"implementer"}}
 				}
 				if rng.IntN(4) == 0 {
 					v.StateKey = fmt.Sprintf("s%d", rng.IntN(3))
 				}
 				if rng.IntN(3) == 0 {
-					v.Trigger = item.Trigger{Keywords: []string{words[rng.IntN(len(words))]}}
+					v.Trigger = ctxtype.Trigger{Keywords: []string{words[rng.IntN(len(words))]}}
 				}
 				if rng.IntN(6) == 0 {
 					v.Title = "T" + text(1)
@@ -448,16 +448,16 @@ func TestProperties(t *testing.T) {
 func BenchmarkPipeline(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	words := strings.Fields("refund ledger deploy alpha beta gamma delta policy money back customer order invoice")
-	var vs []*item.Version
+	var vs []*ctxtype.Version
 	for i := range 300 {
 		var sb strings.Builder
 		for sb.Len() < 500 {
 			sb.WriteString(words[rng.IntN(len(words))] + " ")
 		}
-		vs = append(vs, ver("acme", fmt.Sprintf("k%03d", i), sb.String(), func(v *item.Version) {
+		vs = append(vs, ver("acme", fmt.Sprintf("k%03d", i), sb.String(), func(v *ctxtype.Version) {
 			v.Priority = rng.IntN(5)
 			if i >= 200 {
-				v.Trigger = item.Trigger{Keywords: []string{words[rng.IntN(len(words))]}}
+				v.Trigger = ctxtype.Trigger{Keywords: []string{words[rng.IntN(len(words))]}}
 			}
 		}))
 	}
@@ -479,9 +479,9 @@ func TestExactFitIncludesEverything(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	for iter := range 60 {
-		var vs []*item.Version
+		var vs []*ctxtype.Version
 		for i := range 1 + rng.IntN(12) {
-			vs = append(vs, ver("acme", fmt.Sprintf("k%02d", i), strings.Repeat("fact ", 1+rng.IntN(8)), func(v *item.Version) {
+			vs = append(vs, ver("acme", fmt.Sprintf("k%02d", i), strings.Repeat("fact ", 1+rng.IntN(8)), func(v *ctxtype.Version) {
 				v.Kind = []string{"knowledge", "state", "skill"}[rng.IntN(3)]
 				v.Slot = []string{"system", "system", "tools", "messages"}[rng.IntN(4)]
 				if rng.IntN(2) == 0 {
@@ -505,8 +505,8 @@ func TestExactFitIncludesEverything(t *testing.T) {
 func TestContradictionWinnerFitsWithoutItsPairLines(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("policy text ", 40)
-	w := ver("acme", "w", big, func(v *item.Version) { v.StateKey, v.Authority = "s", "policy" })
-	l := ver("acme", "l", "Loser short", func(v *item.Version) { v.StateKey = "s" })
+	w := ver("acme", "w", big, func(v *ctxtype.Version) { v.StateKey, v.Authority = "s", "policy" })
+	l := ver("acme", "l", "Loser short", func(v *ctxtype.Version) { v.StateKey = "s" })
 	alone := run(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cands(w))
 	res := run(t, req(func(r *Request) { r.TokenBudget = alone.Used + 2 }), cands(w, l))
 	require.Equal(t, Included, find(res, "w").Decision)
@@ -530,7 +530,7 @@ func TestHiddenProjectItemDoesNotShadowShared(t *testing.T) {
 	t.Parallel()
 	res := run(t, req(), cands(
 		ver("_shared", "ovr", "Shared default visible."),
-		ver("acme", "ovr", "Project secret.", func(v *item.Version) { v.Roles = item.Roles{HiddenFrom: []string{"implementer"}} }),
+		ver("acme", "ovr", "Project secret.", func(v *ctxtype.Version) { v.Roles = ctxtype.Roles{HiddenFrom: []string{"implementer"}} }),
 	))
 	require.Contains(t, res.Rendered, "Shared default visible.")
 	require.NotContains(t, res.Rendered, "Project secret.")

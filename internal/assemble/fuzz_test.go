@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -60,8 +60,8 @@ func FuzzRender(f *testing.F) {
 		if r.Normalize() != nil {
 			return
 		}
-		v := &item.Version{Project: "acme", Key: "k", Version: 1, Fields: item.Fields{Kind: "knowledge", Source: "project",
-			Title: title, Content: content, Authority: "evidence", Confidence: "probable", Slot: "system", Trigger: item.Trigger{Always: true}}}
+		v := &ctxtype.Version{Project: "acme", Key: "k", Version: 1, Fields: ctxtype.Fields{Kind: "knowledge", Source: "project",
+			Title: title, Content: content, Authority: "evidence", Confidence: "probable", Slot: "system", Trigger: ctxtype.Trigger{Always: true}}}
 		in := Input{Project: "acme", Request: r, Candidates: []Candidate{{Version: v}}, Now: t0}
 		a, err := Assemble(in)
 		if err != nil {

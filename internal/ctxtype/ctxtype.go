@@ -1,9 +1,10 @@
 // Package ctxtype holds the plain types of contextd's vocabulary that the
-// pure core needs — an item version with its trigger, roles and provenance —
-// and nothing that does I/O (like river's rivertype). The store builds these
-// values from rows, the services pass them around, and the assembly pipeline
-// reads them; a package that imports ctxtype pulls in no database, store or
-// HTTP code.
+// pure core needs — an item version with its trigger, roles and provenance,
+// the packet request an agent sends, and the records, spans and gaps an
+// assembly produces — and nothing that does I/O (like river's rivertype).
+// The store builds these values from rows, the services pass them around,
+// and the assembly pipeline and the renderers read them; a package that
+// imports ctxtype pulls in no database, store or HTTP code.
 package ctxtype
 
 import (

@@ -1,4 +1,4 @@
-package assemble
+package ctxtype
 
 import (
 	"bytes"
@@ -7,16 +7,34 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/contextd/contextd/internal/ctxtype"
-	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 	"github.com/contextd/contextd/internal/validation"
 )
 
-// DefaultBudget and MaxBudget bound a packet's token budget.
+// Format is a packet's output format. It is part of the request, which is
+// why it lives here and the renderers name it by alias.
+type Format string
+
 const (
+	// Markdown is the default format: KXM's packet v2 layout.
+	Markdown Format = "markdown"
+	// Blocks is navi's "=== External Context Packets ===" block, for hosts
+	// that already parse it.
+	Blocks Format = "blocks"
+	// JSON is one JSON document, for hosts that place the parts themselves.
+	JSON Format = "json"
+)
+
+// Valid reports whether f is a known format, so a request naming another
+// one is refused before anything is rendered.
+func (f Format) Valid() bool { return f == Markdown || f == Blocks || f == JSON }
+
+const (
+	// DefaultBudget is the token budget of a request that names none.
 	DefaultBudget = 16000
-	MaxBudget     = 200000
+	// MaxBudget bounds a packet's token budget, and so the work of one
+	// assembly.
+	MaxBudget = 200000
 )
 
 // Request is what an agent asks for, normalised: defaults applied,
@@ -35,7 +53,7 @@ type Request struct {
 	Query              string          `json:"query"`
 	AgentContext       map[string]any  `json:"agent_context,omitempty"`
 	Variables          map[string]any  `json:"variables"`
-	Format             render.Format   `json:"format"`
+	Format             Format          `json:"format"`
 	Tokenizer          token.Tokenizer `json:"tokenizer"`
 
 	// budgetGiven is whether the client sent token_budget: 0 sent is out
@@ -43,7 +61,8 @@ type Request struct {
 	budgetGiven bool
 }
 
-// Task is the step the packet is for.
+// Task is the step the packet is for; the packet shows it first so the
+// agent knows what it is asked to do.
 type Task struct {
 	TaskID            string   `json:"task_id"`
 	StepID            string   `json:"step_id"`
@@ -53,7 +72,8 @@ type Task struct {
 	PermissionCeiling string   `json:"permission_ceiling"`
 }
 
-// Criterion is one acceptance criterion.
+// Criterion is one acceptance criterion, shown so the agent knows how its
+// work will be judged.
 type Criterion struct {
 	ID               string `json:"id"`
 	Description      string `json:"description"`
@@ -62,7 +82,8 @@ type Criterion struct {
 	Required         bool   `json:"required"`
 }
 
-// Plan points into the plan being executed.
+// Plan points into the plan being executed, so the agent knows where it
+// stands and what is already settled.
 type Plan struct {
 	PlanHash         string   `json:"plan_hash"`
 	ActiveStepIndex  int      `json:"active_step_index"`
@@ -78,15 +99,16 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// ToolResult is one result of a tool call.
+// ToolResult is one result of a tool call; tool triggers fire on it.
 type ToolResult struct {
 	Tool    string `json:"tool"`
 	Status  string `json:"status"`
 	Content string `json:"content"`
 }
 
-// DecodeRequest reads a request, from a client or stored with a packet. Numbers stay json.Number so
-// that they render the same as when the packet was made.
+// DecodeRequest reads a request, from a client or stored with a packet.
+// Numbers stay json.Number so that they render the same as when the packet
+// was made.
 func DecodeRequest(raw []byte) (*Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -114,6 +136,27 @@ func (r *Request) Normalize() error {
 	if strings.TrimSpace(r.TargetRole) == "" {
 		errs.Add("/target_role", "required", "target_role is required")
 	}
+	r.normalizeOutput(&errs)
+	r.normalizeTask(&errs)
+	for i, c := range r.AcceptanceCriteria {
+		if !validation.OneOf(c.VerificationKind, "gate", "witness", "critic", "human") {
+			errs.Add(fmt.Sprintf("/acceptance_criteria/%d/verification_kind", i), "enum", "verification_kind must be gate, witness, critic or human")
+		}
+		if strings.TrimSpace(c.ID) == "" {
+			errs.Add(fmt.Sprintf("/acceptance_criteria/%d/id", i), "required", "id is required")
+		}
+	}
+	r.normalizePlan(&errs)
+	r.checkConversation(&errs)
+	r.fillEmpty()
+	if b, _ := json.Marshal(r); bytes.Contains(b, []byte(`\u0000`)) {
+		errs.Add("", "format", "the request must not contain NUL characters")
+	}
+	return errs.Err()
+}
+
+// normalizeOutput settles what the packet is measured and written in.
+func (r *Request) normalizeOutput(errs *validation.List) {
 	if r.TokenBudget == 0 && !r.budgetGiven {
 		r.TokenBudget = DefaultBudget
 	}
@@ -121,7 +164,7 @@ func (r *Request) Normalize() error {
 		errs.Add("/token_budget", "range", "token_budget must be between 1 and %d, not %d", MaxBudget, r.TokenBudget)
 	}
 	if r.Format == "" {
-		r.Format = render.Markdown
+		r.Format = Markdown
 	}
 	if !r.Format.Valid() {
 		errs.Add("/format", "enum", "format must be markdown, blocks or json, not %q", r.Format)
@@ -132,33 +175,40 @@ func (r *Request) Normalize() error {
 	if !r.Tokenizer.Valid() {
 		errs.Add("/tokenizer", "enum", "tokenizer must be o200k_base or cl100k_base, not %q", r.Tokenizer)
 	}
-	if t := r.Task; t != nil {
-		if t.PermissionCeiling != "" && !validation.OneOf(t.PermissionCeiling, "read-only", "edit", "admin") {
-			errs.Add("/task/permission_ceiling", "enum", "permission_ceiling must be read-only, edit or admin")
-		}
-		if t.StepAttempt < 0 {
-			errs.Add("/task/step_attempt", "range", "step_attempt must not be negative")
-		}
-		if t.AllowedOutcomes == nil {
-			t.AllowedOutcomes = []string{}
-		}
+}
+
+func (r *Request) normalizeTask(errs *validation.List) {
+	t := r.Task
+	if t == nil {
+		return
 	}
-	for i, c := range r.AcceptanceCriteria {
-		if !validation.OneOf(c.VerificationKind, "gate", "witness", "critic", "human") {
-			errs.Add(fmt.Sprintf("/acceptance_criteria/%d/verification_kind", i), "enum", "verification_kind must be gate, witness, critic or human")
-		}
-		if strings.TrimSpace(c.ID) == "" {
-			errs.Add(fmt.Sprintf("/acceptance_criteria/%d/id", i), "required", "id is required")
-		}
+	if t.PermissionCeiling != "" && !validation.OneOf(t.PermissionCeiling, "read-only", "edit", "admin") {
+		errs.Add("/task/permission_ceiling", "enum", "permission_ceiling must be read-only, edit or admin")
 	}
-	if p := r.Plan; p != nil {
-		if p.TotalSteps < 0 || p.ActiveStepIndex < 0 || (p.TotalSteps > 0 && p.ActiveStepIndex >= p.TotalSteps) {
-			errs.Add("/plan/active_step_index", "range", "active_step_index must be in [0, total_steps)")
-		}
-		if p.SettledDecisions == nil {
-			p.SettledDecisions = []string{}
-		}
+	if t.StepAttempt < 0 {
+		errs.Add("/task/step_attempt", "range", "step_attempt must not be negative")
 	}
+	if t.AllowedOutcomes == nil {
+		t.AllowedOutcomes = []string{}
+	}
+}
+
+func (r *Request) normalizePlan(errs *validation.List) {
+	p := r.Plan
+	if p == nil {
+		return
+	}
+	if p.TotalSteps < 0 || p.ActiveStepIndex < 0 || (p.TotalSteps > 0 && p.ActiveStepIndex >= p.TotalSteps) {
+		errs.Add("/plan/active_step_index", "range", "active_step_index must be in [0, total_steps)")
+	}
+	if p.SettledDecisions == nil {
+		p.SettledDecisions = []string{}
+	}
+}
+
+// checkConversation validates what triggers fire on: the history, the
+// tool results and the pins.
+func (r *Request) checkConversation(errs *validation.List) {
 	for i, m := range r.History {
 		if !validation.OneOf(m.Role, "user", "assistant", "tool", "system") {
 			errs.Add(fmt.Sprintf("/history/%d/role", i), "enum", "role must be user, assistant, tool or system")
@@ -175,10 +225,15 @@ func (r *Request) Normalize() error {
 		}
 	}
 	for i, p := range r.Pins {
-		if !ctxtype.ValidKey(p) {
+		if !ValidKey(p) {
 			errs.Add(fmt.Sprintf("/pins/%d", i), "format", "pins are item keys")
 		}
 	}
+}
+
+// fillEmpty gives every absent list and map its empty value, so the stored
+// request, and a replay of it, has one spelling.
+func (r *Request) fillEmpty() {
 	if r.AcceptanceCriteria == nil {
 		r.AcceptanceCriteria = []Criterion{}
 	}
@@ -202,8 +257,4 @@ func (r *Request) Normalize() error {
 		// nothing that a stored request could lose.
 		r.AgentContext = nil
 	}
-	if b, _ := json.Marshal(r); bytes.Contains(b, []byte(`\u0000`)) {
-		errs.Add("", "format", "the request must not contain NUL characters")
-	}
-	return errs.Err()
 }

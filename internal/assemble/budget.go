@@ -1,0 +1,118 @@
+package assemble
+
+import (
+	"github.com/contextd/contextd/internal/render"
+	"github.com/contextd/contextd/internal/token"
+)
+
+// gapInviolable is the gap of a packet whose request parts alone exceed
+// the budget: it is still rendered, with no item in it.
+const gapInviolable = "budget_exceeded_by_inviolable"
+
+// budget is the estimating stage: on top of the request's own parts, it
+// takes the ranked entries in rank order while their block counts (and a
+// section's heading with its first entry) fit, skipping any that does not,
+// so a smaller later entry still gets in. The render stage then checks the
+// estimate against the exact count.
+func (p *pipeline) budget() error {
+	budget := p.req.TokenBudget
+	base, err := p.count(render.Text(render.Render(p.req.Format, p.doc)))
+	if err != nil {
+		return err
+	}
+	p.included = make([]bool, len(p.ranked))
+	if base > budget {
+		p.inviolable = true
+		p.gaps = append(p.gaps, Gap{Reason: gapInviolable})
+		return nil
+	}
+	used := base
+	started := map[string]bool{}
+	envStarted := false
+	for i, c := range p.ranked {
+		cost, extraContra, err := p.price(c, started, envStarted)
+		if err != nil {
+			return err
+		}
+		c.needed, c.remaining = cost, budget-used
+		if used+cost > budget {
+			continue
+		}
+		// The winner of a contradiction brings its pair lines when they
+		// fit too; when only the winner fits, the fact still goes in and
+		// the pair is not listed (the loser's record still says why).
+		c.listLosers = extraContra > 0 && used+cost+extraContra <= budget
+		if !c.listLosers {
+			extraContra = 0
+		}
+		used += cost + extraContra
+		p.included[i] = true
+		started[c.section] = true
+		if render.IsEnv(c.section) {
+			envStarted = true
+		}
+		if extraContra > 0 {
+			started[render.ActiveContradictions] = true
+			envStarted = true
+		}
+	}
+	return nil
+}
+
+// price returns what c would add: its block, with its section's heading
+// when the section has not started, and separately the lines of its
+// contradiction pairs, with their heading likewise. It sets c's block cost,
+// which its record reports.
+func (p *pipeline) price(c *cand, started map[string]bool, envStarted bool) (cost, extraContra int, err error) {
+	if cost, err = entryCost(p.req, c); err != nil {
+		return 0, 0, err
+	}
+	c.blockCost = cost
+	if !started[c.section] {
+		h, err := p.count(render.HeadingCost(p.req.Format, c.section, envStarted))
+		if err != nil {
+			return 0, 0, err
+		}
+		cost += h
+	}
+	for _, l := range c.losers {
+		n, err := p.count(render.ContradictionCost(p.req.Format, contradiction(c, l)))
+		if err != nil {
+			return 0, 0, err
+		}
+		extraContra += n
+	}
+	if extraContra > 0 && !started[render.ActiveContradictions] {
+		h, err := p.count(render.HeadingCost(p.req.Format, render.ActiveContradictions, envStarted || render.IsEnv(c.section)))
+		if err != nil {
+			return 0, 0, err
+		}
+		extraContra += h
+	}
+	return cost, extraContra, nil
+}
+
+// storedCount reports whether an entry's block count was stored with its
+// version: markdown, untemplated, counted under the request's tokenizer.
+func storedCount(req *Request, c *cand) bool {
+	if req.Format != render.Markdown || c.v.Template {
+		return false
+	}
+	if req.Tokenizer == token.Cl100kBase {
+		return c.v.BlockTokens.Cl100k > 0
+	}
+	return c.v.BlockTokens.O200k > 0
+}
+
+// entryCost is the tokens of an entry's block: the count stored with the
+// version for untemplated markdown, else counted now.
+func entryCost(req *Request, c *cand) (int, error) {
+	if storedCount(req, c) {
+		if req.Tokenizer == token.Cl100kBase {
+			return c.v.BlockTokens.Cl100k, nil
+		}
+		return c.v.BlockTokens.O200k, nil
+	}
+	e := render.Entry{Key: c.v.Key, Version: c.v.Version, Source: c.v.Source, Priority: c.v.Priority, Title: c.title, Content: c.content}
+	return token.Count(req.Tokenizer, render.EntryCost(req.Format, e))
+}

@@ -1,0 +1,94 @@
+package assemble
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/render"
+)
+
+// requestParts is the first records stage: the document gets the request's
+// own parts — task, objective, criteria, plan, predecessors, host state —
+// and each part its record. They come first among the records and are
+// inviolable: the budget never drops them.
+func (p *pipeline) requestParts() {
+	req := p.req
+	p.doc = &render.Doc{Project: p.in.Project, TargetRole: req.TargetRole, Sections: map[string][]render.Entry{}}
+	part := func(key, section string) int {
+		return p.addRecord(Record{SubjectKind: SubjectRequest, SubjectKey: key, Decision: Included, Section: section, Rule: "request"})
+	}
+	doc := p.doc
+	if t := req.Task; t != nil {
+		doc.Task = &render.Task{TaskID: t.TaskID, StepID: t.StepID, StepAttempt: t.StepAttempt, Objective: t.Objective,
+			AllowedOutcomes: t.AllowedOutcomes, PermissionCeiling: t.PermissionCeiling}
+		doc.TaskRef = part("task", "Task")
+		doc.ObjectiveRef = part("objective", "Objective")
+	}
+	if len(req.AcceptanceCriteria) > 0 {
+		for _, c := range req.AcceptanceCriteria {
+			doc.Criteria = append(doc.Criteria, render.Criterion(c))
+		}
+		doc.CriteriaRef = part("criteria", "Acceptance Criteria")
+	}
+	if pl := req.Plan; pl != nil {
+		doc.Plan = &render.Plan{PlanHash: pl.PlanHash, ActiveStepIndex: pl.ActiveStepIndex, TotalSteps: pl.TotalSteps, SettledDecisions: pl.SettledDecisions}
+		doc.PlanRef = part("plan", "Plan Pointer")
+	}
+	for i, h := range p.in.Predecessors {
+		ref := p.addRecord(Record{SubjectKind: SubjectHandoff, SubjectKey: h.ID, Decision: Included, Section: "Predecessor Outputs", Rule: "predecessor", Position: i})
+		doc.Predecessors = append(doc.Predecessors, render.Predecessor{
+			Ref: ref, ID: h.ID, SourceRole: h.SourceRole, TargetRole: h.TargetRole, Status: h.Status, StepID: h.StepID,
+			AttemptID: h.AttemptID, Summary: h.Summary, Decisions: h.Decisions, Artifacts: h.Artifacts, Verdicts: h.Verdicts,
+			WitnessExitCode: h.WitnessExitCode, WitnessPassed: h.WitnessPassed,
+		})
+	}
+	if req.AgentContext != nil {
+		doc.AgentContext = req.AgentContext
+		doc.AgentContextRef = part("agent_context", render.CurrentState)
+	}
+}
+
+// itemRecords is the second records stage: the ranked items, provisionally
+// included with their rank and section, then the contradiction losers,
+// then everything left out earlier, by reason, key and project. The order
+// is fixed here, before the budget, so record indexes never move.
+func (p *pipeline) itemRecords() {
+	for i, c := range p.ranked {
+		r := itemRecord(c, Included, "", "", false)
+		r.Rank = i + 1
+		c.section = sectionOf(c.v)
+		r.Section = c.section
+		c.ref = p.addRecord(r)
+	}
+	for _, c := range p.losers {
+		w := c.loserOf
+		c.ref = p.addRecord(itemRecord(c, Excluded, ReasonContradicted,
+			fmt.Sprintf("contradicted by %s v%d on state_key %q (%s/%s/priority %d over %s/%s/priority %d)",
+				w.v.Key, w.v.Version, c.v.StateKey, w.v.Authority, w.v.Confidence, w.v.Priority, c.v.Authority, c.v.Confidence, c.v.Priority), false))
+	}
+	slices.SortStableFunc(p.excluded, func(a, b Record) int {
+		return cmp.Or(cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.SubjectKey, b.SubjectKey), cmp.Compare(a.SubjectProject, b.SubjectProject))
+	})
+	for _, r := range p.excluded {
+		p.addRecord(r)
+	}
+}
+
+// sectionOf places an item: slot first, then kind, then layer.
+func sectionOf(v *ctxtype.Version) string {
+	switch {
+	case v.Slot == "tools":
+		return render.Tools
+	case v.Slot == "messages":
+		return render.Messages
+	case v.Kind == "skill":
+		return render.ActiveSkills
+	case v.Kind == "state":
+		return render.CurrentState
+	case v.Project == SharedProject:
+		return render.SharedDefaults
+	}
+	return render.ProjectKnowledge
+}

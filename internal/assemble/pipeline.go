@@ -1,0 +1,102 @@
+package assemble
+
+import (
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/render"
+	"github.com/contextd/contextd/internal/token"
+)
+
+// pipeline is the state one assembly carries from stage to stage. Each
+// stage reads what the earlier ones left and sets its own fields, so a
+// stage can be run, and tested, on a pipeline the earlier stages prepared.
+type pipeline struct {
+	in   Input
+	req  *Request
+	pins map[string]bool
+
+	// shadows maps a key to the project version that overrides a _shared
+	// one of that key. Only an item the role may see overrides: for the
+	// role, a hidden project item does not exist, and neither may its
+	// shadow.
+	shadows map[string]*ctxtype.Version
+	// cands are the candidates still in play, by key then project; each
+	// filtering stage keeps those it passes.
+	cands []*cand
+	// excluded are the records of candidates dropped before ranking; they
+	// are written after the ranked items, sorted by reason.
+	excluded []Record
+	// vars are the template values, built the first time a template needs
+	// them.
+	vars map[string]string
+
+	ranked []*cand // in rank order, contradiction losers taken out
+	losers []*cand // contradiction losers, in candidate order
+
+	doc  *render.Doc
+	recs []Record
+
+	// inviolable: the request's own parts alone exceed the budget, so no
+	// item goes in.
+	inviolable bool
+	included   []bool // by index of ranked
+	pieces     []render.Piece
+	text       string
+	used       int
+	gaps       []Gap
+}
+
+// cand is a candidate moving through the pipeline.
+type cand struct {
+	v         *ctxtype.Version
+	layer     string
+	relevance *float64
+	pinned    bool
+	rule      string
+	title     string // after templating
+	content   string
+	ref       int // record index
+	section   string
+	blockCost int
+	loserOf   *cand // for a contradicted item: the winner
+	losers    []*cand
+	// listLosers: the pair lines under Active Contradictions fit the budget.
+	listLosers bool
+	// needed and remaining are the budget decision's figures: the tokens the
+	// entry would have cost (heading included) and what was left then.
+	needed, remaining int
+}
+
+func newPipeline(in Input) *pipeline {
+	p := &pipeline{in: in, req: in.Request, pins: map[string]bool{}, shadows: map[string]*ctxtype.Version{}}
+	for _, k := range p.req.Pins {
+		p.pins[k] = true
+	}
+	return p
+}
+
+// count is the request's tokenizer; every figure of a packet is in it.
+func (p *pipeline) count(s string) (int, error) { return token.Count(p.req.Tokenizer, s) }
+
+// addRecord appends r and returns its index, which pieces refer to.
+func (p *pipeline) addRecord(r Record) int {
+	p.recs = append(p.recs, r)
+	return len(p.recs) - 1
+}
+
+// exclude records why c left before ranking.
+func (p *pipeline) exclude(c *cand, reason, detail string, adminOnly bool) {
+	p.excluded = append(p.excluded, itemRecord(c, Excluded, reason, detail, adminOnly))
+}
+
+// result is the packet the stages built.
+func (p *pipeline) result() *Result {
+	return &Result{Rendered: p.text, Allocated: p.req.TokenBudget, Used: p.used, Gaps: p.gaps, Records: p.recs}
+}
+
+func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) Record {
+	return Record{
+		SubjectKind: SubjectItem, SubjectProject: c.v.Project, SubjectKey: c.v.Key, SubjectVersion: c.v.Version,
+		Decision: decision, Reason: reason, Detail: detail, Rule: c.rule, Layer: c.layer, AdminOnly: adminOnly,
+		Kind: c.v.Kind, Source: c.v.Source,
+	}
+}

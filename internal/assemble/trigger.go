@@ -1,0 +1,98 @@
+package assemble
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/keyword"
+	"github.com/contextd/contextd/internal/render"
+)
+
+// RelevanceLimit is how many full-text matches the relevance trigger takes;
+// the loader asks the store for this many, and explanations quote it.
+const RelevanceLimit = 50
+
+// triggers is the firing stage: a candidate whose trigger does not fire is
+// neither counted nor recorded (why? answers from the request), and one
+// that fires carries the rule that fired it into its record.
+func (p *pipeline) triggers() {
+	kept := p.cands[:0]
+	for _, c := range p.cands {
+		rule, fires := fire(p.req, c.v, c.relevance, c.pinned)
+		if !fires {
+			continue
+		}
+		c.rule = rule
+		kept = append(kept, c)
+	}
+	p.cands = kept
+}
+
+// fire decides whether a candidate's trigger fires for the request, and
+// names the rule that did.
+func fire(req *Request, v *ctxtype.Version, relevance *float64, pinned bool) (string, bool) {
+	if pinned {
+		return "pin", true
+	}
+	t := v.Trigger
+	switch {
+	case t.Always:
+		return "always", true
+	case t.Keywords != nil:
+		for i, m := range req.History {
+			if m.Author != "person" {
+				continue
+			}
+			words := keyword.Words(m.Content)
+			for _, k := range t.Keywords {
+				if keyword.Contains(words, k) {
+					return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(k), i), true
+				}
+			}
+		}
+	case t.Tool != nil:
+		for _, tr := range req.ToolResults {
+			if tr.Tool == *t.Tool {
+				return "tool:" + *t.Tool, true
+			}
+		}
+	case t.Relevance:
+		if relevance != nil {
+			return "relevance:" + score(*relevance), true
+		}
+	}
+	return "", false
+}
+
+// score writes a relevance score with two decimals, or up to four when it
+// is small ("0.42", "0.0333"), so rules read alike and stay informative.
+func score(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 4, 64)
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// NotTriggered explains why an item that was valid and live did not fire:
+// which trigger it has and what the request lacked. Such items have no
+// record, so explanations ask this instead.
+func NotTriggered(req *Request, v *ctxtype.Version) string {
+	t := v.Trigger
+	switch {
+	case t.Keywords != nil:
+		return fmt.Sprintf("trigger keywords %q: no history message written by a person contains any of them", t.Keywords)
+	case t.Tool != nil:
+		return fmt.Sprintf("trigger tool %q: tool_results held no result of that tool", *t.Tool)
+	case t.PinnedOnly:
+		return "trigger pinned_only: the request did not pin it"
+	case t.Relevance:
+		if strings.TrimSpace(req.Query) == "" {
+			return "trigger relevance: the request had no query"
+		}
+		return fmt.Sprintf("trigger relevance: it did not rank among the top %d full-text matches of the query %q", RelevanceLimit, req.Query)
+	}
+	return "its trigger did not fire"
+}

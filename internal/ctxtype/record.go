@@ -1,0 +1,106 @@
+package ctxtype
+
+// The decisions of a record: every subject the pipeline considered is
+// either in the packet or out of it, and a record says which.
+const (
+	// Included marks a subject whose block is in the rendered text.
+	Included = "included"
+	// Excluded marks a subject left out; the record's Reason says why.
+	Excluded = "excluded"
+)
+
+// The reasons of an excluded record, stable so that clients can branch on
+// them.
+const (
+	// ReasonBudget means the entry did not fit the token budget.
+	ReasonBudget = "budget"
+	// ReasonTemplateUnresolved means a placeholder of the template had no value,
+	// and a half-filled text must not reach an agent.
+	ReasonTemplateUnresolved = "template_unresolved"
+	// ReasonContradicted means a stronger item holds another value for the same
+	// state key.
+	ReasonContradicted = "contradicted"
+	// ReasonOverridden means a project item of the same key shadows this _shared
+	// one.
+	ReasonOverridden = "overridden"
+	// ReasonHidden means the target role may not see the item; only admins see
+	// such records.
+	ReasonHidden = "hidden"
+)
+
+// The subject kinds of a record: what a record is about.
+const (
+	// SubjectItem is an item version.
+	SubjectItem = "item"
+	// SubjectRequest is a part of the request (task, objective, criteria,
+	// plan, host state).
+	SubjectRequest = "request"
+	// SubjectHandoff is a predecessor handoff.
+	SubjectHandoff = "handoff"
+)
+
+// Span is a byte range [Start, End) of the rendered text, so that every
+// byte can be traced to the record that put it there.
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Record is one decision about one subject; the records of a packet answer
+// "why is this in (or not in) my context?".
+type Record struct {
+	SubjectKind    string
+	SubjectProject string // for items: the project the version lives in
+	SubjectKey     string // item key, request part, or handoff id
+	SubjectVersion int
+	Decision       string
+	Section        string
+	Position       int
+	Span           *Span
+	Tokens         int
+	Rank           int
+	Rule           string
+	Reason         string
+	Detail         string
+	Layer          string // project or shared
+	// AdminOnly marks records of items hidden from the target role; only
+	// admins ever see them.
+	AdminOnly bool
+	// Kind and Source of an item, for the provenance summary.
+	Kind, Source string
+}
+
+// Gap is an unresolved gap of the budget: something that should have been
+// in the packet and is not, so a caller can raise the budget or split the
+// work.
+type Gap struct {
+	Key     string `json:"key,omitempty"`
+	Version int    `json:"version,omitempty"`
+	Tokens  int    `json:"tokens,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// Predecessor is a handoff a packet builds on, resolved when the packet was
+// assembled and stored with it, so a replay renders it the same.
+type Predecessor struct {
+	ID              string     `json:"id"`
+	SourceRole      string     `json:"source_role"`
+	TargetRole      string     `json:"target_role"`
+	Status          string     `json:"status"`
+	StepID          string     `json:"step_id"`
+	AttemptID       string     `json:"attempt_id"`
+	Summary         string     `json:"summary"`
+	Decisions       []string   `json:"decisions"`
+	Artifacts       []Artifact `json:"artifacts"`
+	Verdicts        []Verdict  `json:"verdicts"`
+	WitnessExitCode *int       `json:"witness_exit_code,omitempty"`
+	WitnessPassed   *bool      `json:"witness_passed,omitempty"`
+}
+
+// Artifact is one artifact of a predecessor. Its fields carry no JSON tags:
+// stored packets spell them by their Go names, and a replay must read them.
+type Artifact struct{ Name, Kind, Ref, Snippet string }
+
+// Verdict is one critic verdict of a predecessor; like Artifact, stored by
+// its Go field names.
+type Verdict struct{ Critic, Verdict, Summary string }

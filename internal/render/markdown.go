@@ -1,0 +1,103 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MarkdownItemBlock is an item's block in markdown: "- ", then "title: "
+// when it has a title, then its content with continuation lines indented
+// two spaces. Item writes count its tokens once and store them.
+func MarkdownItemBlock(title, content string) string {
+	var b strings.Builder
+	b.WriteString("- ")
+	if t := oneLine(title); t != "" {
+		b.WriteString(t)
+		b.WriteString(": ")
+	}
+	for i, line := range lines(content) {
+		if i > 0 {
+			b.WriteByte('\n')
+			if line != "" {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteString(line)
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// markdownHeading is what a section adds before its first entry.
+func markdownHeading(section string, envStarted bool) string {
+	var b strings.Builder
+	if IsEnv(section) {
+		if !envStarted {
+			b.WriteString("\n## 5. Environment & Memory\n")
+		}
+		b.WriteString("\n### " + section + "\n")
+		return b.String()
+	}
+	switch section {
+	case Tools:
+		return "\n## 6. Tools\n"
+	case Messages:
+		return "\n## 7. Messages\n"
+	}
+	return "\n## " + section + "\n"
+}
+
+func markdownContradiction(c Contradiction) string {
+	return fmt.Sprintf("- ⚠️ state %q: kept `%s` v%d (%s) over `%s` v%d (%s)\n",
+		c.StateKey, c.Kept.Key, c.Kept.Version, c.KeptAuthority, c.Dropped.Key, c.Dropped.Version, c.DroppedAuthority)
+}
+
+func renderMarkdown(w *writer, d *Doc) {
+	w.add(Scaffold, "# Context Packet\n")
+	w.add(Scaffold, "Project: "+d.Project+" | Role: "+oneLine(d.TargetRole)+"\n")
+	if d.Task != nil {
+		w.add(d.TaskRef, d.taskLine())
+		if strings.TrimSpace(d.Task.Objective) != "" {
+			w.add(Scaffold, "\n## 1. Objective\n")
+			w.add(d.ObjectiveRef, indentBody(d.Task.Objective))
+		}
+	}
+	if len(d.Criteria) > 0 {
+		w.add(Scaffold, "\n## 2. Acceptance Criteria\n")
+		w.add(d.CriteriaRef, d.criteriaText())
+	}
+	if plan := d.planText(); plan != "" {
+		w.add(Scaffold, "\n## 3. Plan Pointer\n")
+		w.add(d.PlanRef, plan)
+	}
+	if len(d.Predecessors) > 0 {
+		w.add(Scaffold, "\n## 4. Predecessor Outputs\n")
+		for _, p := range d.Predecessors {
+			w.add(p.Ref, predecessorText(p))
+		}
+	}
+	envStarted := false
+	for _, sec := range SectionOrder {
+		entries := d.Sections[sec]
+		hasCtx := sec == CurrentState && d.AgentContext != nil
+		hasContra := sec == ActiveContradictions && len(d.Contradictions) > 0
+		if len(entries) == 0 && !hasCtx && !hasContra {
+			continue
+		}
+		w.add(Scaffold, markdownHeading(sec, envStarted))
+		if IsEnv(sec) {
+			envStarted = true
+		}
+		if hasCtx {
+			w.add(d.AgentContextRef, AgentContextText(d.AgentContext))
+		}
+		if hasContra {
+			for _, c := range d.Contradictions {
+				w.add(c.Ref, markdownContradiction(c))
+			}
+		}
+		for _, e := range entries {
+			w.add(e.Ref, MarkdownItemBlock(e.Title, e.Content))
+		}
+	}
+}
