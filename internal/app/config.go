@@ -21,8 +21,7 @@ type Config struct {
 	Migrate  bool
 	// Store is the database connection: URL (empty for the embedded
 	// default), pool size and timeouts.
-	Store   store.Config
-	DataDir string
+	Store store.Config
 	// BodyLimit is the largest request body, in bytes.
 	BodyLimit int64
 	// HTTP server timeouts.
@@ -39,8 +38,8 @@ const DefaultBodyLimit = 8 << 20
 // RegisterFlags declares the configuration's flags, with defaults from
 // the environment where a variable is named.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Listen, "listen", envOr("CONTEXTD_LISTEN", "127.0.0.1:8080"), "address to listen on (env CONTEXTD_LISTEN)")
-	fs.StringVar(&c.logLevel, "log-level", envOr("CONTEXTD_LOG_LEVEL", "info"), "debug, info, warn or error (env CONTEXTD_LOG_LEVEL)")
+	fs.StringVar(&c.Listen, "listen", EnvOr("CONTEXTD_LISTEN", "127.0.0.1:8080"), "address to listen on (env CONTEXTD_LISTEN)")
+	fs.StringVar(&c.logLevel, "log-level", EnvOr("CONTEXTD_LOG_LEVEL", "info"), "debug, info, warn or error (env CONTEXTD_LOG_LEVEL)")
 	fs.BoolVar(&c.Migrate, "migrate", true, "apply pending migrations on start; with false, refuse to start on a stale schema")
 	fs.Int64Var(&c.BodyLimit, "body-limit", DefaultBodyLimit, "largest request body, in bytes")
 	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", int32(envInt("CONTEXTD_DB_MAX_CONNS", 0)), "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")
@@ -76,7 +75,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func envOr(name, def string) string {
+// EnvOr is the environment variable name, or def when it is unset or empty.
+func EnvOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/pgcluster"
 )
 
@@ -39,13 +40,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // dbFlags are the flags of the commands that work straight on the database.
 type dbFlags struct {
 	url     string
@@ -54,7 +48,7 @@ type dbFlags struct {
 
 func (f *dbFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.url, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL); empty: the embedded default cluster")
-	cmd.Flags().StringVar(&f.dataDir, "data-dir", envOr("CONTEXTD_DATA_DIR", ".contextd"), "data directory of the embedded default cluster (env CONTEXTD_DATA_DIR)")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", app.EnvOr("CONTEXTD_DATA_DIR", ".contextd"), "data directory of the embedded default cluster (env CONTEXTD_DATA_DIR)")
 }
 
 // open returns the database URL to use and, for the embedded default, the

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/app"
 )
 
 // client talks to a running contextd.
@@ -31,7 +32,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 }
 
 func (f *clientFlags) registerWith(cmd *cobra.Command, projectHelp string) {
-	cmd.Flags().StringVar(&f.url, "url", envOr("CONTEXTD_URL", "http://127.0.0.1:8080"), "server URL (env CONTEXTD_URL)")
+	cmd.Flags().StringVar(&f.url, "url", app.EnvOr("CONTEXTD_URL", "http://127.0.0.1:8080"), "server URL (env CONTEXTD_URL)")
 	cmd.Flags().StringVar(&f.key, "key", os.Getenv("CONTEXTD_KEY"), "API key (env CONTEXTD_KEY)")
 	cmd.Flags().StringVar(&f.project, "project", os.Getenv("CONTEXTD_PROJECT"), projectHelp)
 }

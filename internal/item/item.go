@@ -54,8 +54,6 @@ type prepared struct {
 	fieldsHash []byte
 	content    []byte // sha256
 	tokens     token.Counts
-	trigger    []byte
-	provenance []byte
 	block      token.Counts // the markdown block, see render.MarkdownItemBlock
 }
 
@@ -74,9 +72,7 @@ func prepare(key string, f Fields) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
-	trig, _ := json.Marshal(f.Trigger)
-	prov, _ := json.Marshal(f.Provenance)
-	return prepared{key: key, fields: f, fieldsHash: fh[:], content: ch[:], tokens: counts, block: block, trigger: trig, provenance: prov}, nil
+	return prepared{key: key, fields: f, fieldsHash: fh[:], content: ch[:], tokens: counts, block: block}, nil
 }
 
 // prepareAll prepares writes on every core: exact token counts are the
@@ -331,7 +327,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 			existing = append(existing, it.Key)
 		}
 	}
-	current, err := tx.ItemVersionCurrentForWrite(ctx, proj, existing)
+	current, err := tx.ItemVersionCurrentMany(ctx, proj, existing)
 	if err != nil {
 		return nil, err
 	}

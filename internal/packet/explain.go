@@ -75,9 +75,7 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range recs {
-		p.Records = append(p.Records, fromStored(r))
-	}
+	p.Records = append(p.Records, recs...)
 	p.Records = visibleRecords(agent, p.Records)
 	if p.Records, err = s.withoutHiddenNow(ctx, agent, p.Records); err != nil {
 		return nil, err

@@ -239,11 +239,7 @@ func (s *Service) StoreTx(ctx context.Context, tx *store.Tx, p *Packet) error {
 		TaskID: p.TaskID, Request: p.RequestRaw, Predecessors: preds, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
 		RenderedSHA256: sum, TokenBudget: p.Allocated, TokensUsed: p.Used, Gaps: gaps, ProvenanceSummary: prov, Snapshot: p.Snapshot,
 	}
-	recs := make([]store.Record, len(p.Records))
-	for i, r := range p.Records {
-		recs[i] = toStored(r)
-	}
-	if err := tx.PacketInsert(ctx, row, recs); err != nil {
+	if err := tx.PacketInsert(ctx, row, p.Records); err != nil {
 		return fmt.Errorf("store packet: %w", err)
 	}
 	return nil
@@ -255,31 +251,6 @@ func (s *Service) ForViewer(agent *auth.Agent, p *Packet) *Packet {
 	out := *p
 	out.Records = visibleRecords(agent, p.Records)
 	return &out
-}
-
-func toStored(r assemble.Record) store.Record {
-	out := store.Record{
-		SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: r.SubjectVersion,
-		Decision: r.Decision, Section: r.Section, Position: r.Position, Tokens: r.Tokens, Rank: r.Rank,
-		Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
-	}
-	if r.Span != nil {
-		s, e := r.Span.Start, r.Span.End
-		out.SpanStart, out.SpanEnd = &s, &e
-	}
-	return out
-}
-
-func fromStored(r store.Record) assemble.Record {
-	out := assemble.Record{
-		SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: r.SubjectVersion,
-		Decision: r.Decision, Section: r.Section, Position: r.Position, Tokens: r.Tokens, Rank: r.Rank,
-		Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
-	}
-	if r.SpanStart != nil && r.SpanEnd != nil {
-		out.Span = &assemble.Span{Start: *r.SpanStart, End: *r.SpanEnd}
-	}
-	return out
 }
 
 func provenanceOf(records []assemble.Record) Provenance {
@@ -321,8 +292,13 @@ func loadCandidates(ctx context.Context, tx *store.Tx, proj string, req *assembl
 		return point, nil, err
 	}
 	cs := &candidateSet{seen: map[[2]string]int{}}
+	var tools []string
+	for _, tr := range req.ToolResults {
+		tools = append(tools, tr.Tool)
+	}
+	words := personWords(req)
 	for _, layer := range []string{proj, assemble.SharedProject} {
-		if err := cs.readLayer(ctx, tx, layer, req); err != nil {
+		if err := cs.readLayer(ctx, tx, layer, req.Pins, tools, words); err != nil {
 			return point, nil, err
 		}
 	}
@@ -382,31 +358,28 @@ func (cs *candidateSet) addRanked(rows []store.RankedVersion) {
 	}
 }
 
-// readLayer reads one layer's always-on, tool, keyword and pinned items.
-func (cs *candidateSet) readLayer(ctx context.Context, tx *store.Tx, layer string, req *assemble.Request) error {
+// readLayer reads one layer's always-on items, the tool items of tools, the
+// keyword items whose first word is among words, and the pins.
+func (cs *candidateSet) readLayer(ctx context.Context, tx *store.Tx, layer string, pins, tools, words []string) error {
 	rows, err := tx.CandidateAlways(ctx, layer)
 	if err != nil {
 		return err
 	}
 	cs.add(rows)
-	var tools []string
-	for _, tr := range req.ToolResults {
-		tools = append(tools, tr.Tool)
-	}
 	if len(tools) > 0 {
 		if rows, err = tx.CandidateTools(ctx, layer, tools); err != nil {
 			return err
 		}
 		cs.add(rows)
 	}
-	if words := personWords(req); len(words) > 0 {
+	if len(words) > 0 {
 		if rows, err = tx.CandidateKeywords(ctx, layer, words); err != nil {
 			return err
 		}
 		cs.add(rows)
 	}
-	if len(req.Pins) > 0 {
-		if rows, err = tx.CandidateByKeys(ctx, layer, req.Pins); err != nil {
+	if len(pins) > 0 {
+		if rows, err = tx.CandidateByKeys(ctx, layer, pins); err != nil {
 			return err
 		}
 		cs.add(rows)

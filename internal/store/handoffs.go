@@ -46,16 +46,14 @@ func deref(s *string) string {
 	return *s
 }
 
+// nullable turns an optional value into a NULL-able argument: empty is
+// NULL (for a sqlc.narg filter: no filter).
 func nullable(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
-
-// filter turns an optional filter value into a sqlc.narg argument: empty
-// is no filter (NULL).
-func filter(s string) *string { return nullable(s) }
 
 // HandoffEvent is one change of one handoff; with the handoff's task and
 // sides where a listing joins them.
@@ -105,8 +103,8 @@ type HandoffListParams struct {
 // HandoffList is a page of handoffs, newest first.
 func (db DB) HandoffList(ctx context.Context, p HandoffListParams) ([]Handoff, error) {
 	rows, err := q.HandoffList(ctx, db.ex, dbsqlc.HandoffListParams{
-		Project: p.Project, TaskID: filter(p.TaskID), Status: filter(p.Status), TargetRole: filter(p.TargetRole),
-		WorkflowRunID: filter(p.WorkflowRunID), HasCursor: p.HasCursor, CursorTime: p.CursorTime, CursorID: p.CursorID, Max: int32(p.Max),
+		Project: p.Project, TaskID: nullable(p.TaskID), Status: nullable(p.Status), TargetRole: nullable(p.TargetRole),
+		WorkflowRunID: nullable(p.WorkflowRunID), HasCursor: p.HasCursor, CursorTime: p.CursorTime, CursorID: p.CursorID, Max: int32(p.Max),
 	})
 	if err != nil {
 		return nil, interpret(err)
@@ -248,7 +246,7 @@ func (db DB) HandoffEventMaxSeq(ctx context.Context, project string) (int64, err
 // HandoffEventStream is up to max events after seq for handoffs to one
 // target role ("" for all), oldest first.
 func (db DB) HandoffEventStream(ctx context.Context, project string, after int64, targetRole string, max int) ([]HandoffEvent, error) {
-	rows, err := q.HandoffEventStream(ctx, db.ex, dbsqlc.HandoffEventStreamParams{Project: project, After: after, TargetRole: filter(targetRole), Max: int32(max)})
+	rows, err := q.HandoffEventStream(ctx, db.ex, dbsqlc.HandoffEventStreamParams{Project: project, After: after, TargetRole: nullable(targetRole), Max: int32(max)})
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -70,15 +70,6 @@ func (db DB) ItemVersionCurrent(ctx context.Context, project, key string) (*ctxt
 	return versionOf(r), nil
 }
 
-// ItemVersionCurrentMany is the current versions of the keys that exist.
-func (db DB) ItemVersionCurrentMany(ctx context.Context, project string, keys []string) ([]*ctxtype.Version, error) {
-	rows, err := q.ItemVersionCurrentMany(ctx, db.ex, dbsqlc.ItemVersionCurrentManyParams{Project: project, Keys: keys})
-	if err != nil {
-		return nil, interpret(err)
-	}
-	return versionsOf(rows), nil
-}
-
 // ItemVersionGet is version n of an item.
 func (db DB) ItemVersionGet(ctx context.Context, project, key string, n int) (*ctxtype.Version, error) {
 	r, err := q.ItemVersionGet(ctx, db.ex, dbsqlc.ItemVersionGetParams{Project: project, Key: key, Version: int32(n)})
@@ -141,7 +132,7 @@ type RankedVersion struct {
 // ItemList is a page of latest live versions by key.
 func (db DB) ItemList(ctx context.Context, p ItemListParams) ([]*ctxtype.Version, error) {
 	rows, err := q.ItemVersionListLatest(ctx, db.ex, dbsqlc.ItemVersionListLatestParams{
-		Project: p.Project, AfterKey: p.AfterKey, Kind: filter(p.Kind), Source: filter(p.Source),
+		Project: p.Project, AfterKey: p.AfterKey, Kind: nullable(p.Kind), Source: nullable(p.Source),
 		SeeAll: p.SeeAll, Role: p.Role, Max: int32(p.Max),
 	})
 	if err != nil {
@@ -153,7 +144,7 @@ func (db DB) ItemList(ctx context.Context, p ItemListParams) ([]*ctxtype.Version
 // ItemSearch is a page of latest live versions matching p.Query, by rank.
 func (db DB) ItemSearch(ctx context.Context, p ItemListParams) ([]RankedVersion, error) {
 	rows, err := q.ItemVersionSearchLatest(ctx, db.ex, dbsqlc.ItemVersionSearchLatestParams{
-		Project: p.Project, Q: p.Query, Kind: filter(p.Kind), Source: filter(p.Source),
+		Project: p.Project, Q: p.Query, Kind: nullable(p.Kind), Source: nullable(p.Source),
 		SeeAll: p.SeeAll, Role: p.Role, HasCursor: p.HasCursor, AfterRank: p.AfterRank, AfterKey: p.AfterKey, Max: int32(p.Max),
 	})
 	if err != nil {
@@ -278,14 +269,14 @@ type CurrentVersion struct {
 	FieldsSHA256 []byte
 }
 
-// ItemVersionCurrentForWrite is the current versions of the keys that
-// exist, by key, for a write that has locked them.
-func (tx *Tx) ItemVersionCurrentForWrite(ctx context.Context, project string, keys []string) (map[string]CurrentVersion, error) {
+// ItemVersionCurrentMany is the current versions of the keys that exist,
+// by key.
+func (db DB) ItemVersionCurrentMany(ctx context.Context, project string, keys []string) (map[string]CurrentVersion, error) {
 	out := map[string]CurrentVersion{}
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := q.ItemVersionCurrentMany(ctx, tx.ex, dbsqlc.ItemVersionCurrentManyParams{Project: project, Keys: keys})
+	rows, err := q.ItemVersionCurrentMany(ctx, db.ex, dbsqlc.ItemVersionCurrentManyParams{Project: project, Keys: keys})
 	if err != nil {
 		return nil, interpret(err)
 	}

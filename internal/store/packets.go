@@ -32,17 +32,6 @@ func packetOf(r dbsqlc.Packet) Packet {
 	}
 }
 
-// Record is one stored decision of one assembly.
-type Record struct {
-	SubjectKind, SubjectProject, SubjectKey string
-	SubjectVersion                          int
-	Decision, Section                       string
-	Position, Tokens, Rank                  int
-	SpanStart, SpanEnd                      *int
-	Rule, Reason, Detail, Layer             string
-	AdminOnly                               bool
-}
-
 // PacketGet is a packet without its records.
 func (db DB) PacketGet(ctx context.Context, project, id string) (Packet, error) {
 	r, err := q.PacketGet(ctx, db.ex, dbsqlc.PacketGetParams{Project: project, ID: id})
@@ -53,21 +42,20 @@ func (db DB) PacketGet(ctx context.Context, project, id string) (Packet, error) 
 }
 
 // PacketRecordList is a packet's records, in order.
-func (db DB) PacketRecordList(ctx context.Context, project, id string) ([]Record, error) {
+func (db DB) PacketRecordList(ctx context.Context, project, id string) ([]ctxtype.Record, error) {
 	rows, err := q.PacketRecordList(ctx, db.ex, dbsqlc.PacketRecordListParams{Project: project, PacketID: id})
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out := make([]Record, len(rows))
+	out := make([]ctxtype.Record, len(rows))
 	for i, r := range rows {
-		rec := Record{
+		rec := ctxtype.Record{
 			SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int(r.SubjectVersion),
 			Decision: r.Decision, Section: r.Section, Position: int(r.Position), Tokens: int(r.Tokens), Rank: int(r.Rank),
 			Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
 		}
 		if r.SpanStart != nil && r.SpanEnd != nil {
-			s, e := int(*r.SpanStart), int(*r.SpanEnd)
-			rec.SpanStart, rec.SpanEnd = &s, &e
+			rec.Span = &ctxtype.Span{Start: int(*r.SpanStart), End: int(*r.SpanEnd)}
 		}
 		out[i] = rec
 	}
@@ -88,7 +76,7 @@ type PacketListParams struct {
 // PacketList is a page of packets (without records), newest first.
 func (db DB) PacketList(ctx context.Context, p PacketListParams) ([]Packet, error) {
 	rows, err := q.PacketList(ctx, db.ex, dbsqlc.PacketListParams{
-		Project: p.Project, TaskID: filter(p.TaskID), TargetRole: filter(p.TargetRole), Agent: filter(p.Agent), Since: p.Since,
+		Project: p.Project, TaskID: nullable(p.TaskID), TargetRole: nullable(p.TargetRole), Agent: nullable(p.Agent), Since: p.Since,
 		HasCursor: p.HasCursor, CursorTime: p.CursorTime, CursorID: p.CursorID, Max: int32(p.Max),
 	})
 	if err != nil {
@@ -117,7 +105,7 @@ func (db DB) PacketListTask(ctx context.Context, project, taskID string) ([]Pack
 
 // PacketInsert stores a packet and its records (with COPY) and advances the
 // project's head.
-func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []Record) error {
+func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Record) error {
 	err := q.PacketInsert(ctx, tx.ex, dbsqlc.PacketInsertParams{
 		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
 		TaskID: p.TaskID, Request: p.Request, Predecessors: p.Predecessors, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
@@ -136,8 +124,8 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []Record) erro
 			Rank: int32(r.Rank), Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer,
 			AdminOnly: r.AdminOnly, CreatedAt: p.CreatedAt,
 		}
-		if r.SpanStart != nil && r.SpanEnd != nil {
-			s, e := int32(*r.SpanStart), int32(*r.SpanEnd)
+		if r.Span != nil {
+			s, e := int32(r.Span.Start), int32(r.Span.End)
 			row.SpanStart, row.SpanEnd = &s, &e
 		}
 		rows[i] = row
