@@ -135,10 +135,30 @@ type BatchResult struct {
 
 // Budget defines model for Budget.
 type Budget struct {
-	Allocated      int   `json:"allocated"`
-	Headroom       int   `json:"headroom"`
+	Allocated int `json:"allocated"`
+
+	// Cutoff Where the budget stopped trying candidates: after the first candidate that did not fit it tries 32 more in rank order; every later one is excluded with reason budget_cutoff without being tried (and without a record). Absent when every candidate was tried.
+	Cutoff   *Cutoff `json:"cutoff,omitempty"`
+	Headroom int     `json:"headroom"`
+
+	// UnresolvedGaps The highest-ranked budget exclusions, at most 20.
 	UnresolvedGaps []Gap `json:"unresolved_gaps"`
-	Used           int   `json:"used"`
+
+	// UnresolvedGapsMore The budget exclusions unresolved_gaps does not list, the candidates past the cutoff included.
+	UnresolvedGapsMore int `json:"unresolved_gaps_more"`
+	Used               int `json:"used"`
+}
+
+// Cutoff Where the budget stopped trying candidates: after the first candidate that did not fit it tries 32 more in rank order; every later one is excluded with reason budget_cutoff without being tried (and without a record). Absent when every candidate was tried.
+type Cutoff struct {
+	// Count How many candidates were not tried.
+	Count int `json:"count"`
+
+	// Headroom The tokens the packet left unused.
+	Headroom int `json:"headroom"`
+
+	// Rank The rank the first untried candidate would have had.
+	Rank int `json:"rank"`
 }
 
 // FieldError defines model for FieldError.
@@ -706,6 +726,9 @@ type Trigger struct {
 
 // WhyAnswer defines model for WhyAnswer.
 type WhyAnswer struct {
+	// Cutoff Where the budget stopped trying candidates: after the first candidate that did not fit it tries 32 more in rank order; every later one is excluded with reason budget_cutoff without being tried (and without a record). Absent when every candidate was tried.
+	Cutoff *Cutoff `json:"cutoff,omitempty"`
+
 	// Decision included, excluded or not_candidate
 	Decision string   `json:"decision"`
 	Detail   *string  `json:"detail,omitempty"`

@@ -17,15 +17,38 @@ FOR UPDATE;
 SELECT * FROM items WHERE project = @project AND key = @key FOR UPDATE;
 
 -- name: ItemSetCurrentMany :exec
--- Moves each item to its new version and refreshes the denormalised trigger.
--- trigger_words holds one comma-joined string per key (they cannot be a
--- ragged array); empty means none.
-UPDATE items i
-SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
-    trigger_tool = nullif(u.trigger_tool, ''),
-    trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
-    updated_at = now()
-FROM (SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version,
-             unnest(@lives::boolean[]) AS live, unnest(@trigger_kinds::text[]) AS trigger_kind,
-             unnest(@trigger_tools::text[]) AS trigger_tool, unnest(@trigger_words::text[]) AS trigger_words) u
-WHERE i.project = @project AND i.key = u.key;
+-- Moves each item to its new version and refreshes what assembly reads
+-- from the item row: the denormalised trigger, the rank fields of the
+-- version (see migration 00005: ascending is the packet's rank order),
+-- its state key and whether it is open (no roles, no validity window);
+-- and keeps the project's count of open always-on items in step, in the
+-- same statement. trigger_words holds one comma-joined string per key
+-- (they cannot be a ragged array); empty means none.
+WITH u AS (
+    SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version,
+           unnest(@lives::boolean[]) AS live, unnest(@trigger_kinds::text[]) AS trigger_kind,
+           unnest(@trigger_tools::text[]) AS trigger_tool, unnest(@trigger_words::text[]) AS trigger_words
+), old AS (
+    SELECT count(*) FILTER (WHERE i.live AND i.trigger_kind = 'always' AND i.open) AS n
+    FROM items i JOIN u ON i.key = u.key
+    WHERE i.project = @project
+), upd AS (
+    UPDATE items i
+    SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
+        trigger_tool = nullif(u.trigger_tool, ''),
+        trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
+        rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
+        rank_priority   = -v.priority::bigint,
+        rank_confidence = -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END),
+        rank_time       = -(extract(epoch FROM v.created_at) * 1000000)::bigint,
+        state_key       = v.state_key,
+        open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
+        updated_at = now()
+    FROM u
+    JOIN item_versions v ON v.project = @project AND v.key = u.key AND v.version = u.version
+    WHERE i.project = @project AND i.key = u.key
+    RETURNING (i.live AND i.trigger_kind = 'always' AND i.open) AS is_open
+)
+INSERT INTO project_counters (project, always_open)
+SELECT @project, (SELECT count(*) FILTER (WHERE is_open) FROM upd) - (SELECT n FROM old)
+ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open;

@@ -4,10 +4,12 @@ SELECT * FROM packets WHERE project = @project AND id = @id;
 -- name: PacketInsert :exec
 INSERT INTO packets (
     project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
-    rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot
+    rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot,
+    pipeline, budget_cutoff, gaps_more
 ) VALUES (
     @project, @id, @created_at, @created_by, @target_role, @task_id, @request, @predecessors, @format, @tokenizer,
-    @rendered, @rendered_sha256, @token_budget, @tokens_used, @gaps, @provenance_summary, @snapshot
+    @rendered, @rendered_sha256, @token_budget, @tokens_used, @gaps, @provenance_summary, @snapshot,
+    @pipeline, @budget_cutoff, @gaps_more
 );
 
 -- name: PacketList :many

@@ -40,11 +40,19 @@ type Input struct {
 // Result is an assembled packet: its text, what it cost against the
 // budget, and the records that explain it.
 type Result struct {
+	// Pipeline is the version of the pipeline that made it.
+	Pipeline  int
 	Rendered  string
 	Allocated int
 	Used      int
 	Gaps      []Gap
-	Records   []Record
+	// GapsMore counts the budget exclusions Gaps does not list (pipeline
+	// 2 lists at most MaxGaps), the untried ones included.
+	GapsMore int
+	// Cutoff is where pipeline 2's budget stopped trying, nil when it
+	// tried every candidate.
+	Cutoff  *Cutoff
+	Records []Record
 }
 
 // Assemble builds a packet from candidates. It does no I/O, so the same

@@ -15,48 +15,77 @@ const gapInviolable = "budget_exceeded_by_inviolable"
 // so a smaller later entry still gets in. The render stage then checks the
 // estimate against the exact count.
 func (p *pipeline) budget() error {
-	budget := p.req.TokenBudget
-	base, err := p.count(render.Text(render.Render(p.req.Format, p.doc)))
+	b, err := p.startBudget()
 	if err != nil {
 		return err
 	}
-	p.included = make([]bool, len(p.ranked))
-	if base > budget {
-		p.inviolable = true
-		p.gaps = append(p.gaps, Gap{Reason: gapInviolable})
-		return nil
-	}
-	used := base
-	started := map[string]bool{}
-	envStarted := false
-	for i, c := range p.ranked {
-		cost, extraContra, err := p.price(c, started, envStarted)
-		if err != nil {
+	for i := range p.ranked {
+		if _, err := p.take(b, i); err != nil {
 			return err
-		}
-		c.needed, c.remaining = cost, budget-used
-		if used+cost > budget {
-			continue
-		}
-		// The winner of a contradiction brings its pair lines when they
-		// fit too; when only the winner fits, the fact still goes in and
-		// the pair is not listed (the loser's record still says why).
-		c.listLosers = extraContra > 0 && used+cost+extraContra <= budget
-		if !c.listLosers {
-			extraContra = 0
-		}
-		used += cost + extraContra
-		p.included[i] = true
-		started[c.section] = true
-		if render.IsEnv(c.section) {
-			envStarted = true
-		}
-		if extraContra > 0 {
-			started[render.ActiveContradictions] = true
-			envStarted = true
 		}
 	}
 	return nil
+}
+
+// budgeter is the state of the estimating pass: what the entries taken so
+// far use and which sections they started. Pipeline 1 runs it over every
+// ranked entry; pipeline 2 over the entries it tries, as it meets them.
+type budgeter struct {
+	used       int
+	started    map[string]bool
+	envStarted bool
+}
+
+// startBudget counts the request's own parts (the text with no entry). If
+// they alone exceed the budget, the packet is inviolable: no entry goes in.
+func (p *pipeline) startBudget() (*budgeter, error) {
+	base, err := p.count(render.Text(render.Render(p.req.Format, p.doc)))
+	if err != nil {
+		return nil, err
+	}
+	if base > p.req.TokenBudget {
+		p.inviolable = true
+		p.gaps = append(p.gaps, Gap{Reason: gapInviolable})
+	}
+	return &budgeter{used: base, started: map[string]bool{}}, nil
+}
+
+// take decides ranked entry i: it goes in when its cost fits what is left.
+func (p *pipeline) take(b *budgeter, i int) (bool, error) {
+	for len(p.included) <= i {
+		p.included = append(p.included, false)
+	}
+	if p.inviolable {
+		return false, nil
+	}
+	budget := p.req.TokenBudget
+	c := p.ranked[i]
+	cost, extraContra, err := p.price(c, b.started, b.envStarted)
+	if err != nil {
+		return false, err
+	}
+	c.needed, c.remaining = cost, budget-b.used
+	if b.used+cost > budget {
+		return false, nil
+	}
+	// The winner of a contradiction brings its pair lines when they fit
+	// too; when only the winner fits, the fact still goes in and the pair
+	// is not listed (the loser's record still says why).
+	c.listLosers = extraContra > 0 && b.used+cost+extraContra <= budget
+	if !c.listLosers {
+		extraContra = 0
+	}
+	b.used += cost + extraContra
+	p.included[i] = true
+	b.started[c.section] = true
+	if render.IsEnv(c.section) {
+		b.envStarted = true
+	}
+	if extraContra > 0 {
+		b.started[render.ActiveContradictions] = true
+		b.envStarted = true
+	}
+	return true, nil
 }
 
 // price returns what c would add: its block, with its section's heading

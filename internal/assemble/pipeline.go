@@ -64,6 +64,12 @@ type cand struct {
 	// needed and remaining are the budget decision's figures: the tokens the
 	// entry would have cost (heading included) and what was left then.
 	needed, remaining int
+
+	// Pipeline 2's bookkeeping: small (a small lane fired it), met (the
+	// rank-order merge reached it), handled (it has a record: ranked or
+	// excluded), hasText (title and content are read), earlyDone/earlyOK
+	// (the stages before contradictions judged it, and passed it).
+	small, met, handled, hasText, earlyDone, earlyOK bool
 }
 
 func newPipeline(in Input) *pipeline {
@@ -90,7 +96,7 @@ func (p *pipeline) exclude(c *cand, reason, detail string, adminOnly bool) {
 
 // result is the packet the stages built.
 func (p *pipeline) result() *Result {
-	return &Result{Rendered: p.text, Allocated: p.req.TokenBudget, Used: p.used, Gaps: p.gaps, Records: p.recs}
+	return &Result{Pipeline: Pipeline1, Rendered: p.text, Allocated: p.req.TokenBudget, Used: p.used, Gaps: p.gaps, Records: p.recs}
 }
 
 func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) Record {

@@ -8,6 +8,7 @@
 package ctxtype
 
 import (
+	"cmp"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -107,4 +108,23 @@ type Version struct {
 	CreatedAt     time.Time
 	CreatedBy     string
 	XactID        int64
+}
+
+// RankPos is an always-on item's place in its layer's rank order, as the
+// database's items_always_rank_idx stores it: ascending RankPos is
+// descending authority, priority and confidence, then the newer version,
+// then the key — exactly the packet's rank order for unpinned items
+// without a relevance score.
+type RankPos struct {
+	Authority  int16
+	Priority   int64
+	Confidence int16
+	Time       int64
+	Key        string
+}
+
+// Compare orders positions.
+func (a RankPos) Compare(b RankPos) int {
+	return cmp.Or(cmp.Compare(a.Authority, b.Authority), cmp.Compare(a.Priority, b.Priority),
+		cmp.Compare(a.Confidence, b.Confidence), cmp.Compare(a.Time, b.Time), cmp.Compare(a.Key, b.Key))
 }

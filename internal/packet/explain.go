@@ -49,6 +49,12 @@ func fromRow(r store.Packet) (*Packet, error) {
 	if err := json.Unmarshal(r.Predecessors, &p.Predecessors); err != nil {
 		return nil, fmt.Errorf("decode predecessors: %w", err)
 	}
+	p.Pipeline, p.GapsMore = r.Pipeline, r.GapsMore
+	if len(r.BudgetCutoff) > 0 {
+		if err := json.Unmarshal(r.BudgetCutoff, &p.Cutoff); err != nil {
+			return nil, fmt.Errorf("decode budget cutoff: %w", err)
+		}
+	}
 	return p, nil
 }
 
@@ -193,6 +199,8 @@ type WhyAnswer struct {
 	Reason   string
 	Detail   string
 	Item     *item.Version // the version as it was then; nil if it did not exist
+	// Cutoff is the packet's cutoff, for a candidate past it.
+	Cutoff *assemble.Cutoff
 }
 
 // Why answers "why did (or didn't) this packet contain this item?". The
@@ -256,7 +264,14 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		return &WhyAnswer{Decision: rec.Decision, Record: rec, Reason: rec.Reason, Detail: rec.Detail, Item: v}, nil
 	}
 
-	// Not recorded: it was no candidate, or it did not fire.
+	// Not recorded: past the budget's cutoff, or it was no candidate, or
+	// it did not fire.
+	if ans, err := s.whyUntried(ctx, proj, p, key, layer, then); err != nil || ans != nil {
+		if ans != nil && !visible(ans.Item) {
+			return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
+		}
+		return ans, err
+	}
 	v := then[proj]
 	if layer == "shared" || v == nil || (v.Deleted && then[assemble.SharedProject] != nil && !then[assemble.SharedProject].Deleted) {
 		v = then[assemble.SharedProject]
@@ -268,6 +283,13 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	if !visible(v) {
 		return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
 	}
+	return s.whyNotCandidate(ctx, agent, p, v)
+}
+
+// whyNotCandidate explains an item that was in the snapshot but not a
+// candidate of the packet: a tombstone, outside its window, or its trigger
+// did not fire.
+func (s *Service) whyNotCandidate(ctx context.Context, agent *auth.Agent, p *Packet, v *item.Version) (*WhyAnswer, error) {
 	ans := &WhyAnswer{Decision: "not_candidate", Item: v}
 	switch {
 	case v.Deleted:
@@ -291,6 +313,79 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		ans.Reason, ans.Detail = "not_triggered", assemble.NotTriggered(p.Request, v)+fmt.Sprintf("; it is also hidden from role %q", p.TargetRole)
 	}
 	return ans, nil
+}
+
+// whyUntried explains an item a pipeline 2 packet has no record of when
+// its budget stopped before the end: the pipeline runs again on the
+// packet's snapshot, goes on past the cutoff without trying the budget,
+// and says what would have excluded the item first, or that it ranked
+// after the cutoff. Nil when the item was no candidate at all.
+func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, layer string, then map[string]*item.Version) (*WhyAnswer, error) {
+	if p.Pipeline < assemble.Pipeline2 || p.Cutoff == nil {
+		return nil, nil
+	}
+	explain := proj
+	if v := then[proj]; layer == "shared" || v == nil || v.Deleted {
+		explain = assemble.SharedProject
+	}
+	v := then[explain]
+	if v == nil || v.Deleted {
+		return nil, nil
+	}
+	src, err := s.snapshotSource(ctx, proj, p)
+	if err != nil {
+		return nil, err
+	}
+	in := assemble.Input{Project: proj, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
+	_, why, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{ExplainLayer: explain, ExplainKey: key})
+	if err != nil || why == nil {
+		return nil, err
+	}
+	rec := &assemble.Record{SubjectKind: assemble.SubjectItem, SubjectProject: explain, SubjectKey: key, SubjectVersion: v.Version,
+		Decision: assemble.Excluded, Reason: why.Reason, Detail: why.Detail, Rank: why.Rank, Rule: why.Rule,
+		Layer: map[bool]string{true: "shared", false: "project"}[explain == assemble.SharedProject], Kind: v.Kind, Source: v.Source}
+	return &WhyAnswer{Decision: assemble.Excluded, Record: rec, Reason: why.Reason, Detail: why.Detail, Item: v, Cutoff: p.Cutoff}, nil
+}
+
+// snapshotSource is pipeline 2's source as of a packet's snapshot: every
+// current version it saw, and the relevance weights of its relevance
+// items, computed as the write path computes them.
+func (s *Service) snapshotSource(ctx context.Context, proj string, p *Packet) (*assemble.MemorySource, error) {
+	layers := []string{proj, assemble.SharedProject}
+	vs, err := s.store.SnapshotVersions(ctx, layers, "", p.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	src := &assemble.MemorySource{Versions: vs}
+	if strings.TrimSpace(p.Request.Query) != "" {
+		if src.Lexemes, err = s.store.QueryLexemes(ctx, p.Request.Query, assemble.MaxQueryLexemes); err != nil {
+			return nil, err
+		}
+		if src.Weights, err = s.store.SnapshotTerms(ctx, layers, p.Snapshot); err != nil {
+			return nil, err
+		}
+	}
+	return src, nil
+}
+
+// replayed assembles a stored packet's request again, on its snapshot, with
+// the pipeline that made it.
+func (s *Service) replayed(ctx context.Context, proj string, p *Packet) (*assemble.Result, error) {
+	in := assemble.Input{Project: proj, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
+	if p.Pipeline < assemble.Pipeline2 {
+		cands, err := s.snapshotCandidates(ctx, proj, p)
+		if err != nil {
+			return nil, fmt.Errorf("load snapshot: %w", err)
+		}
+		in.Candidates = cands
+		return assemble.Assemble(in)
+	}
+	src, err := s.snapshotSource(ctx, proj, p)
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot: %w", err)
+	}
+	res, _, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{})
+	return res, err
 }
 
 // recordOf is the packet's record of an item, the first layer's first.
@@ -497,11 +592,7 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 	if err != nil {
 		return nil, err
 	}
-	cands, err := s.snapshotCandidates(ctx, proj, p)
-	if err != nil {
-		return nil, fmt.Errorf("load snapshot: %w", err)
-	}
-	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: p.Request, Candidates: cands, Now: p.CreatedAt, Predecessors: p.Predecessors})
+	res, err := s.replayed(ctx, proj, p)
 	if err != nil {
 		return nil, err
 	}

@@ -14,17 +14,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
-	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/ident"
-	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
@@ -52,7 +49,15 @@ type Packet struct {
 	Gaps           []assemble.Gap
 	Provenance     Provenance
 	Snapshot       string
-	Predecessors   []assemble.Predecessor
+	// Pipeline is the version of the pipeline that made the packet; its
+	// replay runs the same version.
+	Pipeline int
+	// Cutoff is where the budget stopped trying candidates (pipeline 2),
+	// nil when it tried them all; GapsMore counts the budget exclusions
+	// Gaps does not list, the untried ones included.
+	Cutoff       *assemble.Cutoff
+	GapsMore     int
+	Predecessors []assemble.Predecessor
 	// Records are those the viewer may see (admin-only ones only for admins).
 	Records []assemble.Record
 }
@@ -63,13 +68,17 @@ type Provenance struct {
 	BySource map[string]int `json:"by_source"`
 }
 
-// Excluded counts the excluded records by reason.
+// Excluded counts the excluded candidates by reason: the records, and the
+// candidates past the budget's cutoff, which have none.
 func (p *Packet) Excluded() map[string]int {
 	out := map[string]int{}
 	for _, r := range p.Records {
 		if r.Decision == assemble.Excluded {
 			out[r.Reason]++
 		}
+	}
+	if p.Cutoff != nil {
+		out[assemble.ReasonBudgetCutoff] += p.Cutoff.Count
 	}
 	return out
 }
@@ -113,11 +122,15 @@ type Service struct {
 	store    *store.Store
 	projects *project.Service
 	handoffs *handoff.Service
+	texts    *textCache
 }
+
+// textCacheBytes bounds the process's cache of version texts.
+const textCacheBytes = 64 << 20
 
 // NewService returns a packet service.
 func NewService(st *store.Store, projects *project.Service, handoffs *handoff.Service) *Service {
-	return &Service{store: st, projects: projects, handoffs: handoffs}
+	return &Service{store: st, projects: projects, handoffs: handoffs, texts: newTextCache(textCacheBytes)}
 }
 
 // predecessorsOf resolves the request's predecessor handoffs as the
@@ -182,27 +195,29 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	var (
 		point store.ReadPoint
 		preds []assemble.Predecessor
-		cands []assemble.Candidate
+		res   *assemble.Result
 	)
+	// The pipeline reads its candidates inside the snapshot as it goes, so
+	// it runs inside it; what it read is what the snapshot held.
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
 		var err error
 		if preds, err = s.predecessorsOf(ctx, tx.DB, proj, req.Predecessors); err != nil {
 			return err
 		}
-		point, cands, err = loadCandidates(ctx, tx, proj, req)
+		if point, err = tx.PacketReadPoint(ctx); err != nil {
+			return err
+		}
+		in := assemble.Input{Project: proj, Request: req, Now: point.Now, Predecessors: preds}
+		res, _, err = assemble.AssembleBounded(ctx, in, newDBSource(tx, s.texts), assemble.Options{})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("load candidates: %w", err)
-	}
-	return build(agent, proj, req, point, cands, preds)
-}
-
-func build(agent *auth.Agent, proj string, req *assemble.Request, point store.ReadPoint, cands []assemble.Candidate, preds []assemble.Predecessor) (*Packet, error) {
-	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: req, Candidates: cands, Now: point.Now, Predecessors: preds})
-	if err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}
+	return build(agent, proj, req, point, res, preds)
+}
+
+func build(agent *auth.Agent, proj string, req *assemble.Request, point store.ReadPoint, res *assemble.Result, preds []assemble.Predecessor) (*Packet, error) {
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
@@ -213,7 +228,7 @@ func build(agent *auth.Agent, proj string, req *assemble.Request, point store.Re
 		Request: req, RequestRaw: raw, Rendered: res.Rendered, RenderedSHA256: hex.EncodeToString(sum[:]),
 		Tokenizer: string(req.Tokenizer), Format: string(req.Format), Allocated: res.Allocated, Used: res.Used,
 		Gaps: res.Gaps, Provenance: provenanceOf(res.Records), Snapshot: point.Snapshot, Records: res.Records,
-		Predecessors: preds,
+		Predecessors: preds, Pipeline: res.Pipeline, Cutoff: res.Cutoff, GapsMore: res.GapsMore,
 	}
 	if p.Predecessors == nil {
 		p.Predecessors = []assemble.Predecessor{}
@@ -234,10 +249,15 @@ func (s *Service) StoreTx(ctx context.Context, tx *store.Tx, p *Packet) error {
 	gaps, _ := json.Marshal(p.Gaps)
 	prov, _ := json.Marshal(p.Provenance)
 	preds, _ := json.Marshal(p.Predecessors)
+	var cutoff []byte
+	if p.Cutoff != nil {
+		cutoff, _ = json.Marshal(p.Cutoff)
+	}
 	row := store.Packet{
 		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
 		TaskID: p.TaskID, Request: p.RequestRaw, Predecessors: preds, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
 		RenderedSHA256: sum, TokenBudget: p.Allocated, TokensUsed: p.Used, Gaps: gaps, ProvenanceSummary: prov, Snapshot: p.Snapshot,
+		Pipeline: p.Pipeline, BudgetCutoff: cutoff, GapsMore: p.GapsMore,
 	}
 	if err := tx.PacketInsert(ctx, row, p.Records); err != nil {
 		return fmt.Errorf("store packet: %w", err)
@@ -282,131 +302,7 @@ func visibleRecords(agent *auth.Agent, records []assemble.Record) []assemble.Rec
 	return out
 }
 
-// loadCandidates reads, in the snapshot tx, the plausible candidates of
-// each layer: always-on items, tool items, keyword items by first word,
-// pins, the top relevance matches, and the project items that override a
-// _shared candidate. It returns the snapshot's time and identity.
-func loadCandidates(ctx context.Context, tx *store.Tx, proj string, req *assemble.Request) (store.ReadPoint, []assemble.Candidate, error) {
-	point, err := tx.PacketReadPoint(ctx)
-	if err != nil {
-		return point, nil, err
-	}
-	cs := &candidateSet{seen: map[[2]string]int{}}
-	var tools []string
-	for _, tr := range req.ToolResults {
-		tools = append(tools, tr.Tool)
-	}
-	words := personWords(req)
-	for _, layer := range []string{proj, assemble.SharedProject} {
-		if err := cs.readLayer(ctx, tx, layer, req.Pins, tools, words); err != nil {
-			return point, nil, err
-		}
-	}
-	if req.Query != "" {
-		rows, err := tx.CandidateRelevance(ctx, []string{proj, assemble.SharedProject}, req.Query, point.Now, assemble.RelevanceLimit)
-		if err != nil {
-			return point, nil, err
-		}
-		cs.addRanked(rows)
-	}
-	// Project items that override a _shared candidate, whether or not they fire.
-	var sharedKeys []string
-	for _, c := range cs.out {
-		if c.Version.Project == assemble.SharedProject {
-			if _, ok := cs.seen[[2]string{proj, c.Version.Key}]; !ok {
-				sharedKeys = append(sharedKeys, c.Version.Key)
-			}
-		}
-	}
-	if len(sharedKeys) > 0 {
-		rows, err := tx.CandidateByKeys(ctx, proj, sharedKeys)
-		if err != nil {
-			return point, nil, err
-		}
-		cs.add(rows)
-	}
-	return point, cs.out, nil
-}
-
-// candidateSet collects candidates once each, in the order first read.
-type candidateSet struct {
-	seen map[[2]string]int
-	out  []assemble.Candidate
-}
-
-func (cs *candidateSet) add(vs []*ctxtype.Version) {
-	for _, v := range vs {
-		k := [2]string{v.Project, v.Key}
-		if _, ok := cs.seen[k]; ok {
-			continue
-		}
-		cs.seen[k] = len(cs.out)
-		cs.out = append(cs.out, assemble.Candidate{Version: v})
-	}
-}
-
-func (cs *candidateSet) addRanked(rows []store.RankedVersion) {
-	for _, r := range rows {
-		rank := r.Rank
-		k := [2]string{r.Project, r.Key}
-		if i, ok := cs.seen[k]; ok {
-			cs.out[i].Relevance = &rank
-			continue
-		}
-		cs.seen[k] = len(cs.out)
-		cs.out = append(cs.out, assemble.Candidate{Version: r.Version, Relevance: &rank})
-	}
-}
-
-// readLayer reads one layer's always-on items, the tool items of tools, the
-// keyword items whose first word is among words, and the pins.
-func (cs *candidateSet) readLayer(ctx context.Context, tx *store.Tx, layer string, pins, tools, words []string) error {
-	rows, err := tx.CandidateAlways(ctx, layer)
-	if err != nil {
-		return err
-	}
-	cs.add(rows)
-	if len(tools) > 0 {
-		if rows, err = tx.CandidateTools(ctx, layer, tools); err != nil {
-			return err
-		}
-		cs.add(rows)
-	}
-	if len(words) > 0 {
-		if rows, err = tx.CandidateKeywords(ctx, layer, words); err != nil {
-			return err
-		}
-		cs.add(rows)
-	}
-	if len(pins) > 0 {
-		if rows, err = tx.CandidateByKeys(ctx, layer, pins); err != nil {
-			return err
-		}
-		cs.add(rows)
-	}
-	return nil
-}
-
-// personWords is every distinct word a person said: keyword items are
-// found by the first word of their keywords.
-func personWords(req *assemble.Request) []string {
-	set := map[string]bool{}
-	for _, m := range req.History {
-		if m.Author == "person" {
-			for _, w := range keyword.Words(m.Content) {
-				set[w] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for w := range set {
-		out = append(out, w)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// snapshotCandidates is loadCandidates as of a stored snapshot: every
+// snapshotCandidates is pipeline 1's candidates as of a stored snapshot: every
 // current version the snapshot saw (the pipeline itself decides what fires)
 // and the relevance ranks it would have computed.
 func (s *Service) snapshotCandidates(ctx context.Context, proj string, p *Packet) ([]assemble.Candidate, error) {

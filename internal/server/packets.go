@@ -37,7 +37,15 @@ func toBudget(p *packet.Packet) api.Budget {
 	for i, g := range p.Gaps {
 		gaps[i] = api.Gap{Reason: g.Reason, Key: ptrIf(g.Key), Version: ptrIf(g.Version), Tokens: ptrIf(g.Tokens)}
 	}
-	return api.Budget{Allocated: p.Allocated, Used: p.Used, Headroom: p.Allocated - p.Used, UnresolvedGaps: gaps}
+	return api.Budget{Allocated: p.Allocated, Used: p.Used, Headroom: p.Allocated - p.Used, UnresolvedGaps: gaps,
+		UnresolvedGapsMore: p.GapsMore, Cutoff: toCutoff(p.Cutoff)}
+}
+
+func toCutoff(c *assemble.Cutoff) *api.Cutoff {
+	if c == nil {
+		return nil
+	}
+	return &api.Cutoff{Rank: c.Rank, Headroom: c.Headroom, Count: c.Count}
 }
 
 func toPacket(p *packet.Packet) api.Packet {
@@ -176,7 +184,7 @@ func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	out := api.WhyPacket200JSONResponse{Decision: a.Decision, Reason: ptrIf(a.Reason), Detail: ptrIf(a.Detail)}
+	out := api.WhyPacket200JSONResponse{Decision: a.Decision, Reason: ptrIf(a.Reason), Detail: ptrIf(a.Detail), Cutoff: toCutoff(a.Cutoff)}
 	if h != nil {
 		ah, err := toHandoff(h)
 		if err != nil {

@@ -236,6 +236,15 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string,
 	if err := q.ItemSetCurrentMany(ctx, tx.ex, set); err != nil {
 		return interpret(err)
 	}
+	// The relevance index holds current versions only: rewritten for every
+	// key written (a write may change the trigger, or tombstone the item).
+	terms := dbsqlc.ItemTermsDeleteParams{Project: project, Keys: set.Keys}
+	if err := q.ItemTermsDelete(ctx, tx.ex, terms); err != nil {
+		return interpret(err)
+	}
+	if err := q.ItemTermsInsert(ctx, tx.ex, dbsqlc.ItemTermsInsertParams(terms)); err != nil {
+		return interpret(err)
+	}
 	return tx.advanceHead(ctx, project)
 }
 

@@ -21,6 +21,12 @@ type Packet struct {
 	TokenBudget, TokensUsed                    int
 	Gaps, ProvenanceSummary                    json.RawMessage
 	Snapshot                                   string
+	// Pipeline is the version of the pipeline that made the packet;
+	// BudgetCutoff ({"rank","headroom","count"}) is nil when its budget
+	// tried every candidate; GapsMore counts the gaps not listed.
+	Pipeline     int
+	BudgetCutoff json.RawMessage
+	GapsMore     int
 }
 
 func packetOf(r dbsqlc.Packet) Packet {
@@ -29,6 +35,7 @@ func packetOf(r dbsqlc.Packet) Packet {
 		Request: r.Request, Predecessors: r.Predecessors, Format: r.Format, Tokenizer: r.Tokenizer, Rendered: r.Rendered,
 		RenderedSHA256: r.RenderedSha256, TokenBudget: int(r.TokenBudget), TokensUsed: int(r.TokensUsed), Gaps: r.Gaps,
 		ProvenanceSummary: r.ProvenanceSummary, Snapshot: r.Snapshot,
+		Pipeline: int(r.Pipeline), BudgetCutoff: r.BudgetCutoff, GapsMore: int(r.GapsMore),
 	}
 }
 
@@ -111,6 +118,7 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Reco
 		TaskID: p.TaskID, Request: p.Request, Predecessors: p.Predecessors, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
 		RenderedSha256: p.RenderedSHA256, TokenBudget: int32(p.TokenBudget), TokensUsed: int32(p.TokensUsed), Gaps: p.Gaps,
 		ProvenanceSummary: p.ProvenanceSummary, Snapshot: p.Snapshot,
+		Pipeline: int16(p.Pipeline), BudgetCutoff: p.BudgetCutoff, GapsMore: int32(p.GapsMore),
 	})
 	if err != nil {
 		return interpret(err)

@@ -41,7 +41,7 @@ func (q *Queries) ItemEnsureMany(ctx context.Context, db DBTX, arg ItemEnsureMan
 }
 
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -62,12 +62,18 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.TriggerWords,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.RankAuthority,
+		&i.RankPriority,
+		&i.RankConfidence,
+		&i.RankTime,
+		&i.StateKey,
+		&i.Open,
 	)
 	return i, err
 }
 
 const itemLockMany = `-- name: ItemLockMany :many
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at FROM items
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open FROM items
 WHERE project = $1 AND key = ANY($2::text[])
 ORDER BY key
 FOR UPDATE
@@ -97,6 +103,12 @@ func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyPar
 			&i.TriggerWords,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.RankAuthority,
+			&i.RankPriority,
+			&i.RankConfidence,
+			&i.RankTime,
+			&i.StateKey,
+			&i.Open,
 		); err != nil {
 			return nil, err
 		}
@@ -109,15 +121,34 @@ func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyPar
 }
 
 const itemSetCurrentMany = `-- name: ItemSetCurrentMany :exec
-UPDATE items i
-SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
-    trigger_tool = nullif(u.trigger_tool, ''),
-    trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
-    updated_at = now()
-FROM (SELECT unnest($2::text[]) AS key, unnest($3::integer[]) AS version,
-             unnest($4::boolean[]) AS live, unnest($5::text[]) AS trigger_kind,
-             unnest($6::text[]) AS trigger_tool, unnest($7::text[]) AS trigger_words) u
-WHERE i.project = $1 AND i.key = u.key
+WITH u AS (
+    SELECT unnest($2::text[]) AS key, unnest($3::integer[]) AS version,
+           unnest($4::boolean[]) AS live, unnest($5::text[]) AS trigger_kind,
+           unnest($6::text[]) AS trigger_tool, unnest($7::text[]) AS trigger_words
+), old AS (
+    SELECT count(*) FILTER (WHERE i.live AND i.trigger_kind = 'always' AND i.open) AS n
+    FROM items i JOIN u ON i.key = u.key
+    WHERE i.project = $1
+), upd AS (
+    UPDATE items i
+    SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
+        trigger_tool = nullif(u.trigger_tool, ''),
+        trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
+        rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
+        rank_priority   = -v.priority::bigint,
+        rank_confidence = -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END),
+        rank_time       = -(extract(epoch FROM v.created_at) * 1000000)::bigint,
+        state_key       = v.state_key,
+        open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
+        updated_at = now()
+    FROM u
+    JOIN item_versions v ON v.project = $1 AND v.key = u.key AND v.version = u.version
+    WHERE i.project = $1 AND i.key = u.key
+    RETURNING (i.live AND i.trigger_kind = 'always' AND i.open) AS is_open
+)
+INSERT INTO project_counters (project, always_open)
+SELECT $1, (SELECT count(*) FILTER (WHERE is_open) FROM upd) - (SELECT n FROM old)
+ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open
 `
 
 type ItemSetCurrentManyParams struct {
@@ -130,9 +161,13 @@ type ItemSetCurrentManyParams struct {
 	TriggerWords []string
 }
 
-// Moves each item to its new version and refreshes the denormalised trigger.
-// trigger_words holds one comma-joined string per key (they cannot be a
-// ragged array); empty means none.
+// Moves each item to its new version and refreshes what assembly reads
+// from the item row: the denormalised trigger, the rank fields of the
+// version (see migration 00005: ascending is the packet's rank order),
+// its state key and whether it is open (no roles, no validity window);
+// and keeps the project's count of open always-on items in step, in the
+// same statement. trigger_words holds one comma-joined string per key
+// (they cannot be a ragged array); empty means none.
 func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCurrentManyParams) error {
 	_, err := db.Exec(ctx, itemSetCurrentMany,
 		arg.Project,

@@ -76,6 +76,20 @@ type Item struct {
 	TriggerWords   []string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	RankAuthority  int16
+	RankPriority   int64
+	RankConfidence int16
+	RankTime       int64
+	StateKey       string
+	Open           bool
+}
+
+type ItemTerm struct {
+	Project string
+	Lexeme  string
+	Weight  int32
+	Key     string
+	Version int32
 }
 
 type ItemVersion struct {
@@ -165,6 +179,9 @@ type Packet struct {
 	Gaps              json.RawMessage
 	ProvenanceSummary json.RawMessage
 	Snapshot          string
+	Pipeline          int16
+	BudgetCutoff      []byte
+	GapsMore          int32
 }
 
 type PacketRecord struct {
@@ -201,4 +218,5 @@ type ProjectCounter struct {
 	Project    string
 	HandoffSeq int64
 	WriteSeq   int64
+	AlwaysOpen int64
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const packetGet = `-- name: PacketGet :one
-SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot FROM packets WHERE project = $1 AND id = $2
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more FROM packets WHERE project = $1 AND id = $2
 `
 
 type PacketGetParams struct {
@@ -41,6 +41,9 @@ func (q *Queries) PacketGet(ctx context.Context, db DBTX, arg PacketGetParams) (
 		&i.Gaps,
 		&i.ProvenanceSummary,
 		&i.Snapshot,
+		&i.Pipeline,
+		&i.BudgetCutoff,
+		&i.GapsMore,
 	)
 	return i, err
 }
@@ -48,10 +51,12 @@ func (q *Queries) PacketGet(ctx context.Context, db DBTX, arg PacketGetParams) (
 const packetInsert = `-- name: PacketInsert :exec
 INSERT INTO packets (
     project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
-    rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot
+    rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot,
+    pipeline, budget_cutoff, gaps_more
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-    $11, $12, $13, $14, $15, $16, $17
+    $11, $12, $13, $14, $15, $16, $17,
+    $18, $19, $20
 )
 `
 
@@ -73,6 +78,9 @@ type PacketInsertParams struct {
 	Gaps              json.RawMessage
 	ProvenanceSummary json.RawMessage
 	Snapshot          string
+	Pipeline          int16
+	BudgetCutoff      []byte
+	GapsMore          int32
 }
 
 func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertParams) error {
@@ -94,12 +102,15 @@ func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertPar
 		arg.Gaps,
 		arg.ProvenanceSummary,
 		arg.Snapshot,
+		arg.Pipeline,
+		arg.BudgetCutoff,
+		arg.GapsMore,
 	)
 	return err
 }
 
 const packetList = `-- name: PacketList :many
-SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot FROM packets
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more FROM packets
 WHERE project = $1
   AND ($2::text IS NULL OR task_id = $2)
   AND ($3::text IS NULL OR target_role = $3)
@@ -160,6 +171,9 @@ func (q *Queries) PacketList(ctx context.Context, db DBTX, arg PacketListParams)
 			&i.Gaps,
 			&i.ProvenanceSummary,
 			&i.Snapshot,
+			&i.Pipeline,
+			&i.BudgetCutoff,
+			&i.GapsMore,
 		); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,260 @@
+package assemble
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/keyword"
+)
+
+// Source is where pipeline 2 reads its candidates from, a little at a
+// time and in rank order, so that what it reads is bounded by what the
+// budget holds and not by what the project holds. Every method returns
+// current, live versions, narrow: every field but Title, Summary, Content,
+// Metadata and Provenance (Trigger too, except from Always, whose rows are
+// all always-on); Texts fills Title and Content in place when the pipeline
+// needs them. A source answers as of one snapshot, so the same request
+// against the same source gives the same packet. The packet service reads
+// the database through one; replay and why read a MemorySource built from
+// a stored snapshot.
+type Source interface {
+	// Small is the small lanes of the given layers: the pinned keys (any
+	// trigger), the tool items of the tools, and the keyword items whose
+	// keywords start with one of the words.
+	Small(ctx context.Context, q SmallQuery) ([]*ctxtype.Version, error)
+	// Postings is, for each layer and each of the query's lexemes (at most
+	// MaxQueryLexemes), the PostingsPerLexeme relevance items of highest
+	// weight (then key) that are valid at q.Now and visible to q.Role;
+	// and the number of lexemes of the query.
+	Postings(ctx context.Context, q RelevanceQuery) ([]Posting, int, error)
+	// Always is the next page of a layer's always-on items after a
+	// position, in rank order (validity is judged by the pipeline).
+	Always(ctx context.Context, layer string, after RankPos, n int) ([]*ctxtype.Version, error)
+	// ByKeys is the live items of a layer with those keys.
+	ByKeys(ctx context.Context, layer string, keys []string) ([]*ctxtype.Version, error)
+	// StateGroups is every live item of the layers that claims one of the
+	// state keys, whatever its trigger.
+	StateGroups(ctx context.Context, layers, stateKeys []string) ([]*ctxtype.Version, error)
+	// Texts fills Title and Content of the versions.
+	Texts(ctx context.Context, vs []*ctxtype.Version) error
+	// CountAfter is the number of a layer's always-on items after a
+	// position that are valid at now and visible to role.
+	CountAfter(ctx context.Context, layer string, after RankPos, role string, now time.Time) (int, error)
+}
+
+// SmallQuery asks a Source for the small lanes.
+type SmallQuery struct {
+	Layers             []string
+	Pins, Tools, Words []string
+}
+
+// RelevanceQuery asks a Source for the postings of a query.
+type RelevanceQuery struct {
+	Layers []string
+	Query  string
+	Role   string
+	Now    time.Time
+}
+
+// Posting is one relevance item in the list of one lexeme of its layer.
+type Posting struct {
+	Layer, Lexeme, Key string
+	Weight             int
+}
+
+// The bounds of relevance: a query counts its first MaxQueryLexemes
+// lexemes (in byte order), and each lexeme lists its PostingsPerLexeme
+// items of highest weight in each layer.
+const (
+	MaxQueryLexemes   = 32
+	PostingsPerLexeme = RelevanceLimit
+)
+
+// RankPos is ctxtype.RankPos: an always-on item's place in its layer's
+// rank order.
+type RankPos = ctxtype.RankPos
+
+// StartPos is before every item.
+var StartPos = RankPos{Authority: math.MinInt16, Priority: math.MinInt64, Confidence: math.MinInt16, Time: math.MinInt64}
+
+// PosOf is the rank position of a version.
+func PosOf(v *ctxtype.Version) RankPos {
+	return RankPos{
+		Authority: int16(-authorityRank[v.Authority]), Priority: -int64(v.Priority),
+		Confidence: int16(-confidenceRank[v.Confidence]), Time: -v.CreatedAt.UnixMicro(), Key: v.Key,
+	}
+}
+
+// Scored is a relevance winner: its layer, key and score.
+type Scored struct {
+	Layer, Key string
+	Score      float64
+}
+
+// TopRelevance is the relevance score and its top RelevanceLimit items.
+// An item's score is the sum of its weights in the lexeme lists it made,
+// over 1000 × the number of query lexemes, so it lies in [0, 1); ties go
+// to the key, then to the project layer. It is one function of the
+// postings, so any source that lists the same postings ranks the same.
+func TopRelevance(postings []Posting, lexemes int) []Scored {
+	if lexemes == 0 {
+		return nil
+	}
+	sums := map[[2]string]int{}
+	for _, p := range postings {
+		sums[[2]string{p.Layer, p.Key}] += p.Weight
+	}
+	type entry struct {
+		layer, key string
+		sum        int
+	}
+	all := make([]entry, 0, len(sums))
+	for k, s := range sums {
+		all = append(all, entry{k[0], k[1], s})
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		return cmp.Or(-cmp.Compare(a.sum, b.sum), cmp.Compare(a.key, b.key), cmp.Compare(layerOrder(a.layer), layerOrder(b.layer)))
+	})
+	if len(all) > RelevanceLimit {
+		all = all[:RelevanceLimit]
+	}
+	out := make([]Scored, len(all))
+	for i, e := range all {
+		out[i] = Scored{Layer: e.layer, Key: e.key, Score: float64(e.sum) / float64(1000*lexemes)}
+	}
+	return out
+}
+
+func layerOrder(layer string) int {
+	if layer == SharedProject {
+		return 1
+	}
+	return 0
+}
+
+// MemorySource is a Source over versions in memory: the current version of
+// every item of a snapshot (tombstones included) and the relevance weights
+// of its relevance items. Replay and why build one from a stored snapshot;
+// tests build worlds with it. With Narrow set it hands out versions
+// without their text and fills them only in Texts, as the database does.
+type MemorySource struct {
+	Versions []*ctxtype.Version
+	// Weights are the relevance weights by layer and key, then lexeme.
+	Weights map[[2]string]map[string]int
+	// Lexemes are the query's lexemes, in byte order.
+	Lexemes []string
+	Narrow  bool
+}
+
+func (m *MemorySource) out(v *ctxtype.Version) *ctxtype.Version {
+	if !m.Narrow {
+		return v
+	}
+	c := *v
+	c.Title, c.Content, c.Summary = "", "", ""
+	return &c
+}
+
+func (m *MemorySource) live(layers []string, keep func(*ctxtype.Version) bool) []*ctxtype.Version {
+	var out []*ctxtype.Version
+	for _, v := range m.Versions {
+		if !v.Deleted && slices.Contains(layers, v.Project) && keep(v) {
+			out = append(out, m.out(v))
+		}
+	}
+	return out
+}
+
+// Small implements Source.
+func (m *MemorySource) Small(_ context.Context, q SmallQuery) ([]*ctxtype.Version, error) {
+	return m.live(q.Layers, func(v *ctxtype.Version) bool {
+		if slices.Contains(q.Pins, v.Key) {
+			return true
+		}
+		t := v.Trigger
+		switch t.Kind() {
+		case "tool":
+			return slices.Contains(q.Tools, *t.Tool)
+		case "keywords":
+			for _, k := range t.Keywords {
+				if w := keyword.First(k); w != "" && slices.Contains(q.Words, w) {
+					return true
+				}
+			}
+		}
+		return false
+	}), nil
+}
+
+// Postings implements Source.
+func (m *MemorySource) Postings(_ context.Context, q RelevanceQuery) ([]Posting, int, error) {
+	lex := m.Lexemes
+	if len(lex) > MaxQueryLexemes {
+		lex = lex[:MaxQueryLexemes]
+	}
+	var out []Posting
+	for _, layer := range q.Layers {
+		for _, l := range lex {
+			var list []Posting
+			for _, v := range m.Versions {
+				if v.Deleted || v.Project != layer || v.Trigger.Kind() != "relevance" || !ValidAt(v, q.Now) || !v.Roles.Visible(q.Role) {
+					continue
+				}
+				if w, ok := m.Weights[[2]string{layer, v.Key}][l]; ok {
+					list = append(list, Posting{Layer: layer, Lexeme: l, Key: v.Key, Weight: w})
+				}
+			}
+			slices.SortFunc(list, func(a, b Posting) int { return cmp.Or(-cmp.Compare(a.Weight, b.Weight), cmp.Compare(a.Key, b.Key)) })
+			if len(list) > PostingsPerLexeme {
+				list = list[:PostingsPerLexeme]
+			}
+			out = append(out, list...)
+		}
+	}
+	return out, len(lex), nil
+}
+
+// Always implements Source.
+func (m *MemorySource) Always(_ context.Context, layer string, after RankPos, n int) ([]*ctxtype.Version, error) {
+	all := m.live([]string{layer}, func(v *ctxtype.Version) bool {
+		return v.Trigger.Kind() == "always" && PosOf(v).Compare(after) > 0
+	})
+	slices.SortFunc(all, func(a, b *ctxtype.Version) int { return PosOf(a).Compare(PosOf(b)) })
+	if len(all) > n {
+		all = all[:n]
+	}
+	return all, nil
+}
+
+// ByKeys implements Source.
+func (m *MemorySource) ByKeys(_ context.Context, layer string, keys []string) ([]*ctxtype.Version, error) {
+	return m.live([]string{layer}, func(v *ctxtype.Version) bool { return slices.Contains(keys, v.Key) }), nil
+}
+
+// StateGroups implements Source.
+func (m *MemorySource) StateGroups(_ context.Context, layers, stateKeys []string) ([]*ctxtype.Version, error) {
+	return m.live(layers, func(v *ctxtype.Version) bool { return v.StateKey != "" && slices.Contains(stateKeys, v.StateKey) }), nil
+}
+
+// Texts implements Source.
+func (m *MemorySource) Texts(_ context.Context, vs []*ctxtype.Version) error {
+	for _, v := range vs {
+		for _, full := range m.Versions {
+			if full.Project == v.Project && full.Key == v.Key && full.Version == v.Version {
+				v.Title, v.Content = full.Title, full.Content
+			}
+		}
+	}
+	return nil
+}
+
+// CountAfter implements Source.
+func (m *MemorySource) CountAfter(_ context.Context, layer string, after RankPos, role string, now time.Time) (int, error) {
+	return len(m.live([]string{layer}, func(v *ctxtype.Version) bool {
+		return v.Trigger.Kind() == "always" && PosOf(v).Compare(after) > 0 && ValidAt(v, now) && v.Roles.Visible(role)
+	})), nil
+}

@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
+	"github.com/contextd/contextd/internal/token"
+)
+
+// narrowRow is the shape every bounded read returns: a version without its
+// text (see queries/bounded.sql). sqlc gives each query its own row type;
+// they convert to this one.
+type narrowRow struct {
+	Project, Key                        string
+	Version                             int32
+	Kind, Source                        string
+	Priority                            int32
+	Authority, Confidence, StateKey     string
+	ValidFrom, ValidUntil               *time.Time
+	Slot                                string
+	VisibleTo, HiddenFrom               []string
+	Template                            bool
+	ContentSha256                       []byte
+	BlockTokensO200k, BlockTokensCl100k int32
+	CreatedAt                           time.Time
+	Trigger                             json.RawMessage
+}
+
+func (r narrowRow) version() *ctxtype.Version {
+	v := &ctxtype.Version{
+		Project: r.Project, Key: r.Key, Version: int(r.Version),
+		Fields: ctxtype.Fields{
+			Kind: r.Kind, Source: r.Source, Priority: int(r.Priority), Authority: r.Authority, Confidence: r.Confidence,
+			StateKey: r.StateKey, ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil), Slot: r.Slot,
+			Roles:    ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
+			Template: r.Template,
+		},
+		ContentSHA256: hex.EncodeToString(r.ContentSha256),
+		BlockTokens:   token.Counts{O200k: int(r.BlockTokensO200k), Cl100k: int(r.BlockTokensCl100k)},
+		CreatedAt:     r.CreatedAt.UTC(),
+	}
+	if len(r.Trigger) > 0 {
+		// Written by the item service from this type; a decode error would
+		// mean a corrupted row, and the zero trigger never fires.
+		_ = json.Unmarshal(r.Trigger, &v.Trigger)
+	}
+	return v
+}
+
+func narrowOf[R any](rows []R, conv func(R) narrowRow) []*ctxtype.Version {
+	out := make([]*ctxtype.Version, len(rows))
+	for i, r := range rows {
+		out[i] = conv(r).version()
+	}
+	return out
+}
+
+// BoundedAlways is the next page of a layer's always-on items after a rank
+// position, in rank order, narrow.
+func (db DB) BoundedAlways(ctx context.Context, layer string, after ctxtype.RankPos, n int) ([]*ctxtype.Version, error) {
+	rows, err := q.BoundedAlways(ctx, db.ex, dbsqlc.BoundedAlwaysParams{
+		Project: layer, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
+		AfterTime: after.Time, AfterKey: after.Key, Max: int32(n),
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := narrowOf(rows, func(r dbsqlc.BoundedAlwaysRow) narrowRow {
+		return narrowRow{Project: r.Project, Key: r.Key, Version: r.Version, Kind: r.Kind, Source: r.Source, Priority: r.Priority,
+			Authority: r.Authority, Confidence: r.Confidence, StateKey: r.StateKey, ValidFrom: r.ValidFrom, ValidUntil: r.ValidUntil,
+			Slot: r.Slot, VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom, Template: r.Template, ContentSha256: r.ContentSha256,
+			BlockTokensO200k: r.BlockTokensO200k, BlockTokensCl100k: r.BlockTokensCl100k, CreatedAt: r.CreatedAt}
+	})
+	for _, v := range out {
+		v.Trigger = ctxtype.Trigger{Always: true} // every row of this lane is always-on
+	}
+	return out, nil
+}
+
+// BoundedSmallParams names the small lanes of an assembly.
+type BoundedSmallParams struct {
+	Layers             []string
+	Pins, Tools, Words []string
+}
+
+// BoundedSmall is the small lanes of the layers: pinned keys, the items of
+// the tools, and the keyword items whose keywords start with one of the
+// words; narrow.
+func (db DB) BoundedSmall(ctx context.Context, p BoundedSmallParams) ([]*ctxtype.Version, error) {
+	rows, err := q.BoundedSmall(ctx, db.ex, dbsqlc.BoundedSmallParams{
+		Projects: p.Layers, Pins: nonNil(p.Pins), Tools: nonNil(p.Tools), Words: nonNil(p.Words),
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return narrowOf(rows, func(r dbsqlc.BoundedSmallRow) narrowRow { return narrowRow(r) }), nil
+}
+
+// BoundedByKeys is the live items of a layer with the keys, narrow.
+func (db DB) BoundedByKeys(ctx context.Context, layer string, keys []string) ([]*ctxtype.Version, error) {
+	rows, err := q.BoundedByKeys(ctx, db.ex, dbsqlc.BoundedByKeysParams{Project: layer, Keys: keys})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return narrowOf(rows, func(r dbsqlc.BoundedByKeysRow) narrowRow { return narrowRow(r) }), nil
+}
+
+// BoundedStateGroups is every live item of the layers that claims one of
+// the state keys, narrow.
+func (db DB) BoundedStateGroups(ctx context.Context, layers, stateKeys []string) ([]*ctxtype.Version, error) {
+	rows, err := q.BoundedStateGroups(ctx, db.ex, dbsqlc.BoundedStateGroupsParams{Projects: layers, StateKeys: stateKeys})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return narrowOf(rows, func(r dbsqlc.BoundedStateGroupsRow) narrowRow { return narrowRow(r) }), nil
+}
+
+// VersionText is the title and content of one version.
+type VersionText struct {
+	Title, Content string
+}
+
+// VersionRef names one version.
+type VersionRef struct {
+	Project, Key string
+	Version      int
+}
+
+// BoundedTexts is the title and content of the versions.
+func (db DB) BoundedTexts(ctx context.Context, refs []VersionRef) (map[VersionRef]VersionText, error) {
+	p := dbsqlc.BoundedTextsParams{}
+	for _, r := range refs {
+		p.Projects = append(p.Projects, r.Project)
+		p.Keys = append(p.Keys, r.Key)
+		p.Versions = append(p.Versions, int32(r.Version))
+	}
+	rows, err := q.BoundedTexts(ctx, db.ex, p)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make(map[VersionRef]VersionText, len(rows))
+	for _, r := range rows {
+		out[VersionRef{r.Project, r.Key, int(r.Version)}] = VersionText{Title: r.Title, Content: r.Content}
+	}
+	return out, nil
+}
+
+// BoundedOpenCounts is each layer's count of open always-on items (no
+// roles, no validity window), kept by the item write path.
+func (db DB) BoundedOpenCounts(ctx context.Context, layers []string) (map[string]int, error) {
+	rows, err := q.BoundedOpenCounts(ctx, db.ex, layers)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := map[string]int{}
+	for _, r := range rows {
+		out[r.Project] = int(r.AlwaysOpen)
+	}
+	return out, nil
+}
+
+// BoundedCountRestricted counts a layer's restricted always-on items (with
+// roles or a validity window) after a rank position that are valid at at
+// and visible to role.
+func (db DB) BoundedCountRestricted(ctx context.Context, layer string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
+	n, err := q.BoundedCountRestricted(ctx, db.ex, dbsqlc.BoundedCountRestrictedParams{
+		Project: layer, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
+		AfterTime: after.Time, AfterKey: after.Key, At: at, Role: role,
+	})
+	return int(n), interpret(err)
+}
+
+// QueryLexemes is the lexemes of a relevance query as the relevance index
+// stores them, in byte order, at most max.
+func (db DB) QueryLexemes(ctx context.Context, query string, max int) ([]string, error) {
+	out, err := q.QueryLexemes(ctx, db.ex, dbsqlc.QueryLexemesParams{Query: query, Max: int32(max)})
+	return out, interpret(err)
+}
+
+// Posting is one relevance item in the list of one lexeme of its layer.
+type Posting struct {
+	Layer, Lexeme, Key string
+	Weight             int
+}
+
+// BoundedRelevanceParams asks for the per-lexeme relevance lists.
+type BoundedRelevanceParams struct {
+	Layers, Lexemes []string
+	At              time.Time
+	Role            string
+	PerLexeme       int
+}
+
+// BoundedRelevanceLists is, for each layer and lexeme, the PerLexeme
+// relevance items of highest weight valid at At and visible to Role.
+func (db DB) BoundedRelevanceLists(ctx context.Context, p BoundedRelevanceParams) ([]Posting, error) {
+	rows, err := q.BoundedRelevanceLists(ctx, db.ex, dbsqlc.BoundedRelevanceListsParams{
+		Projects: p.Layers, Lexemes: p.Lexemes, At: p.At, Role: p.Role, PerLexeme: int32(p.PerLexeme),
+	})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]Posting, len(rows))
+	for i, r := range rows {
+		out[i] = Posting{Layer: r.Project, Lexeme: r.Lexeme, Key: r.Key, Weight: int(r.Weight)}
+	}
+	return out, nil
+}
+
+// SnapshotTerms is the relevance weights of the relevance items current in
+// a snapshot, by layer and key, then lexeme.
+func (db DB) SnapshotTerms(ctx context.Context, layers []string, snapshot string) (map[[2]string]map[string]int, error) {
+	rows, err := q.SnapshotTerms(ctx, db.ex, dbsqlc.SnapshotTermsParams{Projects: layers, Snapshot: snapshot})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := map[[2]string]map[string]int{}
+	for _, r := range rows {
+		k := [2]string{r.Project, r.Key}
+		if out[k] == nil {
+			out[k] = map[string]int{}
+		}
+		out[k][r.Lexeme] = int(r.Weight)
+	}
+	return out, nil
+}

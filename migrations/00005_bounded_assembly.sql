@@ -1,0 +1,110 @@
+-- +goose Up
+
+-- Bounded assembly reads always-on candidates in the packet's rank order,
+-- straight from an index, and stops when the budget is full. The rank
+-- fields of the current version are kept on the item row, each stored so
+-- that ascending order is the packet's order (authority, priority and
+-- confidence descending, the newer version first), with the key last:
+-- (rank_authority, rank_priority, rank_confidence, rank_time, key)
+-- ascending is exactly the pipeline's byRank for unpinned items without a
+-- relevance score. The item write path (ItemSetCurrentMany) sets them from
+-- the version it makes current, with the same expressions as below.
+ALTER TABLE items
+    ADD COLUMN rank_authority  smallint NOT NULL DEFAULT 0,
+    ADD COLUMN rank_priority   bigint   NOT NULL DEFAULT 0,
+    ADD COLUMN rank_confidence smallint NOT NULL DEFAULT 0,
+    ADD COLUMN rank_time       bigint   NOT NULL DEFAULT 0,
+    ADD COLUMN state_key       text     NOT NULL DEFAULT '',
+    -- open: the current version is visible to every role at every time (no
+    -- roles, no validity window). Open always-on items are counted by a
+    -- counter, so that the candidates a budget never tried are counted
+    -- without reading them; the others have an index of their own.
+    ADD COLUMN open            boolean  NOT NULL DEFAULT false;
+
+UPDATE items i
+SET rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
+    rank_priority   = -v.priority::bigint,
+    rank_confidence = -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END),
+    rank_time       = -(extract(epoch FROM v.created_at) * 1000000)::bigint,
+    state_key       = v.state_key,
+    open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL)
+FROM item_versions v
+WHERE v.project = i.project AND v.key = i.key AND v.version = i.current_version;
+
+CREATE INDEX items_always_rank_idx ON items (project, rank_authority, rank_priority, rank_confidence, rank_time, key COLLATE "C")
+    WHERE live AND trigger_kind = 'always';
+CREATE INDEX items_always_restricted_idx ON items (project, rank_authority, rank_priority, rank_confidence, rank_time, key COLLATE "C")
+    WHERE live AND trigger_kind = 'always' AND NOT open;
+
+-- always_open counts a project's live, open, always-on items; the item write
+-- path keeps it in step in the same statement that moves the items.
+ALTER TABLE project_counters ADD COLUMN always_open bigint NOT NULL DEFAULT 0;
+INSERT INTO project_counters (project, always_open)
+SELECT project, count(*) FROM items WHERE live AND trigger_kind = 'always' AND open GROUP BY project
+ON CONFLICT (project) DO UPDATE SET always_open = EXCLUDED.always_open;
+-- Contradiction groups are found by state key among the live items.
+CREATE INDEX items_state_key_idx ON items (project, state_key) WHERE live AND state_key <> '';
+
+-- item_terms is the relevance index of current versions: for each live
+-- relevance item, one row per lexeme of its search vector with an integer
+-- weight, so that the top items of one lexeme are an index range read
+-- instead of ranking every match. weight = 1000·tf / (tf + 1 + ⌊n/64⌋),
+-- tf the lexeme's positions in the vector and n its number of lexemes
+-- (see queries/item_terms.sql and the README's relevance score). It is
+-- derived data, rewritten by the item write path for every key it writes.
+CREATE TABLE item_terms (
+    project text    NOT NULL,
+    lexeme  text    NOT NULL,
+    weight  integer NOT NULL,
+    key     text    NOT NULL,
+    version integer NOT NULL,
+    PRIMARY KEY (project, lexeme, weight, key),
+    FOREIGN KEY (project, key) REFERENCES items (project, key)
+);
+CREATE INDEX item_terms_lexeme_idx ON item_terms (project, lexeme COLLATE "C", weight DESC, key COLLATE "C");
+CREATE INDEX item_terms_key_idx ON item_terms (project, key);
+
+-- contextd_term_weights is the one definition of a relevance weight, used by
+-- the write path, the backfill below and the snapshot reads of replay.
+-- +goose StatementBegin
+CREATE FUNCTION contextd_term_weights(vec tsvector) RETURNS TABLE (lexeme text, weight integer)
+LANGUAGE sql IMMUTABLE STRICT AS $$
+    SELECT u.lexeme,
+           (1000 * coalesce(array_length(u.positions, 1), 1))
+           / (coalesce(array_length(u.positions, 1), 1) + 1 + length(vec) / 64)
+    FROM unnest(vec) AS u
+$$;
+-- +goose StatementEnd
+
+INSERT INTO item_terms (project, lexeme, weight, key, version)
+SELECT v.project, t.lexeme, t.weight, v.key, v.version
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+CROSS JOIN LATERAL contextd_term_weights(v.search) t
+WHERE i.live AND i.trigger_kind = 'relevance';
+
+-- The relevance index of every version is no longer read by assembly.
+DROP INDEX item_versions_relevance_idx;
+
+-- A packet remembers the pipeline that made it, so a replay renders with
+-- that pipeline's own code; packets made before this migration were made by
+-- pipeline 1. budget_cutoff is {"rank","headroom","count"} when the budget
+-- stopped trying candidates (null otherwise), and gaps_more counts the
+-- budget exclusions not listed in gaps (which holds at most 20).
+ALTER TABLE packets
+    ADD COLUMN pipeline      smallint NOT NULL DEFAULT 1,
+    ADD COLUMN budget_cutoff jsonb,
+    ADD COLUMN gaps_more     integer  NOT NULL DEFAULT 0;
+
+-- +goose Down
+ALTER TABLE packets DROP COLUMN gaps_more, DROP COLUMN budget_cutoff, DROP COLUMN pipeline;
+CREATE INDEX item_versions_relevance_idx ON item_versions USING gin (project, search)
+    WHERE trigger @> '{"relevance": true}';
+DROP TABLE item_terms;
+DROP FUNCTION contextd_term_weights(tsvector);
+DROP INDEX items_state_key_idx;
+DROP INDEX items_always_restricted_idx;
+DROP INDEX items_always_rank_idx;
+ALTER TABLE project_counters DROP COLUMN always_open;
+ALTER TABLE items DROP COLUMN open, DROP COLUMN state_key, DROP COLUMN rank_time, DROP COLUMN rank_confidence,
+    DROP COLUMN rank_priority, DROP COLUMN rank_authority;

@@ -1,0 +1,143 @@
+-- Bounded assembly (pipeline 2) reads narrow rows: what ranking, the
+-- stages and the budget need (the rank fields, roles, validity, the stored
+-- block token counts, the content hash), never the text. The text of the
+-- few entries that can go in is read last, by primary key (BoundedTexts).
+-- Keys are compared in the C collation, so the database's order is the
+-- byte order the pipeline sorts by.
+
+-- name: BoundedAlways :many
+-- One page of a layer's always-on items in rank order, after a cursor
+-- (the rank tuple of the last row read; the smallest tuple to start).
+SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
+       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project AND i.live AND i.trigger_kind = 'always'
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+LIMIT @max;
+
+-- name: BoundedSmall :many
+-- The small lanes of both layers in one trip: pins (any trigger), the
+-- items of the request's tools, and the keyword items whose keywords start
+-- with a word a person said (the match itself is confirmed by the pipeline).
+SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
+       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+FROM (
+    SELECT project, key, current_version FROM items
+    WHERE project = ANY(@projects::text[]) AND live AND key = ANY(@pins::text[])
+    UNION
+    SELECT project, key, current_version FROM items
+    WHERE project = ANY(@projects::text[]) AND live AND trigger_tool = ANY(@tools::text[])
+    UNION
+    SELECT project, key, current_version FROM items
+    WHERE project = ANY(@projects::text[]) AND live AND trigger_kind = 'keywords' AND trigger_words && @words::text[]
+) i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version;
+
+-- name: BoundedByKeys :many
+-- Live items of one layer by key: the project items that may override a
+-- _shared candidate, and the relevance winners.
+SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
+       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project AND i.key = ANY(@keys::text[]) AND i.live;
+
+-- name: BoundedStateGroups :many
+-- Every live item of both layers that claims one of the state keys: the
+-- contenders of a contradiction, whatever their trigger.
+SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
+       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = ANY(@projects::text[]) AND i.live AND i.state_key = ANY(@state_keys::text[]) AND i.state_key <> '';
+
+-- name: BoundedTexts :many
+-- The title and content of the versions that go into the text.
+SELECT v.project, v.key, v.version, v.title, v.content
+FROM (SELECT unnest(@projects::text[]) AS project, unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version) r
+JOIN item_versions v ON v.project = r.project AND v.key = r.key AND v.version = r.version;
+
+-- name: BoundedCountRestricted :one
+-- The restricted always-on items of a layer (with roles or a validity
+-- window) after a cursor that the role sees at a time: with the layer's
+-- counter of open items, the number of candidates a budget never tried.
+SELECT count(*)::bigint AS n
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project AND i.live AND i.trigger_kind = 'always' AND NOT i.open
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+  AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
+  AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
+  AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from));
+
+-- name: BoundedOpenCounts :many
+-- The open always-on items of each layer (kept by the item write path).
+SELECT project, always_open FROM project_counters WHERE project = ANY(@projects::text[]);
+
+-- name: QueryLexemes :many
+-- The lexemes of a relevance query, as the relevance index stores them
+-- (english stemming, stop words out), in byte order, at most @max.
+SELECT x.lexeme::text AS lexeme
+FROM unnest(tsvector_to_array(to_tsvector('english', @query::text))) AS x(lexeme)
+ORDER BY x.lexeme COLLATE "C"
+LIMIT @max;
+
+-- name: BoundedRelevanceLists :many
+-- For each layer and query lexeme, the @per_lexeme relevance items of
+-- highest weight that are valid at @at and visible to @role: hidden and
+-- expired items are filtered before the limit, so they never take a place.
+SELECT p.project::text AS project, x.lexeme::text AS lexeme, t.key, t.weight
+FROM unnest(@projects::text[]) AS p(project)
+CROSS JOIN unnest(@lexemes::text[]) AS x(lexeme)
+CROSS JOIN LATERAL (
+    SELECT t.key, t.weight
+    FROM item_terms t
+    JOIN item_versions v ON v.project = t.project AND v.key = t.key AND v.version = t.version
+    WHERE t.project = p.project AND t.lexeme COLLATE "C" = x.lexeme
+      AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
+      AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
+      AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))
+    ORDER BY t.weight DESC, t.key COLLATE "C"
+    LIMIT @per_lexeme
+) t;
+
+-- name: SnapshotTerms :many
+-- The relevance weights of the relevance items current in a snapshot,
+-- computed from their search vectors exactly as the item write path does:
+-- replay and why rank from these.
+WITH cur AS (
+    SELECT DISTINCT ON (project, key) project, key, version, deleted
+    FROM item_versions
+    WHERE project = ANY(@projects::text[])
+      AND pg_visible_in_snapshot(xact_id::text::xid8, (@snapshot::text)::pg_snapshot)
+    ORDER BY project, key, version DESC
+)
+SELECT s.project, s.key, t.lexeme::text AS lexeme, t.weight::integer AS weight
+FROM cur
+JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version
+CROSS JOIN LATERAL contextd_term_weights(s.search) t
+WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}';
+
+-- name: ItemTermsDelete :exec
+-- The item write path rewrites the relevance index of every key it writes.
+DELETE FROM item_terms WHERE project = @project AND key = ANY(@keys::text[]);
+
+-- name: ItemTermsInsert :exec
+-- The relevance index rows of the keys' current versions that are live
+-- relevance items (weights by contextd_term_weights, migration 00005).
+INSERT INTO item_terms (project, lexeme, weight, key, version)
+SELECT v.project, t.lexeme, t.weight, v.key, v.version
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+CROSS JOIN LATERAL contextd_term_weights(v.search) t
+WHERE i.project = @project AND i.key = ANY(@keys::text[]) AND i.live AND i.trigger_kind = 'relevance';
