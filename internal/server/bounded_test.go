@@ -1,0 +1,213 @@
+package server_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/auth"
+)
+
+// batch writes items to a project in one batch request, as admin.
+func (e *env) batch(project string, items []map[string]any) {
+	e.t.Helper()
+	r := e.do("POST", "/v1/projects/"+project+"/items", e.admin, map[string]any{"items": items})
+	require.Equal(e.t, 200, r.status, r.text)
+}
+
+func budgetOf(r resp) map[string]any { return r.json["budget"].(map[string]any) }
+
+// TestBudgetCutoff: a packet over a project of many always-on items tries
+// 32 candidates after the first that does not fit and counts the rest:
+// records stay bounded, budget.cutoff and excluded.budget_cutoff say how
+// many were not tried, unresolved_gaps lists at most 20 and
+// unresolved_gaps_more the rest, why? answers budget_cutoff with a rank
+// for an untried item and the stage's reason for one a stage would have
+// dropped, the stored packet answers the same, and a replay is identical.
+func TestBudgetCutoff(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("big")
+	const n = 300
+	var items []map[string]any
+	for i := range n {
+		it := map[string]any{"key": fmt.Sprintf("fact.%03d", i), "kind": "knowledge",
+			"content": fmt.Sprintf("Fact number %d: %s", i, strings.Repeat("words of filler text ", 8)), "priority": i % 7}
+		switch {
+		case i%10 == 3:
+			it["roles"] = map[string]any{"hidden_from": []string{"support"}}
+		case i == 250:
+			it["template"] = true
+			it["content"] = "Needs {{missing_value}} to render."
+			it["priority"] = 0
+		}
+		items = append(items, it)
+	}
+	e.batch("big", items)
+	support := e.agent("support", auth.ReadOnly, "big")
+
+	body := map[string]any{"target_role": "support", "token_budget": 600}
+	r := e.do("POST", "/v1/projects/big/packets", support, body)
+	require.Equal(t, 201, r.status, r.text)
+	b := budgetOf(r)
+	cutoff := b["cutoff"].(map[string]any)
+	count := int(cutoff["count"].(float64))
+	rank := int(cutoff["rank"].(float64))
+	require.Equal(t, float64(600-r.num2("budget", "used")), cutoff["headroom"])
+	excluded := r.json["excluded"].(map[string]any)
+	require.Equal(t, float64(count), excluded["budget_cutoff"], "excluded counts the untried")
+	require.NotContains(t, excluded, "hidden", "a non-admin never counts hidden items")
+
+	id := r.json["packet_id"].(string)
+	recs := e.do("GET", "/v1/projects/big/packets/"+id+"/records", e.admin, nil)
+	require.Equal(t, 200, recs.status, recs.text)
+	records := recs.json["data"].([]any)
+	items0, budgetRecs, tried := 0, 0, 0
+	for _, x := range records {
+		rec := x.(map[string]any)
+		if rec["subject"] != "item" {
+			continue
+		}
+		items0++
+		if rec["reason"] == "budget" {
+			budgetRecs++
+		}
+		if rec["rank"].(float64) > 0 {
+			tried++
+		}
+	}
+	require.LessOrEqual(t, budgetRecs, 33, "at most the first miss and 32 more are budget exclusions")
+	require.Equal(t, rank-1, tried, "the cutoff's rank follows the last tried")
+	visible := n - n/10
+	hiddenMet := items0 - tried
+	t.Logf("tried %d, untried %d, budget records %d, hidden met %d, answer %d bytes", tried, count, budgetRecs, hiddenMet, len(r.text))
+	require.Less(t, items0, 120, "records do not grow with the project")
+	require.Equal(t, visible, tried+count, "every visible candidate is tried or counted (%d hidden records)", hiddenMet)
+	gaps := b["unresolved_gaps"].([]any)
+	require.LessOrEqual(t, len(gaps), 20)
+	require.Equal(t, float64(budgetRecs-len(gaps)+count), b["unresolved_gaps_more"])
+
+	// why? for the last item by rank (priority 0, oldest key order): past
+	// the cutoff, with its rank after the cutoff's.
+	why := e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.294", support, nil)
+	require.Equal(t, 200, why.status, why.text)
+	require.Equal(t, "excluded", why.json["decision"])
+	require.Equal(t, "budget_cutoff", why.json["reason"])
+	require.Greater(t, why.json["rank"].(float64), float64(rank))
+	require.Equal(t, cutoff, why.json["cutoff"])
+	// The template with no value ranks last but a stage excludes it first.
+	why = e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.250", support, nil)
+	require.Equal(t, 200, why.status, why.text)
+	require.Equal(t, "template_unresolved", why.json["reason"], why.text)
+	// A hidden item is not there for the role, and is for an admin.
+	require.Equal(t, 404, e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.293", support, nil).status)
+	why = e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.293", e.admin, nil)
+	require.Equal(t, 200, why.status, why.text)
+	require.Equal(t, "hidden", why.json["reason"], why.text)
+
+	got := e.do("GET", "/v1/projects/big/packets/"+id, support, nil)
+	require.Equal(t, 200, got.status)
+	require.Equal(t, b, budgetOf(got), "the stored packet answers the same budget")
+	require.Equal(t, r.json["excluded"], got.json["excluded"])
+	rep := e.do("POST", "/v1/projects/big/packets/"+id+"/replay", e.admin, nil)
+	require.Equal(t, 200, rep.status, rep.text)
+	require.Equal(t, true, rep.json["identical"], rep.text)
+	require.Empty(t, rep.json["differences"], rep.text)
+
+	// The answer is bounded by the text, not by the project.
+	require.Less(t, len(r.text), 2*len(r.json["rendered"].(string))+16<<10)
+}
+
+func (r resp) num2(obj, field string) int {
+	f, _ := r.json[obj].(map[string]any)[field].(float64)
+	return int(f)
+}
+
+// TestBoundedReplayOnRandomWorlds: packets assembled by the database
+// source replay identically from the stored snapshot (the in-memory
+// source), records included, over projects with every trigger, both
+// layers, overrides, contradictions, roles, windows, templates and
+// relevance, under budgets that cut and budgets that do not.
+func TestBoundedReplayOnRandomWorlds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	words := []string{"refund", "ledger", "deploy", "alpha", "beta", "gamma", "delta", "policy", "money", "invoice"}
+	text := func(k int) string {
+		var out []string
+		for range k {
+			out = append(out, words[rng.IntN(len(words))])
+		}
+		return strings.Join(out, " ")
+	}
+	cut := 0
+	for world := range 6 {
+		proj := fmt.Sprintf("w%d", world)
+		e.project(proj)
+		for _, layer := range []string{proj, "_shared"} {
+			var items []map[string]any
+			for i := range 60 + rng.IntN(60) {
+				it := map[string]any{"key": fmt.Sprintf("%s.k%03d", proj, i), "kind": []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)],
+					"content": text(3+rng.IntN(40)) + fmt.Sprintf(" marker%d", i), "priority": rng.IntN(4),
+					"authority": []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
+					"confidence": []string{"verified", "probable", "uncertain"}[rng.IntN(3)]}
+				if layer == "_shared" && rng.IntN(3) == 0 {
+					it["key"] = fmt.Sprintf("%s.k%03d", proj, rng.IntN(60)) // overrides
+				}
+				switch rng.IntN(8) {
+				case 0:
+					it["trigger"] = map[string]any{"keywords": []string{words[rng.IntN(len(words))]}}
+				case 1:
+					it["trigger"] = map[string]any{"tool": "lookup"}
+				case 2, 3:
+					it["trigger"] = map[string]any{"relevance": true}
+				}
+				if rng.IntN(8) == 0 {
+					it["roles"] = map[string]any{"hidden_from": []string{"support"}}
+				}
+				if rng.IntN(5) == 0 {
+					it["state_key"] = fmt.Sprintf("%s.s%d", proj, rng.IntN(3))
+				}
+				if rng.IntN(12) == 0 {
+					it["template"] = true
+					it["content"] = "For {{customer}}: " + text(4)
+				}
+				if rng.IntN(15) == 0 {
+					it["valid_until"] = "2020-01-01T00:00:00Z"
+				}
+				items = append(items, it)
+			}
+			// Keys repeat in _shared across worlds: last write wins.
+			dedup := map[string]map[string]any{}
+			var list []map[string]any
+			for _, it := range items {
+				if _, ok := dedup[it["key"].(string)]; !ok {
+					list = append(list, it)
+				}
+				dedup[it["key"].(string)] = it
+			}
+			e.batch(layer, list)
+		}
+		for _, budget := range []int{150, 400, 2000, 16000} {
+			body := map[string]any{"target_role": "support", "token_budget": budget, "query": text(4),
+				"format":       []string{"markdown", "blocks", "json"}[rng.IntN(3)],
+				"history":      []map[string]any{{"role": "user", "author": "person", "content": text(6)}},
+				"tool_results": []map[string]any{{"tool": "lookup", "status": "ok", "content": "{}"}},
+				"variables":    map[string]any{"customer": "Ada"}}
+			r := e.do("POST", "/v1/projects/"+proj+"/packets", e.admin, body)
+			require.Equal(t, 201, r.status, r.text)
+			if budgetOf(r)["cutoff"] != nil {
+				cut++
+			}
+			id := r.json["packet_id"].(string)
+			rep := e.do("POST", "/v1/projects/"+proj+"/packets/"+id+"/replay", e.admin, nil)
+			require.Equal(t, 200, rep.status, rep.text)
+			require.Equal(t, true, rep.json["identical"], "world %d budget %d: %s", world, budget, rep.text)
+			require.Empty(t, rep.json["differences"], "world %d budget %d", world, budget)
+		}
+	}
+	require.Greater(t, cut, 2, "some budgets cut")
+}
