@@ -137,11 +137,17 @@ func storedCount(req *Request, c *cand) bool {
 // version for untemplated markdown, else counted now.
 func entryCost(req *Request, c *cand) (int, error) {
 	if storedCount(req, c) {
-		if req.Tokenizer == token.Cl100kBase {
-			return c.v.BlockTokens.Cl100k, nil
-		}
-		return c.v.BlockTokens.O200k, nil
+		return storedBlock(req, c), nil
 	}
 	e := render.Entry{Key: c.v.Key, Version: c.v.Version, Source: c.v.Source, Priority: c.v.Priority, Title: c.title, Content: c.content}
 	return token.Count(req.Tokenizer, render.EntryCost(req.Format, e))
+}
+
+// storedBlock is the block count stored with c's version under the
+// request's tokenizer.
+func storedBlock(req *Request, c *cand) int {
+	if req.Tokenizer == token.Cl100kBase {
+		return c.v.BlockTokens.Cl100k
+	}
+	return c.v.BlockTokens.O200k
 }

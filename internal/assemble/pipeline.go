@@ -41,8 +41,12 @@ type pipeline struct {
 	included   []bool // by index of ranked
 	pieces     []render.Piece
 	text       string
-	used       int
-	gaps       []Gap
+	// refCand and pieceCounts serve countPieces: the ranked entry of each
+	// record, and each record's piece counted once.
+	refCand     map[int]*cand
+	pieceCounts map[int]pieceCount
+	used        int
+	gaps        []Gap
 }
 
 // cand is a candidate moving through the pipeline.
@@ -81,7 +85,12 @@ func newPipeline(in Input) *pipeline {
 }
 
 // count is the request's tokenizer; every figure of a packet is in it.
-func (p *pipeline) count(s string) (int, error) { return token.Count(p.req.Tokenizer, s) }
+func (p *pipeline) count(s string) (int, error) {
+	if len(s) <= token.CacheMaxLen {
+		return token.CountCached(p.req.Tokenizer, s)
+	}
+	return token.Count(p.req.Tokenizer, s)
+}
 
 // addRecord appends r and returns its index, which pieces refer to.
 func (p *pipeline) addRecord(r Record) int {

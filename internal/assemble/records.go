@@ -1,6 +1,10 @@
 package assemble
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/contextd/contextd/internal/render"
+)
 
 // records is the last stage: every piece of text gives its record a span,
 // every ranked item learns whether it went in (its position and tokens) or
@@ -32,7 +36,7 @@ func (p *pipeline) spans() {
 			r := &p.recs[pc.Ref]
 			r.Span = &Span{Start: off, End: off + len(pc.Text)}
 			if r.SubjectKind != SubjectItem {
-				r.Tokens, _ = p.count(pc.Text)
+				r.Tokens, _ = p.exactPiece(pc)
 			}
 		}
 		off += len(pc.Text)
@@ -56,7 +60,7 @@ func (p *pipeline) itemOutcomes() error {
 			if !storedCount(p.req, c) && r.Span != nil {
 				// The budget's estimate includes separators; the record
 				// counts exactly the bytes of its span.
-				if r.Tokens, err = p.count(p.text[r.Span.Start:r.Span.End]); err != nil {
+				if r.Tokens, err = p.exactPiece(render.Piece{Ref: c.ref, Text: p.text[r.Span.Start:r.Span.End]}); err != nil {
 					return err
 				}
 			}
@@ -76,4 +80,15 @@ func (p *pipeline) itemOutcomes() error {
 		p.gaps = append(p.gaps, Gap{Key: c.v.Key, Version: c.v.Version, Tokens: c.blockCost, Reason: ReasonBudget})
 	}
 	return nil
+}
+
+// exactPiece is the exact count of one piece of the text, from the counts
+// the render stage already took when it has them.
+func (p *pipeline) exactPiece(pc render.Piece) (int, error) {
+	if p.pieceCounts != nil {
+		if n, err := p.pieceTokens(pc); err != nil || n >= 0 {
+			return n, err
+		}
+	}
+	return p.count(pc.Text)
 }

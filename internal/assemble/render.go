@@ -1,6 +1,9 @@
 package assemble
 
-import "github.com/contextd/contextd/internal/render"
+import (
+	"github.com/contextd/contextd/internal/render"
+	"github.com/contextd/contextd/internal/token"
+)
 
 // maxFillTries and fillSlack bound the second pass of the budget: at most
 // this many left-out entries are tried against the exact count, and only
@@ -76,8 +79,67 @@ func (p *pipeline) renderIncluded() ([]render.Piece, string, int, error) {
 	fillDoc(p.doc, p.ranked, p.included)
 	pieces := render.Render(p.req.Format, p.doc)
 	text := render.Text(pieces)
-	n, err := p.count(text)
+	n, err := p.countPieces(pieces)
 	return pieces, text, n, err
+}
+
+// countPieces is the exact count of the rendered text without counting it
+// whole: token.CountPieces adds the counts of the pieces and recounts a
+// small window around each junction. An entry's block count is the one
+// stored with its version when the piece is that block; other pieces are
+// counted once per assembly (their text is the same in every render of
+// the budget's passes) and short scaffolding once per process.
+func (p *pipeline) countPieces(pieces []render.Piece) (int, error) {
+	if p.refCand == nil {
+		p.refCand = map[int]*cand{}
+		for _, c := range p.ranked {
+			p.refCand[c.ref] = c
+		}
+		p.pieceCounts = map[int]pieceCount{}
+	}
+	texts := make([]string, len(pieces))
+	known := make([]int, len(pieces))
+	for i, pc := range pieces {
+		texts[i] = pc.Text
+		n, err := p.pieceTokens(pc)
+		if err != nil {
+			return 0, err
+		}
+		known[i] = n
+	}
+	return token.CountPieces(p.req.Tokenizer, texts, known)
+}
+
+// pieceCount is a piece's text and its count, kept per record.
+type pieceCount struct {
+	text string
+	n    int
+}
+
+// pieceTokens is the exact count of one piece alone, -1 when CountPieces
+// should count it itself.
+func (p *pipeline) pieceTokens(pc render.Piece) (int, error) {
+	if pc.Ref < 0 {
+		if len(pc.Text) > token.CacheMaxLen {
+			return -1, nil
+		}
+		return token.CountCached(p.req.Tokenizer, pc.Text)
+	}
+	if pk, ok := p.pieceCounts[pc.Ref]; ok && pk.text == pc.Text {
+		return pk.n, nil
+	}
+	n := -1
+	if c := p.refCand[pc.Ref]; c != nil && storedCount(p.req, c) && pc.Text == render.MarkdownItemBlock(c.title, c.content) {
+		n = storedBlock(p.req, c)
+	}
+	if n < 0 {
+		var err error
+		if n, err = p.count(pc.Text); err != nil {
+			return 0, err
+		}
+	}
+	p.pieceCounts[pc.Ref] = pieceCount{text: pc.Text, n: n}
+	return n, nil
 }
 
 // fillDoc puts the included entries (and the contradiction lines their
