@@ -27,8 +27,9 @@ test: ## Run the whole suite against real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
-bench: ## Run the benchmarks
+bench: build ## Run the benchmarks, then a short `contextd bench --floor` on the embedded default (.contextd-bench; ARGS=--reuse etc.)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+	./$(BIN) bench --items 2000 --shared 200 --duration 10s --floor $(ARGS)
 
 .PHONY: generate
 generate: ## Regenerate sqlc and oapi-codegen output

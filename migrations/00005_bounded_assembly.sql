@@ -50,7 +50,7 @@ CREATE INDEX items_state_key_idx ON items (project, state_key) WHERE live AND st
 -- weight, so that the top items of one lexeme are an index range read
 -- instead of ranking every match. weight = 1000·tf / (tf + 1 + ⌊n/64⌋),
 -- tf the lexeme's positions in the vector and n its number of lexemes
--- (see queries/item_terms.sql and the README's relevance score). It is
+-- (see queries/bounded.sql and the README's relevance score). It is
 -- derived data, rewritten by the item write path for every key it writes.
 CREATE TABLE item_terms (
     project text    NOT NULL,
@@ -58,11 +58,11 @@ CREATE TABLE item_terms (
     weight  integer NOT NULL,
     key     text    NOT NULL,
     version integer NOT NULL,
-    PRIMARY KEY (project, lexeme, weight, key),
+    -- by key: the write path rewrites an item's rows; by lexeme: the lists.
+    PRIMARY KEY (project, key, lexeme),
     FOREIGN KEY (project, key) REFERENCES items (project, key)
 );
 CREATE INDEX item_terms_lexeme_idx ON item_terms (project, lexeme COLLATE "C", weight DESC, key COLLATE "C");
-CREATE INDEX item_terms_key_idx ON item_terms (project, key);
 
 -- contextd_term_weights is the one definition of a relevance weight, used by
 -- the write path, the backfill below and the snapshot reads of replay.

@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/server"
+	"github.com/contextd/contextd/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestCorpusIsDeterministic(t *testing.T) {
+	t.Parallel()
+	a, b := NewCorpus(7), NewCorpus(7)
+	require.Len(t, a.Vocab, VocabSize)
+	require.Equal(t, a.Vocab, b.Vocab)
+	require.Equal(t, a.Layer("bench-0", 500, 0.2), b.Layer("bench-0", 500, 0.2))
+	require.NotEqual(t, a.Layer("bench-0", 500, 0.2), NewCorpus(8).Layer("bench-0", 500, 0.2), "another seed, another corpus")
+	require.NotEqual(t, a.Layer("bench-0", 500, 0.2), a.Layer("bench-1", 500, 0.2), "each project its own items")
+	seen := map[string]bool{}
+	for _, w := range a.Vocab {
+		require.False(t, seen[w], "duplicate word %q", w)
+		require.Regexp(t, `^[a-z]{3,}$`, w)
+		seen[w] = true
+	}
+}
+
+func TestCorpusHasTheAskedFractions(t *testing.T) {
+	t.Parallel()
+	c := NewCorpus(1)
+	for _, always := range []float64{0.2, 0.5} {
+		const n = 6000
+		items := c.Layer("bench-0", n, always)
+		triggers := map[string]int{}
+		groups := map[string][]Item{}
+		hidden, templates := 0, 0
+		authorities, confidences, priorities, kinds := map[string]bool{}, map[string]bool{}, map[int]bool{}, map[string]bool{}
+		keyRE := regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
+		for i, it := range items {
+			require.Equal(t, Key("bench-0", i), it.Key)
+			require.Regexp(t, keyRE, it.Key)
+			triggers[it.Trigger.Kind()]++
+			require.GreaterOrEqual(t, len(it.Content), 200, it.Key)
+			require.LessOrEqual(t, len(it.Content), 2000, it.Key)
+			if it.Trigger.Kind() == "tool" {
+				require.Equal(t, "tools", it.Slot)
+				require.Contains(t, Tools, it.Trigger.Tool)
+			}
+			if it.StateKey != "" {
+				groups[it.StateKey] = append(groups[it.StateKey], it)
+			}
+			if it.Roles != nil {
+				hidden++
+				require.Len(t, it.Roles.HiddenFrom, 1)
+			}
+			if it.Template {
+				templates++
+				require.Contains(t, it.Content, "{{project}}")
+			}
+			authorities[it.Authority], confidences[it.Confidence], priorities[it.Priority], kinds[it.Kind] = true, true, true, true
+		}
+		frac := func(k string) float64 { return float64(triggers[k]) / n }
+		require.InDelta(t, always, frac("always"), 0.02, "always-on fraction")
+		for _, k := range []string{"keywords", "tool", "relevance"} {
+			require.InDelta(t, (1-always)/3, frac(k), 0.025, "%s fraction", k)
+		}
+		require.InDelta(t, 0.07, float64(hidden)/n, 0.02, "hidden from a role")
+		require.Greater(t, templates, 10)
+		require.Len(t, authorities, 4)
+		require.Len(t, confidences, 3)
+		require.Len(t, priorities, 11)
+		require.GreaterOrEqual(t, len(kinds), 7)
+		require.GreaterOrEqual(t, len(groups), triggers["always"]/stateGroupEach-1)
+		for k, g := range groups {
+			require.True(t, len(g) == 2 || len(g) == 3, "state key %s has %d items", k, len(g))
+			for _, it := range g {
+				require.True(t, it.Trigger.Always, "contradictions are among always-on items")
+			}
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testServer is contextd on a database of its own: its URL, an admin key
+// and the database URL.
+func testServer(t *testing.T) (string, string, string) {
+	t.Helper()
+	dbURL := pgtest.NewURL(t)
+	st, err := store.Open(t.Context(), store.Config{URL: dbURL})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	a := app.New(st)
+	ts := httptest.NewServer(server.New(server.Config{App: a}))
+	t.Cleanup(ts.Close)
+	_, key, err := a.Agents.Bootstrap(context.Background())
+	require.NoError(t, err)
+	return ts.URL, key, dbURL
+}
+
+func TestShortRunWithFloor(t *testing.T) {
+	t.Parallel()
+	url, key, dbURL := testServer(t)
+	progress := &syncBuffer{}
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url, url}, key, dbURL
+	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency, cfg.Floor = 200, 20, 2*time.Second, 2, true
+	cfg.Progress, cfg.RSS = progress, SelfRSSMiB
+	res, err := Run(t.Context(), cfg)
+	require.NoError(t, err, progress.String())
+	var out bytes.Buffer
+	require.NoError(t, res.WriteJSON(&out))
+	var j map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &j), out.String())
+
+	common := []string{"ops_per_s", "p50_ms", "p95_ms", "p99_ms", "errors"}
+	for _, op := range []string{"assemble", "floor", "put_item", "why", "injections", "handoff"} {
+		m, ok := j[op].(map[string]any)
+		require.True(t, ok, "%s missing: %s", op, out.String())
+		for _, k := range common {
+			require.Contains(t, m, k, op)
+		}
+		require.Zero(t, m["errors"], "%s errors; progress:\n%s", op, progress.String())
+	}
+	asm, fl := j["assemble"].(map[string]any), j["floor"].(map[string]any)
+	require.Contains(t, asm, "records_per_packet")
+	require.Contains(t, asm, "answer_bytes")
+	require.Positive(t, asm["ops_per_s"].(float64), out.String())
+	require.Positive(t, asm["records_per_packet"].(float64), progress.String())
+	require.Greater(t, asm["answer_bytes"].(float64), 1000.0)
+	require.Positive(t, fl["ops_per_s"].(float64))
+	require.Positive(t, j["server_rss_mib"].(float64))
+	ratio, ok := j["ratio"].(float64)
+	require.True(t, ok, out.String())
+	require.InEpsilon(t, asm["ops_per_s"].(float64)/fl["ops_per_s"].(float64), ratio, 0.05)
+
+	// A B A B, one after the other.
+	require.Len(t, res.Phases, 4)
+	prevEnd := 0.0
+	for i, p := range res.Phases {
+		want := "contextd"
+		if i%2 == 1 {
+			want = "floor"
+		}
+		require.Equal(t, want, p.System)
+		require.GreaterOrEqual(t, p.StartS, prevEnd)
+		// Each phase runs 0.5 s, then waits for the calls in flight.
+		require.GreaterOrEqual(t, p.EndS-p.StartS, 0.5, "phase %d", i+1)
+		require.Less(t, p.EndS-p.StartS, 10.0, "phase %d", i+1)
+		require.Positive(t, p.Ops, "phase %d", i+1)
+		require.Zero(t, p.Errors)
+		prevEnd = p.EndS
+	}
+	require.Equal(t, res.Phases[1].Ops+res.Phases[3].Ops, res.Floor.Ops)
+	require.Contains(t, progress.String(), "seeding [")
+	require.Contains(t, progress.String(), "phase 4/4 floor")
+}
+
+// TestFloorStoresPackets: the floor's packets are real rows, with one record
+// per included item, as many tokens as the budget allows and a rendered
+// text of the asked size.
+func TestFloorStoresPackets(t *testing.T) {
+	t.Parallel()
+	url, key, dbURL := testServer(t)
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
+	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency, cfg.Only = 200, 200, 200*time.Millisecond, 1, OpAssemble
+	_, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+	f, err := openFloor(t.Context(), dbURL, 1, 16000)
+	require.NoError(t, err)
+	defer f.close()
+	require.NoError(t, f.assemble(t.Context(), "bench-0", "critic", "alpha beta", 50000))
+
+	var (
+		id                    string
+		size, budget, used    int
+		records, rsum, shared int
+	)
+	require.NoError(t, f.pool.QueryRow(t.Context(),
+		`SELECT id, length(rendered), token_budget, tokens_used FROM packets WHERE id LIKE 'ctxpkt\_floor\_%'`).Scan(&id, &size, &budget, &used))
+	require.Equal(t, 50000, size)
+	require.Equal(t, 16000, budget)
+	require.Greater(t, used, 12000, "always-on items fill most of the budget")
+	require.LessOrEqual(t, used, 16000)
+	require.NoError(t, f.pool.QueryRow(t.Context(),
+		`SELECT count(*), sum(tokens), count(*) FILTER (WHERE subject_project = '_shared') FROM packet_records WHERE packet_id = $1`, id).Scan(&records, &rsum, &shared))
+	require.Positive(t, records)
+	require.Equal(t, used, rsum)
+	require.Positive(t, shared, "both layers, merged in rank order (_shared as large as the project here)")
+}
+
+func TestReuseAndSmallerCorpus(t *testing.T) {
+	t.Parallel()
+	url, key, dbURL := testServer(t)
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
+	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency = 120, 12, 200*time.Millisecond, 1
+	_, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+
+	progress := &syncBuffer{}
+	cfg.Reuse, cfg.Progress = true, progress
+	_, err = Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.Contains(t, progress.String(), "reusing the corpus")
+	require.NotContains(t, progress.String(), "seeding [")
+
+	progress = &syncBuffer{}
+	cfg.Items, cfg.Shared, cfg.Progress = 100, 10, progress
+	_, err = Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.Contains(t, progress.String(), "no complete corpus with these parameters")
+	f, err := openFloor(t.Context(), dbURL, 1, 16000)
+	require.NoError(t, err)
+	defer f.close()
+	var live, sharedLive int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE project = 'bench-0'), count(*) FILTER (WHERE project = '_shared')
+		FROM items WHERE live`).Scan(&live, &sharedLive))
+	require.Equal(t, 100, live, "the previous corpus's surplus items are tombstoned")
+	require.Equal(t, 10, sharedLive)
+	var desc string
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT description FROM projects WHERE project = 'bench-1'`).Scan(&desc))
+	require.True(t, strings.HasPrefix(desc, "contextd bench corpus v1 (complete): seed=1 items=100 shared=10"), desc)
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.Floor, cfg.Phases, cfg.Only, cfg.Shared, cfg.Always = []string{"http://x"}, "k", true, 3, "why", -1, 1.5
+	_, err := Run(t.Context(), cfg)
+	require.Error(t, err)
+	for _, want := range []string{"--database-url", "--phases must be even", "--only", "--shared", "--always"} {
+		require.Contains(t, err.Error(), want)
+	}
+}

@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/bench"
+	"github.com/contextd/contextd/internal/pgcluster"
+	"github.com/contextd/contextd/internal/server"
+	"github.com/contextd/contextd/internal/store"
+)
+
+func newBench() *cobra.Command {
+	var (
+		cfg        = bench.Defaults()
+		urls       []string
+		dataDir    string
+		cpuprofile string
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Seed a corpus and load contextd with a mixed workload of agents (optionally against a pgx floor)",
+		Long: `bench seeds a corpus through the API (bench-0..N-1 and _shared; --reuse skips
+it when the same corpus is complete already), creates the agents it needs,
+and runs --concurrency agents for --duration: ~70% packet assembly, 15% item
+writes, 10% why and injections, 5% handoff create and accept (--only
+assemble: assembly alone). It prints ops/s, p50, p95, p99 and errors per
+operation (--json: one object).
+
+Without --url it starts contextd in this process on a free loopback port, on
+the embedded PostgreSQL cluster in --data-dir (or on --database-url); the
+load generator then shares the process and its CPUs with the server, and
+server_rss_mib is this process's RSS (server and load generator together;
+PostgreSQL's own processes are not counted). With --url (repeatable:
+requests round-robin) and --key (an admin key) it loads running servers;
+server_rss_mib is then 0, since their processes are not known here.
+
+--floor alternates, in --phases of equal length (A B A B ...), contextd (A)
+and a minimal pgx program (B) that does only what an ideal assembly cannot
+avoid on the same corpus and database, at the same concurrency. ratio is
+contextd's assembly ops/s in its phases over the floor's in its phases; with
+the mixed workload contextd's agents also spend ~30% of their time on the
+other operations, so use --only assemble for a like-for-like ratio. With
+--url, --floor needs --database-url.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			stderr := cmd.ErrOrStderr()
+			cfg.Progress = stderr
+			if len(urls) == 0 {
+				if cmd.Flags().Changed("key") {
+					return errors.New("--key goes with --url; without --url bench starts its own server")
+				}
+				srv, err := startBenchServer(ctx, stderr, cfg.DatabaseURL, dataDir)
+				if err != nil {
+					return err
+				}
+				defer srv.stop()
+				cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{srv.url}, srv.key, srv.dbURL
+				cfg.RSS = bench.SelfRSSMiB
+			} else {
+				cfg.URLs = urls
+				if cfg.AdminKey == "" {
+					return errors.New("--url needs --key (an admin key; env CONTEXTD_KEY)")
+				}
+			}
+			if cpuprofile != "" {
+				f, err := os.Create(cpuprofile)
+				if err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer f.Close()
+				cfg.CPUProfile = f
+			}
+			res, err := bench.Run(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return res.WriteJSON(cmd.OutOrStdout())
+			}
+			res.WriteTable(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Projects, "projects", cfg.Projects, "bench projects (bench-0..N-1)")
+	f.IntVar(&cfg.Items, "items", cfg.Items, "items per project")
+	f.IntVar(&cfg.Shared, "shared", cfg.Shared, "items in _shared")
+	f.Float64Var(&cfg.Always, "always", cfg.Always, "fraction of always-on items")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the corpus and the workload")
+	f.BoolVar(&cfg.Reuse, "reuse", false, "reuse the corpus seeded before with the same parameters, if complete")
+	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "agents running at once")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the whole load (all phases)")
+	f.StringVar(&cfg.Only, "only", "", "assemble: run packet assembly alone")
+	f.BoolVar(&cfg.Floor, "floor", false, "alternate phases of contextd and of a minimal pgx floor; print the ratio")
+	f.IntVar(&cfg.Phases, "phases", cfg.Phases, "with --floor: number of phases, even, at least 4 (each --duration/--phases)")
+	f.StringArrayVar(&urls, "url", nil, "contextd URL to load (repeatable; requests round-robin); none: start one in this process")
+	f.StringVar(&cfg.AdminKey, "key", os.Getenv("CONTEXTD_KEY"), "admin key of the --url servers (env CONTEXTD_KEY)")
+	f.StringVar(&cfg.DatabaseURL, "database-url", "", "with --url: their database, for --floor; without: the database of the in-process server instead of the embedded cluster")
+	f.StringVar(&dataDir, "data-dir", ".contextd-bench", "data directory of the embedded cluster of the in-process server")
+	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of this process during the load to this file")
+	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	return cmd
+}
+
+// benchServer is contextd running in this process for the bench.
+type benchServer struct {
+	url, key, dbURL string
+	stop            func()
+}
+
+// startBenchServer starts contextd as `serve` would (migrations, the first
+// admin on an empty database) on a free loopback port, on dbURL or else the
+// embedded cluster in dataDir, and returns an admin key for the bench.
+func startBenchServer(ctx context.Context, stderr io.Writer, dbURL, dataDir string) (*benchServer, error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	fail := func(err error) (*benchServer, error) { cleanup(); return nil, err }
+	var cluster *pgcluster.Cluster
+	if dbURL == "" {
+		unlock, err := lockDataDir(dataDir)
+		if err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, unlock)
+		db := dbFlags{dataDir: dataDir}
+		if dbURL, cluster, err = db.open(ctx, stderr); err != nil {
+			return fail(err)
+		}
+		cleanups = append(cleanups, func() {
+			if err := cluster.Stop(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintf(stderr, "contextd: stop embedded PostgreSQL: %v\n", err)
+			}
+		})
+	}
+	if err := store.MigrateUp(ctx, dbURL); err != nil {
+		return fail(err)
+	}
+	st, err := store.Open(ctx, store.Config{URL: dbURL})
+	if err != nil {
+		return fail(err)
+	}
+	cleanups = append(cleanups, st.Close)
+	a := app.New(st)
+	key, err := benchAdminKey(ctx, stderr, a, cluster)
+	if err != nil {
+		return fail(err)
+	}
+	stopping := make(chan struct{})
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e := server.New(server.Config{App: a, Logger: log, BodyLimit: app.DefaultBodyLimit, Stopping: stopping})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(fmt.Errorf("listen: %w", err))
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(func() { close(stopping) })
+	go func() { _ = srv.Serve(ln) }()
+	cleanups = append(cleanups, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	})
+	fmt.Fprintf(stderr, "contextd: bench server listening on http://%s\n", ln.Addr())
+	return &benchServer{url: "http://" + ln.Addr().String(), key: key, dbURL: dbURL, stop: cleanup}, nil
+}
+
+// benchAdminKey makes the first admin on an empty database, as serve does
+// (its key also in the embedded cluster's admin.key), and returns its key;
+// on a database that has an admin already it creates an admin for the
+// bench, since keys are shown only once.
+func benchAdminKey(ctx context.Context, stderr io.Writer, a *app.App, cluster *pgcluster.Cluster) (string, error) {
+	agent, key, err := a.Agents.Bootstrap(ctx)
+	if err != nil {
+		return "", err
+	}
+	if key != "" {
+		fmt.Fprintf(stderr, "contextd: created the first admin agent %s\n", agent.ID)
+		if cluster != nil {
+			path := filepath.Join(cluster.DataDir(), "admin.key")
+			if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+				return "", fmt.Errorf("write admin key: %w", err)
+			}
+			fmt.Fprintf(stderr, "contextd: its key is in %s (mode 0600)\n", path)
+		}
+		return key, nil
+	}
+	_, key, err = a.Agents.CreateLocal(ctx, auth.CreateParams{Name: "bench-admin", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}})
+	return key, err
+}
