@@ -152,7 +152,7 @@ func TestBoundedReplayOnRandomWorlds(t *testing.T) {
 			for i := range 60 + rng.IntN(60) {
 				it := map[string]any{"key": fmt.Sprintf("%s.k%03d", proj, i), "kind": []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)],
 					"content": text(3+rng.IntN(40)) + fmt.Sprintf(" marker%d", i), "priority": rng.IntN(4),
-					"authority": []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
+					"authority":  []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
 					"confidence": []string{"verified", "probable", "uncertain"}[rng.IntN(3)]}
 				if layer == "_shared" && rng.IntN(3) == 0 {
 					it["key"] = fmt.Sprintf("%s.k%03d", proj, rng.IntN(60)) // overrides

@@ -366,6 +366,35 @@ func FuzzCountPieces(f *testing.F) {
 	})
 }
 
+// FuzzCleanCut checks the lemma on arbitrary text: at every cut cleanCut
+// accepts, encoding the text is encoding the two sides, token for token.
+func FuzzCleanCut(f *testing.F) {
+	for _, s := range []string{"a'se it's", "x /\n/ y", "नमस्ते", "中文，更多", "a  b\t.c", "12 34\r\n5", "HTTPServer'S", "e\u0301 1"} {
+		f.Add(s)
+	}
+	codecs := make(map[Tokenizer]func(string) []uint)
+	for _, tok := range tokenizers {
+		c, err := codec(tok)
+		require.NoError(f, err)
+		codecs[tok] = func(s string) []uint { ids, _, _ := c.Encode(s); return ids }
+	}
+	f.Fuzz(func(t *testing.T, x string) {
+		if len(x) > 512 {
+			return
+		}
+		for tok, enc := range codecs {
+			whole := enc(x)
+			for k := 1; k < len(x); k++ {
+				cr, cn := utf8.DecodeLastRuneInString(x[:k])
+				dr, dn := utf8.DecodeRuneInString(x[k:])
+				if cleanCut(cr, cn, dr, dn) && !slices.Equal(whole, append(enc(x[:k]), enc(x[k:])...)) {
+					t.Fatalf("%s: cut %d of %q is not clean", tok, k, x)
+				}
+			}
+		}
+	})
+}
+
 // packet builds a realistic ~16k-token markdown packet of about 60 pieces:
 // scaffolding headings and lines, and entry blocks "- Title: content\n".
 func packet() []string {
