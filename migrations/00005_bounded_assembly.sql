@@ -42,6 +42,15 @@ ALTER TABLE project_counters ADD COLUMN always_open bigint NOT NULL DEFAULT 0;
 INSERT INTO project_counters (project, always_open)
 SELECT project, count(*) FROM items WHERE live AND trigger_kind = 'always' AND open GROUP BY project
 ON CONFLICT (project) DO UPDATE SET always_open = EXCLUDED.always_open;
+-- The items of one tool, likewise.
+CREATE INDEX items_tool_rank_idx ON items (project, trigger_tool, rank_authority, rank_priority, rank_confidence, rank_time, key COLLATE "C")
+    WHERE live AND trigger_tool IS NOT NULL;
+DROP INDEX items_trigger_tool_idx;
+-- Keyword items are found by the first words of their keywords: a GIN
+-- index on the words alone (led by the project, through btree_gin, a
+-- lookup of fifty words took 9 ms at 10,000 items; alone, 0.3 ms).
+DROP INDEX items_trigger_words_idx;
+CREATE INDEX items_trigger_words_idx ON items USING gin (trigger_words) WHERE live AND trigger_kind = 'keywords';
 -- Contradiction groups are found by state key among the live items.
 CREATE INDEX items_state_key_idx ON items (project, state_key) WHERE live AND state_key <> '';
 
@@ -103,6 +112,10 @@ CREATE INDEX item_versions_relevance_idx ON item_versions USING gin (project, se
 DROP TABLE item_terms;
 DROP FUNCTION contextd_term_weights(tsvector);
 DROP INDEX items_state_key_idx;
+DROP INDEX items_trigger_words_idx;
+CREATE INDEX items_trigger_words_idx ON items USING gin (project, trigger_words) WHERE live AND trigger_kind = 'keywords';
+DROP INDEX items_tool_rank_idx;
+CREATE INDEX items_trigger_tool_idx ON items (project, trigger_tool) WHERE live AND trigger_tool IS NOT NULL;
 DROP INDEX items_always_restricted_idx;
 DROP INDEX items_always_rank_idx;
 ALTER TABLE project_counters DROP COLUMN always_open;

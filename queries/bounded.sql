@@ -20,19 +20,44 @@ WHERE i.project = @project AND i.live AND i.trigger_kind = 'always'
 ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
 LIMIT @max;
 
+-- name: BoundedTool :many
+-- One page of a layer's items of one tool in rank order, after a cursor.
+SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
+       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+LIMIT @max;
+
+-- name: BoundedCountTool :one
+-- A layer's items of one tool after a cursor that the role sees at a time
+-- (the tool's candidates a budget never tried).
+SELECT count(*)::bigint AS n
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+  AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
+  AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
+  AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from));
+
 -- name: BoundedSmall :many
--- The small lanes of both layers in one trip: pins (any trigger), the
--- items of the request's tools, and the keyword items whose keywords start
--- with a word a person said (the match itself is confirmed by the pipeline).
+-- The small lanes of both layers in one trip: pins (any trigger) and the
+-- keyword items whose keywords start with a word a person said (the match
+-- itself is confirmed by the pipeline).
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
 FROM (
     SELECT project, key, current_version FROM items
     WHERE project = ANY(@projects::text[]) AND live AND key = ANY(@pins::text[])
-    UNION
-    SELECT project, key, current_version FROM items
-    WHERE project = ANY(@projects::text[]) AND live AND trigger_tool = ANY(@tools::text[])
     UNION
     SELECT project, key, current_version FROM items
     WHERE project = ANY(@projects::text[]) AND live AND trigger_kind = 'keywords' AND trigger_words && @words::text[]

@@ -34,7 +34,7 @@ const TryAfterMiss = 32
 // ranked); GapsMore counts the rest.
 const MaxGaps = 20
 
-// pageSize is how many always-on rows pipeline 2 reads at a time.
+// pageSize is how many rows of a lane pipeline 2 reads at a time.
 const pageSize = 64
 
 // ReasonBudgetCutoff means the candidate ranked after the last one the
@@ -85,16 +85,17 @@ type bounded struct {
 	// points at the first not yet met.
 	small     []*cand
 	smallNext int
-	streams   [2]*stream
+	streams   []*stream
 	// shadows: a key's visible, valid project item (nil: none), read for
 	// the _shared candidates met.
 	shadows map[string]*ctxtype.Version
 	groups  map[string]bool // resolved state keys
 }
 
-// stream is one layer's always-on items in rank order, a page at a time.
+// stream is one lane of one layer in rank order, a page at a time.
 type stream struct {
 	layer  string
+	lane   Lane
 	buf    []*cand
 	done   bool
 	cursor RankPos // the last row taken from buf
@@ -116,16 +117,21 @@ func (b *bounded) cand(v *ctxtype.Version) *cand {
 
 // AssembleBounded is pipeline 2: the stages of Assemble, in the same order
 // of precedence, run once per candidate as the candidates are read in rank
-// order from src. It reads the small lanes (pins, tools, keywords, the top
-// relevance matches) whole and the always-on items of each layer a page at
-// a time, merging them in rank order; stops TryAfterMiss candidates after
+// order from src. It reads the small lanes (pins, keywords, the top
+// relevance matches) whole and the lanes of each layer (its always-on
+// items, the items of each tool) a page at a time, merging them all in
+// rank order; stops TryAfterMiss candidates after
 // the first that does not fit; counts the rest without reading them; and
 // reads the text only of what it tries. It does no I/O of its own: all it
 // reads comes from src, so the same source state gives the same bytes.
 func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*Result, *Explanation, error) {
 	p := newPipeline(in)
 	b := &bounded{p: p, src: src, opt: opt, reg: map[[2]string]*cand{}, shadows: map[string]*ctxtype.Version{}, groups: map[string]bool{}}
-	b.streams = [2]*stream{{layer: in.Project, cursor: StartPos, read: StartPos}, {layer: SharedProject, cursor: StartPos, read: StartPos}}
+	for _, lane := range lanes(in.Request) {
+		for _, layer := range []string{in.Project, SharedProject} {
+			b.streams = append(b.streams, &stream{layer: layer, lane: lane, cursor: StartPos, read: StartPos})
+		}
+	}
 	p.requestParts()
 	bud, err := p.startBudget()
 	if err != nil {
@@ -191,6 +197,18 @@ func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*R
 	return res, why, nil
 }
 
+// lanes are the streams of a request: the always-on items, and the items
+// of each tool that returned a result.
+func lanes(req *Request) []Lane {
+	out := []Lane{{}}
+	for _, tr := range req.ToolResults {
+		if l := (Lane{Tool: tr.Tool}); !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // finish runs the stages after the budget's estimate on what was tried:
 // records in their fixed order, then the exact render with the text of the
 // tried entries, then spans and outcomes.
@@ -235,11 +253,7 @@ func capGaps(res *Result) int {
 func (b *bounded) readSmall(ctx context.Context) error {
 	p, req := b.p, b.p.req
 	layers := []string{p.in.Project, SharedProject}
-	var tools []string
-	for _, tr := range req.ToolResults {
-		tools = append(tools, tr.Tool)
-	}
-	rows, err := b.src.Small(ctx, SmallQuery{Layers: layers, Pins: req.Pins, Tools: tools, Words: personWords(req)})
+	rows, err := b.src.Small(ctx, SmallQuery{Layers: layers, Pins: req.Pins, Words: personWords(req)})
 	if err != nil {
 		return err
 	}
@@ -400,7 +414,7 @@ func (b *bounded) head(ctx context.Context, s *stream) (*cand, error) {
 }
 
 func (b *bounded) readPage(ctx context.Context, s *stream) error {
-	vs, err := b.src.Always(ctx, s.layer, s.read, pageSize)
+	vs, err := b.src.Lane(ctx, s.layer, s.lane, s.read, pageSize)
 	if err != nil {
 		return err
 	}
@@ -410,10 +424,9 @@ func (b *bounded) readPage(ctx context.Context, s *stream) error {
 	var shared []string
 	var needText []*ctxtype.Version
 	for _, v := range vs {
-		v.Trigger = ctxtype.Trigger{Always: true}
 		c := b.cand(v)
 		if !c.small {
-			c.rule = "always"
+			c.rule, _ = fire(b.p.req, c.v, nil, false)
 		}
 		s.buf = append(s.buf, c)
 		s.read = PosOf(v)
@@ -577,17 +590,19 @@ func (b *bounded) resolveGroup(ctx context.Context, sk string) error {
 	return nil
 }
 
-// fires reports whether a contender fires: always-on items do, any other
-// only when a small lane fired it.
+// fires reports whether a contender fires: the items of the request's
+// lanes do, any other only when a small lane fired it.
 func (b *bounded) fires(c *cand) bool {
 	if c.small {
 		return true
 	}
-	if c.v.Trigger.Kind() == "always" && ValidAt(c.v, b.p.in.Now) {
-		if c.rule == "" {
-			c.rule = "always"
+	for _, s := range b.streams {
+		if s.lane.Holds(c.v) && ValidAt(c.v, b.p.in.Now) {
+			if c.rule == "" {
+				c.rule, _ = fire(b.p.req, c.v, nil, false)
+			}
+			return true
 		}
-		return true
 	}
 	return false
 }
@@ -645,13 +660,13 @@ func (b *bounded) cutoff(ctx context.Context) (*Cutoff, error) {
 		if s.done && len(s.buf) == 0 {
 			continue
 		}
-		k, err := b.src.CountAfter(ctx, s.layer, s.cursor, role, now)
+		k, err := b.src.CountAfter(ctx, s.layer, s.lane, s.cursor, role, now)
 		if err != nil {
 			return nil, err
 		}
 		n += k
 		for _, c := range b.reg {
-			if c.v.Project == s.layer && c.v.Trigger.Kind() == "always" && (c.handled || c.small) &&
+			if c.v.Project == s.layer && s.lane.Holds(c.v) && (c.handled || c.small) &&
 				ValidAt(c.v, now) && c.v.Roles.Visible(role) && PosOf(c.v).Compare(s.cursor) > 0 {
 				n--
 			}

@@ -23,17 +23,18 @@ import (
 // a stored snapshot.
 type Source interface {
 	// Small is the small lanes of the given layers: the pinned keys (any
-	// trigger), the tool items of the tools, and the keyword items whose
-	// keywords start with one of the words.
+	// trigger) and the keyword items whose keywords start with one of the
+	// words.
 	Small(ctx context.Context, q SmallQuery) ([]*ctxtype.Version, error)
 	// Postings is, for each layer and each of the query's lexemes (at most
 	// MaxQueryLexemes), the PostingsPerLexeme relevance items of highest
 	// weight (then key) that are valid at q.Now and visible to q.Role;
 	// and the number of lexemes of the query.
 	Postings(ctx context.Context, q RelevanceQuery) ([]Posting, int, error)
-	// Always is the next page of a layer's always-on items after a
-	// position, in rank order (validity is judged by the pipeline).
-	Always(ctx context.Context, layer string, after RankPos, n int) ([]*ctxtype.Version, error)
+	// Lane is the next page of a layer's items of a lane (the always-on
+	// items, or the items of one tool) after a position, in rank order
+	// (validity is judged by the pipeline).
+	Lane(ctx context.Context, layer string, lane Lane, after RankPos, n int) ([]*ctxtype.Version, error)
 	// ByKeys is the live items of a layer with those keys.
 	ByKeys(ctx context.Context, layer string, keys []string) ([]*ctxtype.Version, error)
 	// StateGroups is every live item of the layers that claims one of the
@@ -41,15 +42,29 @@ type Source interface {
 	StateGroups(ctx context.Context, layers, stateKeys []string) ([]*ctxtype.Version, error)
 	// Texts fills Title and Content of the versions.
 	Texts(ctx context.Context, vs []*ctxtype.Version) error
-	// CountAfter is the number of a layer's always-on items after a
+	// CountAfter is the number of a layer's items of a lane after a
 	// position that are valid at now and visible to role.
-	CountAfter(ctx context.Context, layer string, after RankPos, role string, now time.Time) (int, error)
+	CountAfter(ctx context.Context, layer string, lane Lane, after RankPos, role string, now time.Time) (int, error)
+}
+
+// Lane is a trigger whose items can be many, read in rank order a page at
+// a time: the always-on items (Tool empty), or the items of one tool.
+type Lane struct {
+	Tool string
+}
+
+// Holds reports whether a version belongs to the lane.
+func (l Lane) Holds(v *ctxtype.Version) bool {
+	if l.Tool == "" {
+		return v.Trigger.Kind() == "always"
+	}
+	return v.Trigger.Kind() == "tool" && *v.Trigger.Tool == l.Tool
 }
 
 // SmallQuery asks a Source for the small lanes.
 type SmallQuery struct {
-	Layers             []string
-	Pins, Tools, Words []string
+	Layers      []string
+	Pins, Words []string
 }
 
 // RelevanceQuery asks a Source for the postings of a query.
@@ -177,8 +192,6 @@ func (m *MemorySource) Small(_ context.Context, q SmallQuery) ([]*ctxtype.Versio
 		}
 		t := v.Trigger
 		switch t.Kind() {
-		case "tool":
-			return slices.Contains(q.Tools, *t.Tool)
 		case "keywords":
 			for _, k := range t.Keywords {
 				if w := keyword.First(k); w != "" && slices.Contains(q.Words, w) {
@@ -218,10 +231,10 @@ func (m *MemorySource) Postings(_ context.Context, q RelevanceQuery) ([]Posting,
 	return out, len(lex), nil
 }
 
-// Always implements Source.
-func (m *MemorySource) Always(_ context.Context, layer string, after RankPos, n int) ([]*ctxtype.Version, error) {
+// Lane implements Source.
+func (m *MemorySource) Lane(_ context.Context, layer string, lane Lane, after RankPos, n int) ([]*ctxtype.Version, error) {
 	all := m.live([]string{layer}, func(v *ctxtype.Version) bool {
-		return v.Trigger.Kind() == "always" && PosOf(v).Compare(after) > 0
+		return lane.Holds(v) && PosOf(v).Compare(after) > 0
 	})
 	slices.SortFunc(all, func(a, b *ctxtype.Version) int { return PosOf(a).Compare(PosOf(b)) })
 	if len(all) > n {
@@ -253,8 +266,8 @@ func (m *MemorySource) Texts(_ context.Context, vs []*ctxtype.Version) error {
 }
 
 // CountAfter implements Source.
-func (m *MemorySource) CountAfter(_ context.Context, layer string, after RankPos, role string, now time.Time) (int, error) {
+func (m *MemorySource) CountAfter(_ context.Context, layer string, lane Lane, after RankPos, role string, now time.Time) (int, error) {
 	return len(m.live([]string{layer}, func(v *ctxtype.Version) bool {
-		return v.Trigger.Kind() == "always" && PosOf(v).Compare(after) > 0 && ValidAt(v, now) && v.Roles.Visible(role)
+		return lane.Holds(v) && PosOf(v).Compare(after) > 0 && ValidAt(v, now) && v.Roles.Visible(role)
 	})), nil
 }

@@ -36,7 +36,7 @@ func newDBSource(tx *store.Tx, texts *textCache) *dbSource {
 
 // Small implements assemble.Source.
 func (s *dbSource) Small(ctx context.Context, q assemble.SmallQuery) ([]*ctxtype.Version, error) {
-	return s.tx.BoundedSmall(ctx, store.BoundedSmallParams{Layers: q.Layers, Pins: q.Pins, Tools: q.Tools, Words: q.Words})
+	return s.tx.BoundedSmall(ctx, q.Layers, q.Pins, q.Words)
 }
 
 // Postings implements assemble.Source.
@@ -58,11 +58,11 @@ func (s *dbSource) Postings(ctx context.Context, q assemble.RelevanceQuery) ([]a
 	return out, len(lex), nil
 }
 
-// Always implements assemble.Source.
-func (s *dbSource) Always(ctx context.Context, layer string, after ctxtype.RankPos, n int) ([]*ctxtype.Version, error) {
-	vs, err := s.tx.BoundedAlways(ctx, layer, after, n)
-	if err != nil {
-		return nil, err
+// Lane implements assemble.Source.
+func (s *dbSource) Lane(ctx context.Context, layer string, lane assemble.Lane, after ctxtype.RankPos, n int) ([]*ctxtype.Version, error) {
+	vs, err := s.tx.BoundedLane(ctx, layer, lane.Tool, after, n)
+	if err != nil || lane.Tool != "" {
+		return vs, err
 	}
 	for _, v := range vs {
 		s.read[layer] = append(s.read[layer], readRow{pos: assemble.PosOf(v), open: isOpen(v)})
@@ -115,11 +115,17 @@ func (s *dbSource) Texts(ctx context.Context, vs []*ctxtype.Version) error {
 	return nil
 }
 
-// CountAfter implements assemble.Source without reading what it counts:
-// the open items after the cursor are the layer's counter minus the open
+// CountAfter implements assemble.Source. The always-on items are counted
+// without reading them: the open items after the cursor are the layer's counter minus the open
 // rows read up to the cursor (the rows are read in order from the start);
 // the restricted ones are counted through their own partial index.
-func (s *dbSource) CountAfter(ctx context.Context, layer string, after ctxtype.RankPos, role string, now time.Time) (int, error) {
+//
+// A tool's items are counted through the tool's index: they are the tool's
+// matches, not the project.
+func (s *dbSource) CountAfter(ctx context.Context, layer string, lane assemble.Lane, after ctxtype.RankPos, role string, now time.Time) (int, error) {
+	if lane.Tool != "" {
+		return s.tx.BoundedCountTool(ctx, layer, lane.Tool, after, role, now)
+	}
 	if s.opens == nil {
 		var err error
 		if s.opens, err = s.tx.BoundedOpenCounts(ctx, []string{layer, otherLayer(layer)}); err != nil {

@@ -59,9 +59,23 @@ func narrowOf[R any](rows []R, conv func(R) narrowRow) []*ctxtype.Version {
 	return out
 }
 
-// BoundedAlways is the next page of a layer's always-on items after a rank
-// position, in rank order, narrow.
-func (db DB) BoundedAlways(ctx context.Context, layer string, after ctxtype.RankPos, n int) ([]*ctxtype.Version, error) {
+// BoundedLane is the next page of a layer's always-on items (tool empty)
+// or items of one tool after a rank position, in rank order, narrow.
+func (db DB) BoundedLane(ctx context.Context, layer, tool string, after ctxtype.RankPos, n int) ([]*ctxtype.Version, error) {
+	if tool != "" {
+		rows, err := q.BoundedTool(ctx, db.ex, dbsqlc.BoundedToolParams{
+			Project: layer, Tool: &tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
+			AfterTime: after.Time, AfterKey: after.Key, Max: int32(n),
+		})
+		if err != nil {
+			return nil, interpret(err)
+		}
+		out := narrowOf(rows, func(r dbsqlc.BoundedToolRow) narrowRow { return laneRow(dbsqlc.BoundedAlwaysRow(r)) })
+		for _, v := range out {
+			v.Trigger = ctxtype.Trigger{Tool: &tool} // every row of this lane is of this tool
+		}
+		return out, nil
+	}
 	rows, err := q.BoundedAlways(ctx, db.ex, dbsqlc.BoundedAlwaysParams{
 		Project: layer, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
 		AfterTime: after.Time, AfterKey: after.Key, Max: int32(n),
@@ -69,31 +83,35 @@ func (db DB) BoundedAlways(ctx context.Context, layer string, after ctxtype.Rank
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out := narrowOf(rows, func(r dbsqlc.BoundedAlwaysRow) narrowRow {
-		return narrowRow{Project: r.Project, Key: r.Key, Version: r.Version, Kind: r.Kind, Source: r.Source, Priority: r.Priority,
-			Authority: r.Authority, Confidence: r.Confidence, StateKey: r.StateKey, ValidFrom: r.ValidFrom, ValidUntil: r.ValidUntil,
-			Slot: r.Slot, VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom, Template: r.Template, ContentSha256: r.ContentSha256,
-			BlockTokensO200k: r.BlockTokensO200k, BlockTokensCl100k: r.BlockTokensCl100k, CreatedAt: r.CreatedAt}
-	})
+	out := narrowOf(rows, laneRow)
 	for _, v := range out {
 		v.Trigger = ctxtype.Trigger{Always: true} // every row of this lane is always-on
 	}
 	return out, nil
 }
 
-// BoundedSmallParams names the small lanes of an assembly.
-type BoundedSmallParams struct {
-	Layers             []string
-	Pins, Tools, Words []string
+// BoundedCountTool counts a layer's items of one tool after a rank
+// position that are valid at at and visible to role.
+func (db DB) BoundedCountTool(ctx context.Context, layer, tool string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
+	n, err := q.BoundedCountTool(ctx, db.ex, dbsqlc.BoundedCountToolParams{
+		Project: layer, Tool: &tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
+		AfterTime: after.Time, AfterKey: after.Key, At: at, Role: role,
+	})
+	return int(n), interpret(err)
 }
 
-// BoundedSmall is the small lanes of the layers: pinned keys, the items of
-// the tools, and the keyword items whose keywords start with one of the
-// words; narrow.
-func (db DB) BoundedSmall(ctx context.Context, p BoundedSmallParams) ([]*ctxtype.Version, error) {
-	rows, err := q.BoundedSmall(ctx, db.ex, dbsqlc.BoundedSmallParams{
-		Projects: p.Layers, Pins: nonNil(p.Pins), Tools: nonNil(p.Tools), Words: nonNil(p.Words),
-	})
+// laneRow is a lane's row (lane rows carry no trigger: the lane is it).
+func laneRow(r dbsqlc.BoundedAlwaysRow) narrowRow {
+	return narrowRow{Project: r.Project, Key: r.Key, Version: r.Version, Kind: r.Kind, Source: r.Source, Priority: r.Priority,
+		Authority: r.Authority, Confidence: r.Confidence, StateKey: r.StateKey, ValidFrom: r.ValidFrom, ValidUntil: r.ValidUntil,
+		Slot: r.Slot, VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom, Template: r.Template, ContentSha256: r.ContentSha256,
+		BlockTokensO200k: r.BlockTokensO200k, BlockTokensCl100k: r.BlockTokensCl100k, CreatedAt: r.CreatedAt}
+}
+
+// BoundedSmall is the small lanes of the layers: pinned keys and the
+// keyword items whose keywords start with one of the words; narrow.
+func (db DB) BoundedSmall(ctx context.Context, layers, pins, words []string) ([]*ctxtype.Version, error) {
+	rows, err := q.BoundedSmall(ctx, db.ex, dbsqlc.BoundedSmallParams{Projects: layers, Pins: nonNil(pins), Words: nonNil(words)})
 	if err != nil {
 		return nil, interpret(err)
 	}

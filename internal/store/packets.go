@@ -224,45 +224,6 @@ func (tx *Tx) PacketReadPoint(ctx context.Context) (ReadPoint, error) {
 	return ReadPoint{Now: r.Now.UTC(), Snapshot: r.Snapshot}, nil
 }
 
-// CandidateAlways is the always-on items of a layer.
-func (tx *Tx) CandidateAlways(ctx context.Context, project string) ([]*ctxtype.Version, error) {
-	rows, err := q.CandidateAlways(ctx, tx.ex, project)
-	return versionsOf(rows), interpret(err)
-}
-
-// CandidateTools is the tool items of a layer for the given tools.
-func (tx *Tx) CandidateTools(ctx context.Context, project string, tools []string) ([]*ctxtype.Version, error) {
-	rows, err := q.CandidateTools(ctx, tx.ex, dbsqlc.CandidateToolsParams{Project: project, Tools: tools})
-	return versionsOf(rows), interpret(err)
-}
-
-// CandidateKeywords is the keyword items of a layer whose keywords start
-// with one of words; the match itself is confirmed by the pipeline.
-func (tx *Tx) CandidateKeywords(ctx context.Context, project string, words []string) ([]*ctxtype.Version, error) {
-	rows, err := q.CandidateKeywords(ctx, tx.ex, dbsqlc.CandidateKeywordsParams{Project: project, Words: words})
-	return versionsOf(rows), interpret(err)
-}
-
-// CandidateByKeys is the live items of a layer with these keys.
-func (tx *Tx) CandidateByKeys(ctx context.Context, project string, keys []string) ([]*ctxtype.Version, error) {
-	rows, err := q.CandidateByKeys(ctx, tx.ex, dbsqlc.CandidateByKeysParams{Project: project, Keys: keys})
-	return versionsOf(rows), interpret(err)
-}
-
-// CandidateRelevance is the top max relevance matches of query in the
-// projects, valid at at.
-func (tx *Tx) CandidateRelevance(ctx context.Context, projects []string, query string, at time.Time, max int) ([]RankedVersion, error) {
-	rows, err := q.CandidateRelevance(ctx, tx.ex, dbsqlc.CandidateRelevanceParams{Query: query, Projects: projects, At: at, Max: int32(max)})
-	if err != nil {
-		return nil, interpret(err)
-	}
-	out := make([]RankedVersion, len(rows))
-	for i, r := range rows {
-		out[i] = RankedVersion{Version: versionOf(r.ItemVersionRow), Rank: r.Rank}
-	}
-	return out, nil
-}
-
 // SnapshotVersions is the current version of every item of the projects
 // (or of one key, when key is not empty) as a stored snapshot saw it.
 func (db DB) SnapshotVersions(ctx context.Context, projects []string, key, snapshot string) ([]*ctxtype.Version, error) {
@@ -276,7 +237,8 @@ type SnapshotRank struct {
 	Rank         float64
 }
 
-// SnapshotRelevance is CandidateRelevance as a stored snapshot saw it.
+// SnapshotRelevance is pipeline 1's relevance ranking (ts_rank_cd over
+// every match) as a stored snapshot saw it: pipeline 1 packets replay with it.
 func (db DB) SnapshotRelevance(ctx context.Context, projects []string, snapshot, query string, at time.Time, max int) ([]SnapshotRank, error) {
 	rows, err := q.SnapshotRelevance(ctx, db.ex, dbsqlc.SnapshotRelevanceParams{Projects: projects, Snapshot: snapshot, Query: query, At: at, Max: int32(max)})
 	if err != nil {

@@ -237,6 +237,50 @@ func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg Bound
 	return n, err
 }
 
+const boundedCountTool = `-- name: BoundedCountTool :one
+SELECT count(*)::bigint AS n
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > ($3::smallint, $4::bigint, $5::smallint,
+         $6::bigint, $7::text COLLATE "C")
+  AND (v.valid_from IS NULL OR v.valid_from <= $8::timestamptz)
+  AND (v.valid_until IS NULL OR v.valid_until > $8::timestamptz)
+  AND (cardinality(v.visible_to) = 0 OR $9::text = ANY(v.visible_to)) AND NOT ($9::text = ANY(v.hidden_from))
+`
+
+type BoundedCountToolParams struct {
+	Project         string
+	Tool            *string
+	AfterAuthority  int16
+	AfterPriority   int64
+	AfterConfidence int16
+	AfterTime       int64
+	AfterKey        string
+	At              time.Time
+	Role            string
+}
+
+// A layer's items of one tool after a cursor that the role sees at a time
+// (the tool's candidates a budget never tried).
+func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCountToolParams) (int64, error) {
+	row := db.QueryRow(ctx, boundedCountTool,
+		arg.Project,
+		arg.Tool,
+		arg.AfterAuthority,
+		arg.AfterPriority,
+		arg.AfterConfidence,
+		arg.AfterTime,
+		arg.AfterKey,
+		arg.At,
+		arg.Role,
+	)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
+}
+
 const boundedOpenCounts = `-- name: BoundedOpenCounts :many
 SELECT project, always_open FROM project_counters WHERE project = ANY($1::text[])
 `
@@ -342,10 +386,7 @@ FROM (
     WHERE project = ANY($1::text[]) AND live AND key = ANY($2::text[])
     UNION
     SELECT project, key, current_version FROM items
-    WHERE project = ANY($1::text[]) AND live AND trigger_tool = ANY($3::text[])
-    UNION
-    SELECT project, key, current_version FROM items
-    WHERE project = ANY($1::text[]) AND live AND trigger_kind = 'keywords' AND trigger_words && $4::text[]
+    WHERE project = ANY($1::text[]) AND live AND trigger_kind = 'keywords' AND trigger_words && $3::text[]
 ) i
 JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 `
@@ -353,7 +394,6 @@ JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = 
 type BoundedSmallParams struct {
 	Projects []string
 	Pins     []string
-	Tools    []string
 	Words    []string
 }
 
@@ -380,16 +420,11 @@ type BoundedSmallRow struct {
 	Trigger           json.RawMessage
 }
 
-// The small lanes of both layers in one trip: pins (any trigger), the
-// items of the request's tools, and the keyword items whose keywords start
-// with a word a person said (the match itself is confirmed by the pipeline).
+// The small lanes of both layers in one trip: pins (any trigger) and the
+// keyword items whose keywords start with a word a person said (the match
+// itself is confirmed by the pipeline).
 func (q *Queries) BoundedSmall(ctx context.Context, db DBTX, arg BoundedSmallParams) ([]BoundedSmallRow, error) {
-	rows, err := db.Query(ctx, boundedSmall,
-		arg.Projects,
-		arg.Pins,
-		arg.Tools,
-		arg.Words,
-	)
+	rows, err := db.Query(ctx, boundedSmall, arg.Projects, arg.Pins, arg.Words)
 	if err != nil {
 		return nil, err
 	}
@@ -545,6 +580,103 @@ func (q *Queries) BoundedTexts(ctx context.Context, db DBTX, arg BoundedTextsPar
 			&i.Version,
 			&i.Title,
 			&i.Content,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const boundedTool = `-- name: BoundedTool :many
+SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
+       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > ($3::smallint, $4::bigint, $5::smallint,
+         $6::bigint, $7::text COLLATE "C")
+ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+LIMIT $8
+`
+
+type BoundedToolParams struct {
+	Project         string
+	Tool            *string
+	AfterAuthority  int16
+	AfterPriority   int64
+	AfterConfidence int16
+	AfterTime       int64
+	AfterKey        string
+	Max             int32
+}
+
+type BoundedToolRow struct {
+	Project           string
+	Key               string
+	Version           int32
+	Kind              string
+	Source            string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	StateKey          string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	Slot              string
+	VisibleTo         []string
+	HiddenFrom        []string
+	Template          bool
+	ContentSha256     []byte
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	CreatedAt         time.Time
+}
+
+// One page of a layer's items of one tool in rank order, after a cursor.
+func (q *Queries) BoundedTool(ctx context.Context, db DBTX, arg BoundedToolParams) ([]BoundedToolRow, error) {
+	rows, err := db.Query(ctx, boundedTool,
+		arg.Project,
+		arg.Tool,
+		arg.AfterAuthority,
+		arg.AfterPriority,
+		arg.AfterConfidence,
+		arg.AfterTime,
+		arg.AfterKey,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []BoundedToolRow{}
+	for rows.Next() {
+		var i BoundedToolRow
+		if err := rows.Scan(
+			&i.Project,
+			&i.Key,
+			&i.Version,
+			&i.Kind,
+			&i.Source,
+			&i.Priority,
+			&i.Authority,
+			&i.Confidence,
+			&i.StateKey,
+			&i.ValidFrom,
+			&i.ValidUntil,
+			&i.Slot,
+			&i.VisibleTo,
+			&i.HiddenFrom,
+			&i.Template,
+			&i.ContentSha256,
+			&i.BlockTokensO200k,
+			&i.BlockTokensCl100k,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
