@@ -67,11 +67,14 @@ CREATE TABLE item_terms (
     weight  integer NOT NULL,
     key     text    NOT NULL,
     version integer NOT NULL,
+    -- open: the version has no roles and no validity window (items.open),
+    -- so a list needs no look at the version to keep it.
+    open    boolean NOT NULL,
     -- by key: the write path rewrites an item's rows; by lexeme: the lists.
     PRIMARY KEY (project, key, lexeme),
     FOREIGN KEY (project, key) REFERENCES items (project, key)
 );
-CREATE INDEX item_terms_lexeme_idx ON item_terms (project, lexeme COLLATE "C", weight DESC, key COLLATE "C");
+CREATE INDEX item_terms_lexeme_idx ON item_terms (project, lexeme COLLATE "C", weight DESC, key COLLATE "C") INCLUDE (open, version);
 
 -- contextd_term_weights is the one definition of a relevance weight, used by
 -- the write path, the backfill below and the snapshot reads of replay.
@@ -85,8 +88,8 @@ LANGUAGE sql IMMUTABLE STRICT AS $$
 $$;
 -- +goose StatementEnd
 
-INSERT INTO item_terms (project, lexeme, weight, key, version)
-SELECT v.project, t.lexeme, t.weight, v.key, v.version
+INSERT INTO item_terms (project, lexeme, weight, key, version, open)
+SELECT v.project, t.lexeme, t.weight, v.key, v.version, i.open
 FROM items i
 JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 CROSS JOIN LATERAL contextd_term_weights(v.search) t
@@ -105,7 +108,28 @@ ALTER TABLE packets
     ADD COLUMN budget_cutoff jsonb,
     ADD COLUMN gaps_more     integer  NOT NULL DEFAULT 0;
 
+-- A packet's record is written in the transaction that writes the packet,
+-- by the one store method that writes both, and neither table can change
+-- afterwards; the foreign key's check per record cost as much as the rest
+-- of writing them.
+ALTER TABLE packet_records DROP CONSTRAINT packet_records_project_packet_id_fkey;
+
+-- The rendered text and the request are the bulk of a packet row: lz4
+-- compresses them several times faster than pglz. A server built without
+-- lz4 keeps pglz, and says so.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    ALTER TABLE packets ALTER COLUMN rendered SET COMPRESSION lz4, ALTER COLUMN request SET COMPRESSION lz4;
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'lz4 compression is not available (%); packets stay compressed with pglz, slower to write', SQLERRM;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+ALTER TABLE packets ALTER COLUMN rendered SET COMPRESSION default, ALTER COLUMN request SET COMPRESSION default;
+ALTER TABLE packet_records ADD FOREIGN KEY (project, packet_id) REFERENCES packets (project, id);
 ALTER TABLE packets DROP COLUMN gaps_more, DROP COLUMN budget_cutoff, DROP COLUMN pipeline;
 CREATE INDEX item_versions_relevance_idx ON item_versions USING gin (project, search)
     WHERE trigger @> '{"relevance": true}';

@@ -36,17 +36,20 @@ LIMIT @max;
 
 -- name: BoundedCountTool :one
 -- A layer's items of one tool after a cursor that the role sees at a time
--- (the tool's candidates a budget never tried).
+-- (the tool's candidates a budget never tried): the open ones from the
+-- item rows alone, the others with a look at their version.
 SELECT count(*)::bigint AS n
 FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
   AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
       > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
          sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-  AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
-  AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
-  AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from));
+  AND (i.open OR EXISTS (
+      SELECT 1 FROM item_versions v
+      WHERE v.project = i.project AND v.key = i.key AND v.version = i.current_version
+        AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
+        AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
+        AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))));
 
 -- name: BoundedSmall :many
 -- The small lanes of both layers in one trip: pins (any trigger) and the
@@ -127,11 +130,13 @@ CROSS JOIN unnest(@lexemes::text[]) AS x(lexeme)
 CROSS JOIN LATERAL (
     SELECT t.key, t.weight
     FROM item_terms t
-    JOIN item_versions v ON v.project = t.project AND v.key = t.key AND v.version = t.version
     WHERE t.project = p.project AND t.lexeme COLLATE "C" = x.lexeme
-      AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
-      AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
-      AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))
+      AND (t.open OR EXISTS (
+          SELECT 1 FROM item_versions v
+          WHERE v.project = t.project AND v.key = t.key AND v.version = t.version
+            AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
+            AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
+            AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))))
     ORDER BY t.weight DESC, t.key COLLATE "C"
     LIMIT @per_lexeme
 ) t;
@@ -160,8 +165,8 @@ DELETE FROM item_terms WHERE project = @project AND key = ANY(@keys::text[]);
 -- name: ItemTermsInsert :exec
 -- The relevance index rows of the keys' current versions that are live
 -- relevance items (weights by contextd_term_weights, migration 00005).
-INSERT INTO item_terms (project, lexeme, weight, key, version)
-SELECT v.project, t.lexeme, t.weight, v.key, v.version
+INSERT INTO item_terms (project, lexeme, weight, key, version, open)
+SELECT v.project, t.lexeme, t.weight, v.key, v.version, i.open
 FROM items i
 JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 CROSS JOIN LATERAL contextd_term_weights(v.search) t

@@ -240,14 +240,16 @@ func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg Bound
 const boundedCountTool = `-- name: BoundedCountTool :one
 SELECT count(*)::bigint AS n
 FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
   AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
       > ($3::smallint, $4::bigint, $5::smallint,
          $6::bigint, $7::text COLLATE "C")
-  AND (v.valid_from IS NULL OR v.valid_from <= $8::timestamptz)
-  AND (v.valid_until IS NULL OR v.valid_until > $8::timestamptz)
-  AND (cardinality(v.visible_to) = 0 OR $9::text = ANY(v.visible_to)) AND NOT ($9::text = ANY(v.hidden_from))
+  AND (i.open OR EXISTS (
+      SELECT 1 FROM item_versions v
+      WHERE v.project = i.project AND v.key = i.key AND v.version = i.current_version
+        AND (v.valid_from IS NULL OR v.valid_from <= $8::timestamptz)
+        AND (v.valid_until IS NULL OR v.valid_until > $8::timestamptz)
+        AND (cardinality(v.visible_to) = 0 OR $9::text = ANY(v.visible_to)) AND NOT ($9::text = ANY(v.hidden_from))))
 `
 
 type BoundedCountToolParams struct {
@@ -263,7 +265,8 @@ type BoundedCountToolParams struct {
 }
 
 // A layer's items of one tool after a cursor that the role sees at a time
-// (the tool's candidates a budget never tried).
+// (the tool's candidates a budget never tried): the open ones from the
+// item rows alone, the others with a look at their version.
 func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCountToolParams) (int64, error) {
 	row := db.QueryRow(ctx, boundedCountTool,
 		arg.Project,
@@ -318,11 +321,13 @@ CROSS JOIN unnest($2::text[]) AS x(lexeme)
 CROSS JOIN LATERAL (
     SELECT t.key, t.weight
     FROM item_terms t
-    JOIN item_versions v ON v.project = t.project AND v.key = t.key AND v.version = t.version
     WHERE t.project = p.project AND t.lexeme COLLATE "C" = x.lexeme
-      AND (v.valid_from IS NULL OR v.valid_from <= $3::timestamptz)
-      AND (v.valid_until IS NULL OR v.valid_until > $3::timestamptz)
-      AND (cardinality(v.visible_to) = 0 OR $4::text = ANY(v.visible_to)) AND NOT ($4::text = ANY(v.hidden_from))
+      AND (t.open OR EXISTS (
+          SELECT 1 FROM item_versions v
+          WHERE v.project = t.project AND v.key = t.key AND v.version = t.version
+            AND (v.valid_from IS NULL OR v.valid_from <= $3::timestamptz)
+            AND (v.valid_until IS NULL OR v.valid_until > $3::timestamptz)
+            AND (cardinality(v.visible_to) = 0 OR $4::text = ANY(v.visible_to)) AND NOT ($4::text = ANY(v.hidden_from))))
     ORDER BY t.weight DESC, t.key COLLATE "C"
     LIMIT $5
 ) t
@@ -704,8 +709,8 @@ func (q *Queries) ItemTermsDelete(ctx context.Context, db DBTX, arg ItemTermsDel
 }
 
 const itemTermsInsert = `-- name: ItemTermsInsert :exec
-INSERT INTO item_terms (project, lexeme, weight, key, version)
-SELECT v.project, t.lexeme, t.weight, v.key, v.version
+INSERT INTO item_terms (project, lexeme, weight, key, version, open)
+SELECT v.project, t.lexeme, t.weight, v.key, v.version, i.open
 FROM items i
 JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 CROSS JOIN LATERAL contextd_term_weights(v.search) t

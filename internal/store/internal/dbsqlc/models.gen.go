@@ -90,6 +90,7 @@ type ItemTerm struct {
 	Weight  int32
 	Key     string
 	Version int32
+	Open    bool
 }
 
 type ItemVersion struct {
