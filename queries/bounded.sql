@@ -35,21 +35,22 @@ ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.ke
 LIMIT @max;
 
 -- name: BoundedCountTool :one
--- A layer's items of one tool after a cursor that the role sees at a time
--- (the tool's candidates a budget never tried): the open ones from the
--- item rows alone, the others with a look at their version.
+-- A layer's restricted items of one tool (with roles or a window) after a
+-- cursor that the role sees at a time, from the index alone: with the
+-- tool's counter of open items, the tool's candidates a budget never tried.
 SELECT count(*)::bigint AS n
 FROM items i
-WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
+WHERE i.project = @project AND i.live AND i.trigger_tool = @tool AND NOT i.open
   AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
       > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
          sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-  AND (i.open OR EXISTS (
-      SELECT 1 FROM item_versions v
-      WHERE v.project = i.project AND v.key = i.key AND v.version = i.current_version
-        AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
-        AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
-        AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))));
+  AND (i.valid_from IS NULL OR i.valid_from <= @at::timestamptz)
+  AND (i.valid_until IS NULL OR i.valid_until > @at::timestamptz)
+  AND (cardinality(i.visible_to) = 0 OR @role::text = ANY(i.visible_to)) AND NOT (@role::text = ANY(i.hidden_from));
+
+-- name: BoundedToolOpenCounts :many
+-- The open items of tools in a layer (kept by the item write path).
+SELECT tool, open FROM tool_counters WHERE project = @project AND tool = ANY(@tools::text[]);
 
 -- name: BoundedSmall :many
 -- The small lanes of both layers in one trip: pins (any trigger) and the
@@ -95,18 +96,18 @@ JOIN item_versions v ON v.project = r.project AND v.key = r.key AND v.version = 
 
 -- name: BoundedCountRestricted :one
 -- The restricted always-on items of a layer (with roles or a validity
--- window) after a cursor that the role sees at a time: with the layer's
--- counter of open items, the number of candidates a budget never tried.
+-- window) after a cursor that the role sees at a time, from the index
+-- alone: with the layer's counter of open items, the number of candidates
+-- a budget never tried.
 SELECT count(*)::bigint AS n
 FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = @project AND i.live AND i.trigger_kind = 'always' AND NOT i.open
   AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
       > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
          sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-  AND (v.valid_from IS NULL OR v.valid_from <= @at::timestamptz)
-  AND (v.valid_until IS NULL OR v.valid_until > @at::timestamptz)
-  AND (cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from));
+  AND (i.valid_from IS NULL OR i.valid_from <= @at::timestamptz)
+  AND (i.valid_until IS NULL OR i.valid_until > @at::timestamptz)
+  AND (cardinality(i.visible_to) = 0 OR @role::text = ANY(i.visible_to)) AND NOT (@role::text = ANY(i.hidden_from));
 
 -- name: BoundedOpenCounts :many
 -- The open always-on items of each layer (kept by the item write path).

@@ -29,7 +29,7 @@ WITH u AS (
            unnest(@lives::boolean[]) AS live, unnest(@trigger_kinds::text[]) AS trigger_kind,
            unnest(@trigger_tools::text[]) AS trigger_tool, unnest(@trigger_words::text[]) AS trigger_words
 ), old AS (
-    SELECT count(*) FILTER (WHERE i.live AND i.trigger_kind = 'always' AND i.open) AS n
+    SELECT i.live AND i.trigger_kind = 'always' AND i.open AS was_open, CASE WHEN i.live AND i.open THEN i.trigger_tool END AS was_tool
     FROM items i JOIN u ON i.key = u.key
     WHERE i.project = @project
 ), upd AS (
@@ -43,12 +43,22 @@ WITH u AS (
         rank_time       = -(extract(epoch FROM v.created_at) * 1000000)::bigint,
         state_key       = v.state_key,
         open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
+        visible_to = v.visible_to, hidden_from = v.hidden_from, valid_from = v.valid_from, valid_until = v.valid_until,
         updated_at = now()
     FROM u
     JOIN item_versions v ON v.project = @project AND v.key = u.key AND v.version = u.version
     WHERE i.project = @project AND i.key = u.key
-    RETURNING (i.live AND i.trigger_kind = 'always' AND i.open) AS is_open
+    RETURNING (i.live AND i.trigger_kind = 'always' AND i.open) AS is_open, CASE WHEN i.live AND i.open THEN i.trigger_tool END AS is_tool
+), tools AS (
+    INSERT INTO tool_counters (project, tool, open)
+    SELECT @project, d.tool, sum(d.n) FROM (
+        SELECT was_tool AS tool, -1 AS n FROM old WHERE was_tool IS NOT NULL
+        UNION ALL
+        SELECT is_tool, 1 FROM upd WHERE is_tool IS NOT NULL
+    ) d
+    GROUP BY d.tool
+    ON CONFLICT (project, tool) DO UPDATE SET open = tool_counters.open + EXCLUDED.open
 )
 INSERT INTO project_counters (project, always_open)
-SELECT @project, (SELECT count(*) FILTER (WHERE is_open) FROM upd) - (SELECT n FROM old)
+SELECT @project, (SELECT count(*) FILTER (WHERE is_open) FROM upd) - (SELECT count(*) FILTER (WHERE was_open) FROM old)
 ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open;

@@ -642,6 +642,10 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 			out.Differences = append(out.Differences, Difference{Subject: k, Then: thenBy[k], Now: nowBy[k]})
 		}
 	}
+	// The counts of what the budget did not try are part of the packet too.
+	if then, now := cutoffText(p.Cutoff, p.GapsMore), cutoffText(res.Cutoff, res.GapsMore); then != now {
+		out.Differences = append(out.Differences, Difference{Subject: "budget.cutoff", Then: then, Now: now})
+	}
 	if !out.Identical && len(out.Differences) == 0 {
 		i := 0
 		for i < len(p.Rendered) && i < len(res.Rendered) && p.Rendered[i] == res.Rendered[i] {
@@ -650,6 +654,13 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 		out.Differences = append(out.Differences, Difference{Subject: "rendered", Then: fmt.Sprintf("differs from byte %d", i), Now: fmt.Sprintf("differs from byte %d", i)})
 	}
 	return out, nil
+}
+
+func cutoffText(c *assemble.Cutoff, more int) string {
+	if c == nil {
+		return fmt.Sprintf("none, %d gaps more", more)
+	}
+	return fmt.Sprintf("rank %d, headroom %d, count %d, %d gaps more", c.Rank, c.Headroom, c.Count, more)
 }
 
 func sha(s string) string {

@@ -11,18 +11,25 @@ import (
 )
 
 // dbSource is pipeline 2's Source over one read-only snapshot transaction:
-// every read sees the packet's snapshot. It remembers the always-on rows
-// it handed out, so that the candidates the budget never tried are counted
-// from the layer's counter of open items minus the open rows read, plus
+// every read sees the packet's snapshot. It remembers the lane rows it
+// handed out, so that the candidates the budget never tried are counted
+// from the lane's counter of open items minus the open rows read, plus
 // the restricted rows after the cursor, never by reading them.
 type dbSource struct {
 	tx    *store.Tx
 	texts *textCache
-	// open counts, by layer, the open always-on rows handed out, with the
-	// position of each, so CountAfter knows how many lie at or before its
-	// cursor.
-	read  map[string][]readRow
-	opens map[string]int
+	// read is, by layer and lane, the rows handed out with the position of
+	// each and whether it is open, so CountAfter knows how many open ones
+	// lie at or before its cursor.
+	read map[laneKey][]readRow
+	// opens and toolOpens are the counters of open items, read once.
+	opens     map[string]int
+	toolOpens map[laneKey]int
+}
+
+type laneKey struct {
+	layer string
+	lane  assemble.Lane
 }
 
 type readRow struct {
@@ -31,7 +38,7 @@ type readRow struct {
 }
 
 func newDBSource(tx *store.Tx, texts *textCache) *dbSource {
-	return &dbSource{tx: tx, texts: texts, read: map[string][]readRow{}}
+	return &dbSource{tx: tx, texts: texts, read: map[laneKey][]readRow{}, toolOpens: map[laneKey]int{}}
 }
 
 // Small implements assemble.Source.
@@ -61,11 +68,12 @@ func (s *dbSource) Postings(ctx context.Context, q assemble.RelevanceQuery) ([]a
 // Lane implements assemble.Source.
 func (s *dbSource) Lane(ctx context.Context, layer string, lane assemble.Lane, after ctxtype.RankPos, n int) ([]*ctxtype.Version, error) {
 	vs, err := s.tx.BoundedLane(ctx, layer, lane.Tool, after, n)
-	if err != nil || lane.Tool != "" {
-		return vs, err
+	if err != nil {
+		return nil, err
 	}
+	k := laneKey{layer, lane}
 	for _, v := range vs {
-		s.read[layer] = append(s.read[layer], readRow{pos: assemble.PosOf(v), open: isOpen(v)})
+		s.read[k] = append(s.read[k], readRow{pos: assemble.PosOf(v), open: isOpen(v)})
 	}
 	return vs, nil
 }
@@ -115,16 +123,46 @@ func (s *dbSource) Texts(ctx context.Context, vs []*ctxtype.Version) error {
 	return nil
 }
 
-// CountAfter implements assemble.Source. The always-on items are counted
-// without reading them: the open items after the cursor are the layer's counter minus the open
-// rows read up to the cursor (the rows are read in order from the start);
-// the restricted ones are counted through their own partial index.
-//
-// A tool's items are counted through the tool's index: they are the tool's
-// matches, not the project.
+// CountAfter implements assemble.Source without reading what it counts:
+// the open items of the lane after the cursor are the lane's counter minus
+// the open rows read up to the cursor (a lane is read in order from its
+// start); the restricted ones are counted from their own partial index,
+// which carries their roles and window.
 func (s *dbSource) CountAfter(ctx context.Context, layer string, lane assemble.Lane, after ctxtype.RankPos, role string, now time.Time) (int, error) {
+	open, err := s.openCount(ctx, layer, lane)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range s.read[laneKey{layer, lane}] {
+		if r.open && r.pos.Compare(after) <= 0 {
+			open--
+		}
+	}
+	var restricted int
 	if lane.Tool != "" {
-		return s.tx.BoundedCountTool(ctx, layer, lane.Tool, after, role, now)
+		restricted, err = s.tx.BoundedCountTool(ctx, layer, lane.Tool, after, role, now)
+	} else {
+		restricted, err = s.tx.BoundedCountRestricted(ctx, layer, after, role, now)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return open + restricted, nil
+}
+
+// openCount is the counter of a lane's open items.
+func (s *dbSource) openCount(ctx context.Context, layer string, lane assemble.Lane) (int, error) {
+	if lane.Tool != "" {
+		k := laneKey{layer, lane}
+		if n, ok := s.toolOpens[k]; ok {
+			return n, nil
+		}
+		got, err := s.tx.BoundedToolOpenCounts(ctx, layer, []string{lane.Tool})
+		if err != nil {
+			return 0, err
+		}
+		s.toolOpens[k] = got[lane.Tool]
+		return got[lane.Tool], nil
 	}
 	if s.opens == nil {
 		var err error
@@ -132,17 +170,7 @@ func (s *dbSource) CountAfter(ctx context.Context, layer string, lane assemble.L
 			return 0, err
 		}
 	}
-	open := s.opens[layer]
-	for _, r := range s.read[layer] {
-		if r.open && r.pos.Compare(after) <= 0 {
-			open--
-		}
-	}
-	restricted, err := s.tx.BoundedCountRestricted(ctx, layer, after, role, now)
-	if err != nil {
-		return 0, err
-	}
-	return open + restricted, nil
+	return s.opens[layer], nil
 }
 
 func otherLayer(layer string) string {

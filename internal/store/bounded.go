@@ -90,8 +90,23 @@ func (db DB) BoundedLane(ctx context.Context, layer, tool string, after ctxtype.
 	return out, nil
 }
 
-// BoundedCountTool counts a layer's items of one tool after a rank
-// position that are valid at at and visible to role.
+// BoundedToolOpenCounts is the count of open items of each tool in a layer
+// (no roles, no validity window), kept by the item write path.
+func (db DB) BoundedToolOpenCounts(ctx context.Context, layer string, tools []string) (map[string]int, error) {
+	rows, err := q.BoundedToolOpenCounts(ctx, db.ex, dbsqlc.BoundedToolOpenCountsParams{Project: layer, Tools: tools})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := map[string]int{}
+	for _, r := range rows {
+		out[r.Tool] = int(r.Open)
+	}
+	return out, nil
+}
+
+// BoundedCountTool counts a layer's restricted items of one tool (with
+// roles or a validity window) after a rank position that are valid at at
+// and visible to role.
 func (db DB) BoundedCountTool(ctx context.Context, layer, tool string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
 	n, err := q.BoundedCountTool(ctx, db.ex, dbsqlc.BoundedCountToolParams{
 		Project: layer, Tool: &tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,

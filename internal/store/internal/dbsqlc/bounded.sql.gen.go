@@ -197,14 +197,13 @@ func (q *Queries) BoundedByKeys(ctx context.Context, db DBTX, arg BoundedByKeysP
 const boundedCountRestricted = `-- name: BoundedCountRestricted :one
 SELECT count(*)::bigint AS n
 FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = $1 AND i.live AND i.trigger_kind = 'always' AND NOT i.open
   AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
       > ($2::smallint, $3::bigint, $4::smallint,
          $5::bigint, $6::text COLLATE "C")
-  AND (v.valid_from IS NULL OR v.valid_from <= $7::timestamptz)
-  AND (v.valid_until IS NULL OR v.valid_until > $7::timestamptz)
-  AND (cardinality(v.visible_to) = 0 OR $8::text = ANY(v.visible_to)) AND NOT ($8::text = ANY(v.hidden_from))
+  AND (i.valid_from IS NULL OR i.valid_from <= $7::timestamptz)
+  AND (i.valid_until IS NULL OR i.valid_until > $7::timestamptz)
+  AND (cardinality(i.visible_to) = 0 OR $8::text = ANY(i.visible_to)) AND NOT ($8::text = ANY(i.hidden_from))
 `
 
 type BoundedCountRestrictedParams struct {
@@ -219,8 +218,9 @@ type BoundedCountRestrictedParams struct {
 }
 
 // The restricted always-on items of a layer (with roles or a validity
-// window) after a cursor that the role sees at a time: with the layer's
-// counter of open items, the number of candidates a budget never tried.
+// window) after a cursor that the role sees at a time, from the index
+// alone: with the layer's counter of open items, the number of candidates
+// a budget never tried.
 func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg BoundedCountRestrictedParams) (int64, error) {
 	row := db.QueryRow(ctx, boundedCountRestricted,
 		arg.Project,
@@ -240,16 +240,13 @@ func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg Bound
 const boundedCountTool = `-- name: BoundedCountTool :one
 SELECT count(*)::bigint AS n
 FROM items i
-WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
+WHERE i.project = $1 AND i.live AND i.trigger_tool = $2 AND NOT i.open
   AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
       > ($3::smallint, $4::bigint, $5::smallint,
          $6::bigint, $7::text COLLATE "C")
-  AND (i.open OR EXISTS (
-      SELECT 1 FROM item_versions v
-      WHERE v.project = i.project AND v.key = i.key AND v.version = i.current_version
-        AND (v.valid_from IS NULL OR v.valid_from <= $8::timestamptz)
-        AND (v.valid_until IS NULL OR v.valid_until > $8::timestamptz)
-        AND (cardinality(v.visible_to) = 0 OR $9::text = ANY(v.visible_to)) AND NOT ($9::text = ANY(v.hidden_from))))
+  AND (i.valid_from IS NULL OR i.valid_from <= $8::timestamptz)
+  AND (i.valid_until IS NULL OR i.valid_until > $8::timestamptz)
+  AND (cardinality(i.visible_to) = 0 OR $9::text = ANY(i.visible_to)) AND NOT ($9::text = ANY(i.hidden_from))
 `
 
 type BoundedCountToolParams struct {
@@ -264,9 +261,9 @@ type BoundedCountToolParams struct {
 	Role            string
 }
 
-// A layer's items of one tool after a cursor that the role sees at a time
-// (the tool's candidates a budget never tried): the open ones from the
-// item rows alone, the others with a look at their version.
+// A layer's restricted items of one tool (with roles or a window) after a
+// cursor that the role sees at a time, from the index alone: with the
+// tool's counter of open items, the tool's candidates a budget never tried.
 func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCountToolParams) (int64, error) {
 	row := db.QueryRow(ctx, boundedCountTool,
 		arg.Project,
@@ -683,6 +680,41 @@ func (q *Queries) BoundedTool(ctx context.Context, db DBTX, arg BoundedToolParam
 			&i.BlockTokensCl100k,
 			&i.CreatedAt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const boundedToolOpenCounts = `-- name: BoundedToolOpenCounts :many
+SELECT tool, open FROM tool_counters WHERE project = $1 AND tool = ANY($2::text[])
+`
+
+type BoundedToolOpenCountsParams struct {
+	Project string
+	Tools   []string
+}
+
+type BoundedToolOpenCountsRow struct {
+	Tool string
+	Open int64
+}
+
+// The open items of tools in a layer (kept by the item write path).
+func (q *Queries) BoundedToolOpenCounts(ctx context.Context, db DBTX, arg BoundedToolOpenCountsParams) ([]BoundedToolOpenCountsRow, error) {
+	rows, err := db.Query(ctx, boundedToolOpenCounts, arg.Project, arg.Tools)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []BoundedToolOpenCountsRow{}
+	for rows.Next() {
+		var i BoundedToolOpenCountsRow
+		if err := rows.Scan(&i.Tool, &i.Open); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

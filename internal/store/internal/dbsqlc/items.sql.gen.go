@@ -41,7 +41,7 @@ func (q *Queries) ItemEnsureMany(ctx context.Context, db DBTX, arg ItemEnsureMan
 }
 
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -68,12 +68,16 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.RankTime,
 		&i.StateKey,
 		&i.Open,
+		&i.VisibleTo,
+		&i.HiddenFrom,
+		&i.ValidFrom,
+		&i.ValidUntil,
 	)
 	return i, err
 }
 
 const itemLockMany = `-- name: ItemLockMany :many
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open FROM items
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until FROM items
 WHERE project = $1 AND key = ANY($2::text[])
 ORDER BY key
 FOR UPDATE
@@ -109,6 +113,10 @@ func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyPar
 			&i.RankTime,
 			&i.StateKey,
 			&i.Open,
+			&i.VisibleTo,
+			&i.HiddenFrom,
+			&i.ValidFrom,
+			&i.ValidUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -126,7 +134,7 @@ WITH u AS (
            unnest($4::boolean[]) AS live, unnest($5::text[]) AS trigger_kind,
            unnest($6::text[]) AS trigger_tool, unnest($7::text[]) AS trigger_words
 ), old AS (
-    SELECT count(*) FILTER (WHERE i.live AND i.trigger_kind = 'always' AND i.open) AS n
+    SELECT i.live AND i.trigger_kind = 'always' AND i.open AS was_open, CASE WHEN i.live AND i.open THEN i.trigger_tool END AS was_tool
     FROM items i JOIN u ON i.key = u.key
     WHERE i.project = $1
 ), upd AS (
@@ -140,14 +148,24 @@ WITH u AS (
         rank_time       = -(extract(epoch FROM v.created_at) * 1000000)::bigint,
         state_key       = v.state_key,
         open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
+        visible_to = v.visible_to, hidden_from = v.hidden_from, valid_from = v.valid_from, valid_until = v.valid_until,
         updated_at = now()
     FROM u
     JOIN item_versions v ON v.project = $1 AND v.key = u.key AND v.version = u.version
     WHERE i.project = $1 AND i.key = u.key
-    RETURNING (i.live AND i.trigger_kind = 'always' AND i.open) AS is_open
+    RETURNING (i.live AND i.trigger_kind = 'always' AND i.open) AS is_open, CASE WHEN i.live AND i.open THEN i.trigger_tool END AS is_tool
+), tools AS (
+    INSERT INTO tool_counters (project, tool, open)
+    SELECT $1, d.tool, sum(d.n) FROM (
+        SELECT was_tool AS tool, -1 AS n FROM old WHERE was_tool IS NOT NULL
+        UNION ALL
+        SELECT is_tool, 1 FROM upd WHERE is_tool IS NOT NULL
+    ) d
+    GROUP BY d.tool
+    ON CONFLICT (project, tool) DO UPDATE SET open = tool_counters.open + EXCLUDED.open
 )
 INSERT INTO project_counters (project, always_open)
-SELECT $1, (SELECT count(*) FILTER (WHERE is_open) FROM upd) - (SELECT n FROM old)
+SELECT $1, (SELECT count(*) FILTER (WHERE is_open) FROM upd) - (SELECT count(*) FILTER (WHERE was_open) FROM old)
 ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open
 `
 

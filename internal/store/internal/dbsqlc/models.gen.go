@@ -82,6 +82,10 @@ type Item struct {
 	RankTime       int64
 	StateKey       string
 	Open           bool
+	VisibleTo      []string
+	HiddenFrom     []string
+	ValidFrom      *time.Time
+	ValidUntil     *time.Time
 }
 
 type ItemTerm struct {
@@ -220,4 +224,10 @@ type ProjectCounter struct {
 	HandoffSeq int64
 	WriteSeq   int64
 	AlwaysOpen int64
+}
+
+type ToolCounter struct {
+	Project string
+	Tool    string
+	Open    int64
 }
