@@ -1,14 +1,21 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/server"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // batch writes items to a project in one batch request, as admin.
@@ -210,4 +217,79 @@ func TestBoundedReplayOnRandomWorlds(t *testing.T) {
 		}
 	}
 	require.Greater(t, cut, 2, "some budgets cut")
+}
+
+// TestTwoServersOneDatabase: two contextd processes (two app instances,
+// each with its own pool) on one database, both assembling while both
+// write items: every packet replays byte for byte with its records and
+// cutoff; and of critics racing to accept one handoff through both, one
+// wins and the rest get 409.
+func TestTwoServersOneDatabase(t *testing.T) {
+	t.Parallel()
+	e, a := handoffWorld(t)
+	pool, err := pgxpool.New(context.Background(), e.pool.Config().ConnString())
+	require.NoError(t, err)
+	defer pool.Close()
+	other := httptest.NewServer(server.New(server.Config{App: app.New(store.New(pool, 0))}))
+	defer other.Close()
+	f := &env{t: t, url: other.URL, pool: e.pool, agents: e.agents, admin: e.admin}
+	var items []map[string]any
+	for i := range 200 {
+		items = append(items, map[string]any{"key": fmt.Sprintf("k%03d", i), "kind": "knowledge", "priority": i % 5,
+			"content": fmt.Sprintf("fact %d %s", i, strings.Repeat("filler words ", 10))})
+	}
+	e.batch("acme", items)
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ids []string
+	for w := range 4 {
+		srv := []*env{e, f}[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				if w%2 == 0 {
+					r := srv.do("PUT", fmt.Sprintf("/v1/projects/acme/items/k%03d", (w*8+i)%200), srv.admin,
+						map[string]any{"kind": "knowledge", "content": fmt.Sprintf("rewritten by %d at %d", w, i), "priority": 9})
+					require.Contains(t, []int{200, 201}, r.status, r.text)
+				}
+				r := srv.do("POST", "/v1/projects/acme/packets", srv.admin, map[string]any{"target_role": "critic", "token_budget": 500})
+				require.Equal(t, 201, r.status, r.text)
+				mu.Lock()
+				ids = append(ids, r.json["packet_id"].(string))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, ids, 32)
+	for i, id := range ids {
+		srv := []*env{e, f}[i%2]
+		rep := srv.do("POST", "/v1/projects/acme/packets/"+id+"/replay", srv.admin, nil)
+		require.Equal(t, 200, rep.status, rep.text)
+		require.Equal(t, true, rep.json["identical"], rep.text)
+		require.Empty(t, rep.json["differences"], rep.text)
+	}
+
+	h := e.handoff(a.implementer, manifest("T-race", "critic"))
+	codes := make(chan int, 6)
+	for i := range 6 {
+		srv := []*env{e, f}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- srv.do("POST", "/v1/projects/acme/handoffs/"+h+"/accept", a.critic, nil).status
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	won := 0
+	for c := range codes {
+		require.Contains(t, []int{200, 409}, c)
+		if c == 200 {
+			won++
+		}
+	}
+	require.Equal(t, 1, won, "exactly one acceptor wins across both servers")
 }
