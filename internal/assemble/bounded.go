@@ -287,7 +287,7 @@ func (b *bounded) readSmall(ctx context.Context) error {
 		if s, ok := scores[b.key(v)]; ok {
 			c.relevance = &s
 		}
-		rule, fires := fire(req, v, c.relevance, c.pinned)
+		rule, fires := p.fire(v, c.relevance, c.pinned)
 		if !fires {
 			continue
 		}
@@ -426,7 +426,7 @@ func (b *bounded) readPage(ctx context.Context, s *stream) error {
 	for _, v := range vs {
 		c := b.cand(v)
 		if !c.small {
-			c.rule, _ = fire(b.p.req, c.v, nil, false)
+			c.rule, _ = b.p.fire(c.v, nil, false)
 		}
 		s.buf = append(s.buf, c)
 		s.read = PosOf(v)
@@ -599,7 +599,7 @@ func (b *bounded) fires(c *cand) bool {
 	for _, s := range b.streams {
 		if s.lane.Holds(c.v) && ValidAt(c.v, b.p.in.Now) {
 			if c.rule == "" {
-				c.rule, _ = fire(b.p.req, c.v, nil, false)
+				c.rule, _ = b.p.fire(c.v, nil, false)
 			}
 			return true
 		}

@@ -26,8 +26,9 @@ type pipeline struct {
 	// are written after the ranked items, sorted by reason.
 	excluded []Record
 	// vars are the template values, built the first time a template needs
-	// them.
-	vars map[string]string
+	// them; msgWords the words of each message a person wrote.
+	vars     map[string]string
+	msgWords [][]string
 
 	ranked []*cand // in rank order, contradiction losers taken out
 	losers []*cand // contradiction losers, in candidate order

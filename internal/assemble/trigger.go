@@ -20,7 +20,7 @@ const RelevanceLimit = 50
 func (p *pipeline) triggers() {
 	kept := p.cands[:0]
 	for _, c := range p.cands {
-		rule, fires := fire(p.req, c.v, c.relevance, c.pinned)
+		rule, fires := p.fire(c.v, c.relevance, c.pinned)
 		if !fires {
 			continue
 		}
@@ -31,8 +31,10 @@ func (p *pipeline) triggers() {
 }
 
 // fire decides whether a candidate's trigger fires for the request, and
-// names the rule that did.
-func fire(req *Request, v *ctxtype.Version, relevance *float64, pinned bool) (string, bool) {
+// names the rule that did. The words of each message a person wrote are
+// split once per assembly, not once per candidate.
+func (p *pipeline) fire(v *ctxtype.Version, relevance *float64, pinned bool) (string, bool) {
+	req := p.req
 	if pinned {
 		return "pin", true
 	}
@@ -41,11 +43,7 @@ func fire(req *Request, v *ctxtype.Version, relevance *float64, pinned bool) (st
 	case t.Always:
 		return "always", true
 	case t.Keywords != nil:
-		for i, m := range req.History {
-			if m.Author != "person" {
-				continue
-			}
-			words := keyword.Words(m.Content)
+		for i, words := range p.messageWords() {
 			for _, k := range t.Keywords {
 				if keyword.Contains(words, k) {
 					return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(k), i), true
@@ -64,6 +62,20 @@ func fire(req *Request, v *ctxtype.Version, relevance *float64, pinned bool) (st
 		}
 	}
 	return "", false
+}
+
+// messageWords is the words of each history message a person wrote (nil
+// for the others), split on first use.
+func (p *pipeline) messageWords() [][]string {
+	if p.msgWords == nil {
+		p.msgWords = make([][]string, len(p.req.History))
+		for i, m := range p.req.History {
+			if m.Author == "person" {
+				p.msgWords[i] = keyword.Words(m.Content)
+			}
+		}
+	}
+	return p.msgWords
 }
 
 // score writes a relevance score with two decimals, or up to four when it
