@@ -25,7 +25,10 @@ ALTER TABLE items
     ADD COLUMN visible_to      text[]   NOT NULL DEFAULT '{}',
     ADD COLUMN hidden_from     text[]   NOT NULL DEFAULT '{}',
     ADD COLUMN valid_from      timestamptz,
-    ADD COLUMN valid_until     timestamptz;
+    ADD COLUMN valid_until     timestamptz,
+    -- The keywords of a keyword item, so that the keyword lane is found
+    -- and its untried candidates counted from the item rows alone.
+    ADD COLUMN trigger_keywords text[] NOT NULL DEFAULT '{}';
 
 UPDATE items i
 SET rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
@@ -34,7 +37,8 @@ SET rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction'
     rank_time       = -(extract(epoch FROM v.created_at) * 1000000)::bigint,
     state_key       = v.state_key,
     open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
-    visible_to = v.visible_to, hidden_from = v.hidden_from, valid_from = v.valid_from, valid_until = v.valid_until
+    visible_to = v.visible_to, hidden_from = v.hidden_from, valid_from = v.valid_from, valid_until = v.valid_until,
+    trigger_keywords = coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}')
 FROM item_versions v
 WHERE v.project = i.project AND v.key = i.key AND v.version = i.current_version;
 
@@ -167,6 +171,6 @@ CREATE INDEX items_trigger_tool_idx ON items (project, trigger_tool) WHERE live 
 DROP INDEX items_always_restricted_idx;
 DROP INDEX items_always_rank_idx;
 ALTER TABLE project_counters DROP COLUMN always_open;
-ALTER TABLE items DROP COLUMN valid_until, DROP COLUMN valid_from, DROP COLUMN hidden_from, DROP COLUMN visible_to,
+ALTER TABLE items DROP COLUMN trigger_keywords, DROP COLUMN valid_until, DROP COLUMN valid_from, DROP COLUMN hidden_from, DROP COLUMN visible_to,
     DROP COLUMN open, DROP COLUMN state_key, DROP COLUMN rank_time, DROP COLUMN rank_confidence,
     DROP COLUMN rank_priority, DROP COLUMN rank_authority;

@@ -53,20 +53,23 @@ WHERE i.project = @project AND i.live AND i.trigger_tool = @tool AND NOT i.open
 SELECT tool, open FROM tool_counters WHERE project = @project AND tool = ANY(@tools::text[]);
 
 -- name: BoundedSmall :many
--- The small lanes of both layers in one trip: pins (any trigger) and the
--- keyword items whose keywords start with a word a person said (the match
--- itself is confirmed by the pipeline).
+-- The pinned items of both layers (any trigger).
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM (
-    SELECT project, key, current_version FROM items
-    WHERE project = ANY(@projects::text[]) AND live AND key = ANY(@pins::text[])
-    UNION
-    SELECT project, key, current_version FROM items
-    WHERE project = ANY(@projects::text[]) AND live AND trigger_kind = 'keywords' AND trigger_words && @words::text[]
-) i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version;
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = ANY(@projects::text[]) AND i.live AND i.key = ANY(@pins::text[]);
+
+-- name: BoundedKeywordRefs :many
+-- The keyword items of a layer with a keyword that starts with a word a
+-- person said, from the item rows alone (the GIN index on the first words):
+-- their rank position, roles, window and keywords, which is all the keyword
+-- lane needs to order them, tell which fire and count those never tried.
+SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
+       valid_from, valid_until, trigger_keywords
+FROM items
+WHERE project = @project AND live AND trigger_kind = 'keywords' AND trigger_words && @words::text[];
 
 -- name: BoundedByKeys :many
 -- Live items of one layer by key: the project items that may override a

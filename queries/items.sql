@@ -44,6 +44,7 @@ WITH u AS (
         state_key       = v.state_key,
         open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
         visible_to = v.visible_to, hidden_from = v.hidden_from, valid_from = v.valid_from, valid_until = v.valid_until,
+        trigger_keywords = coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
         updated_at = now()
     FROM u
     JOIN item_versions v ON v.project = @project AND v.key = u.key AND v.version = u.version

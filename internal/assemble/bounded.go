@@ -90,6 +90,7 @@ type bounded struct {
 	// the _shared candidates met.
 	shadows map[string]*ctxtype.Version
 	groups  map[string]bool // resolved state keys
+	words   []string        // every word a person said, for the keyword lane
 }
 
 // stream is one lane of one layer in rank order, a page at a time.
@@ -127,7 +128,8 @@ func (b *bounded) cand(v *ctxtype.Version) *cand {
 func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*Result, *Explanation, error) {
 	p := newPipeline(in)
 	b := &bounded{p: p, src: src, opt: opt, reg: map[[2]string]*cand{}, shadows: map[string]*ctxtype.Version{}, groups: map[string]bool{}}
-	for _, lane := range lanes(in.Request) {
+	b.words = personWords(in.Request)
+	for _, lane := range lanes(in.Request, b.words) {
 		for _, layer := range []string{in.Project, SharedProject} {
 			b.streams = append(b.streams, &stream{layer: layer, lane: lane, cursor: StartPos, read: StartPos})
 		}
@@ -197,10 +199,14 @@ func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*R
 	return res, why, nil
 }
 
-// lanes are the streams of a request: the always-on items, and the items
-// of each tool that returned a result.
-func lanes(req *Request) []Lane {
+// lanes are the streams of a request: the always-on items, the items of
+// each tool that returned a result, and the keyword items when a person
+// said something.
+func lanes(req *Request, words []string) []Lane {
 	out := []Lane{{}}
+	if len(words) > 0 {
+		out = append(out, Lane{Keywords: true})
+	}
 	for _, tr := range req.ToolResults {
 		if l := (Lane{Tool: tr.Tool}); !slices.Contains(out, l) {
 			out = append(out, l)
@@ -253,7 +259,7 @@ func capGaps(res *Result) int {
 func (b *bounded) readSmall(ctx context.Context) error {
 	p, req := b.p, b.p.req
 	layers := []string{p.in.Project, SharedProject}
-	rows, err := b.src.Small(ctx, SmallQuery{Layers: layers, Pins: req.Pins, Words: personWords(req)})
+	rows, err := b.src.Small(ctx, SmallQuery{Layers: layers, Pins: req.Pins})
 	if err != nil {
 		return err
 	}
@@ -404,7 +410,7 @@ func (b *bounded) head(ctx context.Context, s *stream) (*cand, error) {
 			continue
 		}
 		c := s.buf[0]
-		if c.small || !ValidAt(c.v, b.p.in.Now) {
+		if c.small || c.rule == "" || !ValidAt(c.v, b.p.in.Now) {
 			s.buf = s.buf[1:]
 			s.cursor = PosOf(c.v)
 			continue
@@ -414,7 +420,7 @@ func (b *bounded) head(ctx context.Context, s *stream) (*cand, error) {
 }
 
 func (b *bounded) readPage(ctx context.Context, s *stream) error {
-	vs, err := b.src.Lane(ctx, s.layer, s.lane, s.read, pageSize)
+	vs, err := b.src.Lane(ctx, b.query(s, s.read), pageSize)
 	if err != nil {
 		return err
 	}
@@ -597,7 +603,7 @@ func (b *bounded) fires(c *cand) bool {
 		return true
 	}
 	for _, s := range b.streams {
-		if s.lane.Holds(c.v) && ValidAt(c.v, b.p.in.Now) {
+		if b.inLane(s, c.v) && ValidAt(c.v, b.p.in.Now) {
 			if c.rule == "" {
 				c.rule, _ = b.p.fire(c.v, nil, false)
 			}
@@ -605,6 +611,26 @@ func (b *bounded) fires(c *cand) bool {
 		}
 	}
 	return false
+}
+
+// query is a stream's lane after a position.
+func (b *bounded) query(s *stream, after RankPos) LaneQuery {
+	return LaneQuery{Layer: s.layer, Lane: s.lane, After: after, Words: b.words}
+}
+
+// inLane reports whether v is one of the stream's candidates: of its lane,
+// and for the keyword lane, firing.
+func (b *bounded) inLane(s *stream, v *ctxtype.Version) bool {
+	if !b.query(s, StartPos).Holds(v) {
+		return false
+	}
+	return !s.lane.Keywords || b.firesAlone(v)
+}
+
+// firesAlone reports whether v's own trigger fires (no pin, no relevance).
+func (b *bounded) firesAlone(v *ctxtype.Version) bool {
+	_, ok := b.p.fire(v, nil, false)
+	return ok
 }
 
 // sameContent is agreement: the same content is no contradiction.
@@ -660,13 +686,13 @@ func (b *bounded) cutoff(ctx context.Context) (*Cutoff, error) {
 		if s.done && len(s.buf) == 0 {
 			continue
 		}
-		k, err := b.src.CountAfter(ctx, s.layer, s.lane, s.cursor, role, now)
+		k, err := b.src.CountAfter(ctx, b.query(s, s.cursor), role, now, b.firesAlone)
 		if err != nil {
 			return nil, err
 		}
 		n += k
 		for _, c := range b.reg {
-			if c.v.Project == s.layer && s.lane.Holds(c.v) && (c.handled || c.small) &&
+			if c.v.Project == s.layer && b.inLane(s, c.v) && (c.handled || c.small) &&
 				ValidAt(c.v, now) && c.v.Roles.Visible(role) && PosOf(c.v).Compare(s.cursor) > 0 {
 				n--
 			}

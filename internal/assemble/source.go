@@ -22,19 +22,16 @@ import (
 // the database through one; replay and why read a MemorySource built from
 // a stored snapshot.
 type Source interface {
-	// Small is the small lanes of the given layers: the pinned keys (any
-	// trigger) and the keyword items whose keywords start with one of the
-	// words.
+	// Small is the pinned items of the given layers (any trigger).
 	Small(ctx context.Context, q SmallQuery) ([]*ctxtype.Version, error)
 	// Postings is, for each layer and each of the query's lexemes (at most
 	// MaxQueryLexemes), the PostingsPerLexeme relevance items of highest
 	// weight (then key) that are valid at q.Now and visible to q.Role;
 	// and the number of lexemes of the query.
 	Postings(ctx context.Context, q RelevanceQuery) ([]Posting, int, error)
-	// Lane is the next page of a layer's items of a lane (the always-on
-	// items, or the items of one tool) after a position, in rank order
-	// (validity is judged by the pipeline).
-	Lane(ctx context.Context, layer string, lane Lane, after RankPos, n int) ([]*ctxtype.Version, error)
+	// Lane is the next n of a layer's items of a lane after a position, in
+	// rank order (firing and validity are judged by the pipeline).
+	Lane(ctx context.Context, q LaneQuery, n int) ([]*ctxtype.Version, error)
 	// ByKeys is the live items of a layer with those keys.
 	ByKeys(ctx context.Context, layer string, keys []string) ([]*ctxtype.Version, error)
 	// StateGroups is every live item of the layers that claims one of the
@@ -43,28 +40,55 @@ type Source interface {
 	// Texts fills Title and Content of the versions.
 	Texts(ctx context.Context, vs []*ctxtype.Version) error
 	// CountAfter is the number of a layer's items of a lane after a
-	// position that are valid at now and visible to role.
-	CountAfter(ctx context.Context, layer string, lane Lane, after RankPos, role string, now time.Time) (int, error)
+	// position that are valid at now, visible to role and, for the keyword
+	// lane, fire (fires judges a version that carries at least its key,
+	// trigger, roles and validity window).
+	CountAfter(ctx context.Context, q LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) (int, error)
 }
 
 // Lane is a trigger whose items can be many, read in rank order a page at
-// a time: the always-on items (Tool empty), or the items of one tool.
+// a time: the always-on items, the items of one tool, or the keyword items
+// whose keywords start with a word a person said.
 type Lane struct {
-	Tool string
+	Tool     string
+	Keywords bool
 }
 
-// Holds reports whether a version belongs to the lane.
-func (l Lane) Holds(v *ctxtype.Version) bool {
-	if l.Tool == "" {
-		return v.Trigger.Kind() == "always"
+// LaneQuery names a lane of a layer and a position in it.
+type LaneQuery struct {
+	Layer string
+	Lane  Lane
+	After RankPos
+	// Words are the words a person said, for the keyword lane: its items
+	// are those with a keyword that starts with one of them.
+	Words []string
+}
+
+// Holds reports whether a version belongs to the lane (for the keyword
+// lane, by its first words).
+func (q LaneQuery) Holds(v *ctxtype.Version) bool {
+	t := v.Trigger
+	switch {
+	case q.Lane.Keywords:
+		if t.Kind() != "keywords" {
+			return false
+		}
+		for _, k := range t.Keywords {
+			if w := keyword.First(k); w != "" && slices.Contains(q.Words, w) {
+				return true
+			}
+		}
+		return false
+	case q.Lane.Tool != "":
+		return t.Kind() == "tool" && *t.Tool == q.Lane.Tool
 	}
-	return v.Trigger.Kind() == "tool" && *v.Trigger.Tool == l.Tool
+	return t.Kind() == "always"
 }
 
-// SmallQuery asks a Source for the small lanes.
+// SmallQuery asks a Source for the pinned items.
 type SmallQuery struct {
-	Layers      []string
-	Pins, Words []string
+	Layers []string
+	Pins   []string
 }
 
 // RelevanceQuery asks a Source for the postings of a query.
@@ -186,21 +210,7 @@ func (m *MemorySource) live(layers []string, keep func(*ctxtype.Version) bool) [
 
 // Small implements Source.
 func (m *MemorySource) Small(_ context.Context, q SmallQuery) ([]*ctxtype.Version, error) {
-	return m.live(q.Layers, func(v *ctxtype.Version) bool {
-		if slices.Contains(q.Pins, v.Key) {
-			return true
-		}
-		t := v.Trigger
-		switch t.Kind() {
-		case "keywords":
-			for _, k := range t.Keywords {
-				if w := keyword.First(k); w != "" && slices.Contains(q.Words, w) {
-					return true
-				}
-			}
-		}
-		return false
-	}), nil
+	return m.live(q.Layers, func(v *ctxtype.Version) bool { return slices.Contains(q.Pins, v.Key) }), nil
 }
 
 // Postings implements Source.
@@ -232,9 +242,9 @@ func (m *MemorySource) Postings(_ context.Context, q RelevanceQuery) ([]Posting,
 }
 
 // Lane implements Source.
-func (m *MemorySource) Lane(_ context.Context, layer string, lane Lane, after RankPos, n int) ([]*ctxtype.Version, error) {
-	all := m.live([]string{layer}, func(v *ctxtype.Version) bool {
-		return lane.Holds(v) && PosOf(v).Compare(after) > 0
+func (m *MemorySource) Lane(_ context.Context, q LaneQuery, n int) ([]*ctxtype.Version, error) {
+	all := m.live([]string{q.Layer}, func(v *ctxtype.Version) bool {
+		return q.Holds(v) && PosOf(v).Compare(q.After) > 0
 	})
 	slices.SortFunc(all, func(a, b *ctxtype.Version) int { return PosOf(a).Compare(PosOf(b)) })
 	if len(all) > n {
@@ -266,8 +276,8 @@ func (m *MemorySource) Texts(_ context.Context, vs []*ctxtype.Version) error {
 }
 
 // CountAfter implements Source.
-func (m *MemorySource) CountAfter(_ context.Context, layer string, lane Lane, after RankPos, role string, now time.Time) (int, error) {
-	return len(m.live([]string{layer}, func(v *ctxtype.Version) bool {
-		return lane.Holds(v) && PosOf(v).Compare(after) > 0 && ValidAt(v, now) && v.Roles.Visible(role)
+func (m *MemorySource) CountAfter(_ context.Context, q LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) (int, error) {
+	return len(m.live([]string{q.Layer}, func(v *ctxtype.Version) bool {
+		return q.Holds(v) && PosOf(v).Compare(q.After) > 0 && ValidAt(v, now) && v.Roles.Visible(role) && (!q.Lane.Keywords || fires(v))
 	})), nil
 }

@@ -2,6 +2,8 @@ package packet
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +27,8 @@ type dbSource struct {
 	// opens and toolOpens are the counters of open items, read once.
 	opens     map[string]int
 	toolOpens map[laneKey]int
+	// keywords is, by layer, the keyword lane's items in rank order.
+	keywords map[string][]store.KeywordRef
 }
 
 type laneKey struct {
@@ -38,12 +42,13 @@ type readRow struct {
 }
 
 func newDBSource(tx *store.Tx, texts *textCache) *dbSource {
-	return &dbSource{tx: tx, texts: texts, read: map[laneKey][]readRow{}, toolOpens: map[laneKey]int{}}
+	return &dbSource{tx: tx, texts: texts, read: map[laneKey][]readRow{}, toolOpens: map[laneKey]int{},
+		keywords: map[string][]store.KeywordRef{}}
 }
 
 // Small implements assemble.Source.
 func (s *dbSource) Small(ctx context.Context, q assemble.SmallQuery) ([]*ctxtype.Version, error) {
-	return s.tx.BoundedSmall(ctx, q.Layers, q.Pins, q.Words)
+	return s.tx.BoundedSmall(ctx, q.Layers, q.Pins)
 }
 
 // Postings implements assemble.Source.
@@ -65,9 +70,40 @@ func (s *dbSource) Postings(ctx context.Context, q assemble.RelevanceQuery) ([]a
 	return out, len(lex), nil
 }
 
-// Lane implements assemble.Source.
-func (s *dbSource) Lane(ctx context.Context, layer string, lane assemble.Lane, after ctxtype.RankPos, n int) ([]*ctxtype.Version, error) {
-	vs, err := s.tx.BoundedLane(ctx, layer, lane.Tool, after, n)
+// Lane implements assemble.Source. The keyword lane is found whole from
+// the item rows by the first words (what it holds is the person's words'
+// matches, not the project), and its versions are read a page at a time.
+func (s *dbSource) Lane(ctx context.Context, q assemble.LaneQuery, n int) ([]*ctxtype.Version, error) {
+	layer, lane := q.Layer, q.Lane
+	if lane.Keywords {
+		refs, err := s.keywordRefs(ctx, layer, q.Words)
+		if err != nil {
+			return nil, err
+		}
+		i, _ := slices.BinarySearchFunc(refs, q.After, func(r store.KeywordRef, p ctxtype.RankPos) int { return r.Pos.Compare(p) })
+		for i < len(refs) && refs[i].Pos.Compare(q.After) <= 0 {
+			i++
+		}
+		var keys []string
+		for _, r := range refs[i:min(i+n, len(refs))] {
+			keys = append(keys, r.Version.Key)
+		}
+		if len(keys) == 0 {
+			return nil, nil
+		}
+		vs, err := s.tx.BoundedByKeys(ctx, layer, keys)
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(vs, func(a, b *ctxtype.Version) int { return assemble.PosOf(a).Compare(assemble.PosOf(b)) })
+		if len(vs) < len(keys) && i+n < len(refs) {
+			// A page short of rows would end the lane early; it cannot
+			// happen in one snapshot, so say so rather than drop items.
+			return nil, fmt.Errorf("keyword lane of %s: %d of %d items read", layer, len(vs), len(keys))
+		}
+		return vs, nil
+	}
+	vs, err := s.tx.BoundedLane(ctx, layer, lane.Tool, q.After, n)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +164,21 @@ func (s *dbSource) Texts(ctx context.Context, vs []*ctxtype.Version) error {
 // the open rows read up to the cursor (a lane is read in order from its
 // start); the restricted ones are counted from their own partial index,
 // which carries their roles and window.
-func (s *dbSource) CountAfter(ctx context.Context, layer string, lane assemble.Lane, after ctxtype.RankPos, role string, now time.Time) (int, error) {
+func (s *dbSource) CountAfter(ctx context.Context, q assemble.LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) (int, error) {
+	layer, lane, after := q.Layer, q.Lane, q.After
+	if lane.Keywords {
+		refs, err := s.keywordRefs(ctx, layer, q.Words)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, r := range refs {
+			if r.Pos.Compare(after) > 0 && assemble.ValidAt(r.Version, now) && r.Version.Roles.Visible(role) && fires(r.Version) {
+				n++
+			}
+		}
+		return n, nil
+	}
 	open, err := s.openCount(ctx, layer, lane)
 	if err != nil {
 		return 0, err
@@ -148,6 +198,20 @@ func (s *dbSource) CountAfter(ctx context.Context, layer string, lane assemble.L
 		return 0, err
 	}
 	return open + restricted, nil
+}
+
+// keywordRefs is the keyword lane of a layer, in rank order, read once.
+func (s *dbSource) keywordRefs(ctx context.Context, layer string, words []string) ([]store.KeywordRef, error) {
+	if refs, ok := s.keywords[layer]; ok {
+		return refs, nil
+	}
+	refs, err := s.tx.BoundedKeywordRefs(ctx, layer, words)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(refs, func(a, b store.KeywordRef) int { return a.Pos.Compare(b.Pos) })
+	s.keywords[layer] = refs
+	return refs, nil
 }
 
 // openCount is the counter of a lane's open items.

@@ -123,10 +123,42 @@ func laneRow(r dbsqlc.BoundedAlwaysRow) narrowRow {
 		BlockTokensO200k: r.BlockTokensO200k, BlockTokensCl100k: r.BlockTokensCl100k, CreatedAt: r.CreatedAt}
 }
 
-// BoundedSmall is the small lanes of the layers: pinned keys and the
-// keyword items whose keywords start with one of the words; narrow.
-func (db DB) BoundedSmall(ctx context.Context, layers, pins, words []string) ([]*ctxtype.Version, error) {
-	rows, err := q.BoundedSmall(ctx, db.ex, dbsqlc.BoundedSmallParams{Projects: layers, Pins: nonNil(pins), Words: nonNil(words)})
+// KeywordRef is a keyword item as its item row holds it: enough to place
+// it in rank order, tell whether it fires and whether the role sees it.
+type KeywordRef struct {
+	Pos ctxtype.RankPos
+	// Version carries the key, the trigger's keywords, the roles and the
+	// validity window; nothing else.
+	Version *ctxtype.Version
+}
+
+// BoundedKeywordRefs is the keyword items of a layer with a keyword that
+// starts with one of the words, from the item rows alone.
+func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {
+	rows, err := q.BoundedKeywordRefs(ctx, db.ex, dbsqlc.BoundedKeywordRefsParams{Project: layer, Words: nonNil(words)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]KeywordRef, len(rows))
+	for i, r := range rows {
+		out[i] = KeywordRef{
+			Pos: ctxtype.RankPos{Authority: r.RankAuthority, Priority: r.RankPriority, Confidence: r.RankConfidence, Time: r.RankTime, Key: r.Key},
+			Version: &ctxtype.Version{Project: layer, Key: r.Key, Fields: ctxtype.Fields{
+				Trigger:   ctxtype.Trigger{Keywords: nonNil(r.TriggerKeywords)},
+				Roles:     ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
+				ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil),
+			}},
+		}
+	}
+	return out, nil
+}
+
+// BoundedSmall is the pinned items of the layers, narrow.
+func (db DB) BoundedSmall(ctx context.Context, layers, pins []string) ([]*ctxtype.Version, error) {
+	if len(pins) == 0 {
+		return nil, nil
+	}
+	rows, err := q.BoundedSmall(ctx, db.ex, dbsqlc.BoundedSmallParams{Projects: layers, Pins: pins})
 	if err != nil {
 		return nil, interpret(err)
 	}

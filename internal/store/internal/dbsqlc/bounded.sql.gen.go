@@ -281,6 +281,66 @@ func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCoun
 	return n, err
 }
 
+const boundedKeywordRefs = `-- name: BoundedKeywordRefs :many
+SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
+       valid_from, valid_until, trigger_keywords
+FROM items
+WHERE project = $1 AND live AND trigger_kind = 'keywords' AND trigger_words && $2::text[]
+`
+
+type BoundedKeywordRefsParams struct {
+	Project string
+	Words   []string
+}
+
+type BoundedKeywordRefsRow struct {
+	Key             string
+	RankAuthority   int16
+	RankPriority    int64
+	RankConfidence  int16
+	RankTime        int64
+	VisibleTo       []string
+	HiddenFrom      []string
+	ValidFrom       *time.Time
+	ValidUntil      *time.Time
+	TriggerKeywords []string
+}
+
+// The keyword items of a layer with a keyword that starts with a word a
+// person said, from the item rows alone (the GIN index on the first words):
+// their rank position, roles, window and keywords, which is all the keyword
+// lane needs to order them, tell which fire and count those never tried.
+func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKeywordRefsParams) ([]BoundedKeywordRefsRow, error) {
+	rows, err := db.Query(ctx, boundedKeywordRefs, arg.Project, arg.Words)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []BoundedKeywordRefsRow{}
+	for rows.Next() {
+		var i BoundedKeywordRefsRow
+		if err := rows.Scan(
+			&i.Key,
+			&i.RankAuthority,
+			&i.RankPriority,
+			&i.RankConfidence,
+			&i.RankTime,
+			&i.VisibleTo,
+			&i.HiddenFrom,
+			&i.ValidFrom,
+			&i.ValidUntil,
+			&i.TriggerKeywords,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const boundedOpenCounts = `-- name: BoundedOpenCounts :many
 SELECT project, always_open FROM project_counters WHERE project = ANY($1::text[])
 `
@@ -383,20 +443,14 @@ const boundedSmall = `-- name: BoundedSmall :many
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM (
-    SELECT project, key, current_version FROM items
-    WHERE project = ANY($1::text[]) AND live AND key = ANY($2::text[])
-    UNION
-    SELECT project, key, current_version FROM items
-    WHERE project = ANY($1::text[]) AND live AND trigger_kind = 'keywords' AND trigger_words && $3::text[]
-) i
+FROM items i
 JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+WHERE i.project = ANY($1::text[]) AND i.live AND i.key = ANY($2::text[])
 `
 
 type BoundedSmallParams struct {
 	Projects []string
 	Pins     []string
-	Words    []string
 }
 
 type BoundedSmallRow struct {
@@ -422,11 +476,9 @@ type BoundedSmallRow struct {
 	Trigger           json.RawMessage
 }
 
-// The small lanes of both layers in one trip: pins (any trigger) and the
-// keyword items whose keywords start with a word a person said (the match
-// itself is confirmed by the pipeline).
+// The pinned items of both layers (any trigger).
 func (q *Queries) BoundedSmall(ctx context.Context, db DBTX, arg BoundedSmallParams) ([]BoundedSmallRow, error) {
-	rows, err := db.Query(ctx, boundedSmall, arg.Projects, arg.Pins, arg.Words)
+	rows, err := db.Query(ctx, boundedSmall, arg.Projects, arg.Pins)
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func (q *Queries) ItemEnsureMany(ctx context.Context, db DBTX, arg ItemEnsureMan
 }
 
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -72,12 +72,13 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.HiddenFrom,
 		&i.ValidFrom,
 		&i.ValidUntil,
+		&i.TriggerKeywords,
 	)
 	return i, err
 }
 
 const itemLockMany = `-- name: ItemLockMany :many
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until FROM items
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords FROM items
 WHERE project = $1 AND key = ANY($2::text[])
 ORDER BY key
 FOR UPDATE
@@ -117,6 +118,7 @@ func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyPar
 			&i.HiddenFrom,
 			&i.ValidFrom,
 			&i.ValidUntil,
+			&i.TriggerKeywords,
 		); err != nil {
 			return nil, err
 		}
@@ -149,6 +151,7 @@ WITH u AS (
         state_key       = v.state_key,
         open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
         visible_to = v.visible_to, hidden_from = v.hidden_from, valid_from = v.valid_from, valid_until = v.valid_until,
+        trigger_keywords = coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
         updated_at = now()
     FROM u
     JOIN item_versions v ON v.project = $1 AND v.key = u.key AND v.version = u.version

@@ -67,25 +67,26 @@ type IdempotencyKey struct {
 }
 
 type Item struct {
-	Project        string
-	Key            string
-	CurrentVersion int32
-	Live           bool
-	TriggerKind    string
-	TriggerTool    *string
-	TriggerWords   []string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	RankAuthority  int16
-	RankPriority   int64
-	RankConfidence int16
-	RankTime       int64
-	StateKey       string
-	Open           bool
-	VisibleTo      []string
-	HiddenFrom     []string
-	ValidFrom      *time.Time
-	ValidUntil     *time.Time
+	Project         string
+	Key             string
+	CurrentVersion  int32
+	Live            bool
+	TriggerKind     string
+	TriggerTool     *string
+	TriggerWords    []string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	RankAuthority   int16
+	RankPriority    int64
+	RankConfidence  int16
+	RankTime        int64
+	StateKey        string
+	Open            bool
+	VisibleTo       []string
+	HiddenFrom      []string
+	ValidFrom       *time.Time
+	ValidUntil      *time.Time
+	TriggerKeywords []string
 }
 
 type ItemTerm struct {
