@@ -141,7 +141,7 @@ type Budget struct {
 	Cutoff   *Cutoff `json:"cutoff,omitempty"`
 	Headroom int     `json:"headroom"`
 
-	// UnresolvedGaps The highest-ranked budget exclusions, at most 20.
+	// UnresolvedGaps The highest-ranked budget exclusions, at most 20 (after the inviolable gap when the request's own parts exceed the budget).
 	UnresolvedGaps []Gap `json:"unresolved_gaps"`
 
 	// UnresolvedGapsMore The budget exclusions unresolved_gaps does not list, the candidates past the cutoff included.

@@ -31,7 +31,8 @@ const (
 const TryAfterMiss = 32
 
 // MaxGaps is how many budget exclusions unresolved_gaps lists (the highest
-// ranked); GapsMore counts the rest.
+// ranked, after the inviolable gap when there is one); GapsMore counts the
+// rest.
 const MaxGaps = 20
 
 // pageSize is how many rows of a lane pipeline 2 reads at a time.
@@ -142,42 +143,14 @@ func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*R
 	if err := b.readSmall(ctx); err != nil {
 		return nil, nil, err
 	}
-	missed, after := false, 0
-	for !(missed && after == TryAfterMiss) {
-		c, err := b.next(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if c == nil {
-			break
-		}
-		ok, err := b.admit(ctx, c)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !ok {
-			continue
-		}
-		c.section = sectionOf(c.v)
-		p.ranked = append(p.ranked, c)
-		if err := b.costable(ctx, c); err != nil {
-			return nil, nil, err
-		}
-		took, err := p.take(bud, len(p.ranked)-1)
-		if err != nil {
-			return nil, nil, err
-		}
-		if missed {
-			after++
-		} else if !took {
-			missed = true
-		}
+	if err := b.tryAndRender(ctx, bud); err != nil {
+		return nil, nil, err
 	}
 	cutoff, err := b.cutoff(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := b.finish(ctx); err != nil {
+	if err := p.records(); err != nil {
 		return nil, nil, err
 	}
 	var why *Explanation
@@ -215,22 +188,91 @@ func lanes(req *Request, words []string) []Lane {
 	return out
 }
 
-// finish runs the stages after the budget's estimate on what was tried:
-// records in their fixed order, then the exact render with the text of the
-// tried entries, then spans and outcomes.
-func (b *bounded) finish(ctx context.Context) error {
+// maxRounds bounds how often the budget's window is moved after the exact
+// count changed where the first exclusion is.
+const maxRounds = 8
+
+// tryAndRender tries candidates in rank order until TryAfterMiss of them
+// followed the first that did not fit, then settles the records' order and
+// renders with the exact count. The window counts from the first exclusion
+// of the packet as rendered: when the exact count lets in an entry the
+// estimate had left out (or leaves out one it had let in), the first
+// exclusion moves, and so many more candidates are tried as keep
+// TryAfterMiss after it, and the packet is rendered again.
+func (b *bounded) tryAndRender(ctx context.Context, bud *budgeter) error {
+	p := b.p
+	base := len(p.recs)
+	first := -1 // index in p.ranked of the first exclusion
+	for round := 0; ; round++ {
+		for first < 0 || len(p.ranked)-1-first < TryAfterMiss {
+			c, err := b.next(ctx)
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				break
+			}
+			ok, err := b.admit(ctx, c)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			c.section = sectionOf(c.v)
+			p.ranked = append(p.ranked, c)
+			if err := b.costable(ctx, c); err != nil {
+				return err
+			}
+			took, err := p.take(bud, len(p.ranked)-1)
+			if err != nil {
+				return err
+			}
+			if !took && first < 0 {
+				first = len(p.ranked) - 1
+			}
+		}
+		if err := b.renderTried(ctx, base); err != nil {
+			return err
+		}
+		rendered := slices.Index(p.included, false)
+		if rendered == first || round == maxRounds || (rendered < 0 && b.exhausted()) {
+			return nil
+		}
+		first = rendered
+		bud.used = p.used
+	}
+}
+
+// exhausted reports whether every lane and the small lanes are read out.
+func (b *bounded) exhausted() bool {
+	if b.smallNext < len(b.small) {
+		return false
+	}
+	for _, s := range b.streams {
+		if !s.done || len(s.buf) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// renderTried settles the records' order for what was tried (records
+// after base are made again, as more may have been tried since the last
+// render), reads the text of the tried entries and renders with the exact
+// count.
+func (b *bounded) renderTried(ctx context.Context, base int) error {
 	p := b.p
 	slices.SortStableFunc(p.losers, func(x, y *cand) int {
 		return strings.Compare(x.v.Key+"\x00"+x.v.Project, y.v.Key+"\x00"+y.v.Project)
 	})
+	p.recs = p.recs[:base]
+	p.refCand, p.pieceCounts = nil, nil
 	p.itemRecords()
 	if err := b.texts(ctx, p.ranked); err != nil {
 		return err
 	}
-	if err := p.render(); err != nil {
-		return err
-	}
-	return p.records()
+	return p.render()
 }
 
 // capGaps keeps the inviolable gap and the MaxGaps highest-ranked budget
@@ -727,6 +769,8 @@ func (b *bounded) explain(ctx context.Context, cutoffRank int) (*Explanation, er
 			continue
 		}
 		before := len(b.p.excluded)
+		// An untried candidate has the rank it was counted at; a hidden one
+		// is not counted and has none.
 		if c.handled && c.loserOf != nil {
 			return &Explanation{Reason: ReasonContradicted, Rank: rank, Rule: c.rule,
 				Detail: fmt.Sprintf("contradicted by %s v%d on state_key %q", c.loserOf.v.Key, c.loserOf.v.Version, c.v.StateKey)}, nil
@@ -742,6 +786,9 @@ func (b *bounded) explain(ctx context.Context, cutoffRank int) (*Explanation, er
 		case !ok && len(b.p.excluded) > before:
 			r := b.p.excluded[len(b.p.excluded)-1]
 			b.p.excluded = b.p.excluded[:before]
+			if r.Reason == ReasonHidden {
+				rank = 0
+			}
 			return &Explanation{Reason: r.Reason, Detail: r.Detail, Rank: rank, Rule: c.rule}, nil
 		}
 		return &Explanation{Reason: ReasonBudgetCutoff, Rank: rank, Rule: c.rule,
