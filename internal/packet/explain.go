@@ -253,7 +253,16 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		return ok && err == nil
 	}
 
-	if rec := recordOf(p, key, layers); rec != nil {
+	// The item asked about is the project's unless the layer says shared,
+	// the project had none (or a tombstone where _shared had one), or the
+	// project's is one the caller may not see while _shared has one: then
+	// the _shared item is the one that could reach the packet.
+	target := proj
+	pv, sv := then[proj], then[assemble.SharedProject]
+	if layers[0] == assemble.SharedProject || pv == nil || (pv.Deleted && sv != nil && !sv.Deleted) || (sv != nil && !visible(pv)) {
+		target = assemble.SharedProject
+	}
+	if rec := recordOf(p, key, []string{target}); rec != nil {
 		v, err := s.store.ItemVersionGet(ctx, rec.SubjectProject, key, rec.SubjectVersion)
 		if err != nil {
 			return nil, err
@@ -266,15 +275,12 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 
 	// Not recorded: past the budget's cutoff, or it was no candidate, or
 	// it did not fire.
-	if ans, err := s.whyUntried(ctx, proj, p, key, layer, then); err != nil || ans != nil {
-		if ans != nil && !visible(ans.Item) {
-			return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
-		}
-		return ans, err
+	v := then[target]
+	if v != nil && !visible(v) {
+		return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
 	}
-	v := then[proj]
-	if layer == "shared" || v == nil || (v.Deleted && then[assemble.SharedProject] != nil && !then[assemble.SharedProject].Deleted) {
-		v = then[assemble.SharedProject]
+	if ans, err := s.whyUntried(ctx, proj, p, key, target, v); err != nil || ans != nil {
+		return ans, err
 	}
 	if v == nil {
 		return &WhyAnswer{Decision: "not_candidate", Reason: "did_not_exist",
@@ -320,16 +326,8 @@ func (s *Service) whyNotCandidate(ctx context.Context, agent *auth.Agent, p *Pac
 // packet's snapshot, goes on past the cutoff without trying the budget,
 // and says what would have excluded the item first, or that it ranked
 // after the cutoff. Nil when the item was no candidate at all.
-func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, layer string, then map[string]*item.Version) (*WhyAnswer, error) {
-	if p.Pipeline < assemble.Pipeline2 || p.Cutoff == nil {
-		return nil, nil
-	}
-	explain := proj
-	if v := then[proj]; layer == "shared" || v == nil || v.Deleted {
-		explain = assemble.SharedProject
-	}
-	v := then[explain]
-	if v == nil || v.Deleted {
+func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, explain string, v *item.Version) (*WhyAnswer, error) {
+	if p.Pipeline < assemble.Pipeline2 || p.Cutoff == nil || v == nil || v.Deleted {
 		return nil, nil
 	}
 	src, err := s.snapshotSource(ctx, proj, p)

@@ -1030,7 +1030,6 @@ func TestBlackbox8SharedOverridesPastTheCutoff(t *testing.T) {
 // _shared item K is answered (as a packet without a cutoff does), not 404.
 func TestBlackbox8WhyLayer(t *testing.T) {
 	t.Parallel()
-	t.Skip("BUG: why?item=K[&layer=project] answers the _shared record of K when the project item K has no record (past the cutoff, hidden past the cutoff, not triggered, not valid), and 404 instead of the _shared K for a role the project K is hidden from when both are past the cutoff")
 	e := setup(t)
 	e.project("layers2")
 	items, _ := b8Ladder("l.", 70)
