@@ -205,6 +205,17 @@ var b8Allowed = map[string]bool{"packet_id": true, "project": true, "created_at"
 // returns the viewer's records.
 func b8Check(t *testing.T, e *env, proj, viewer string, p b8Packet, admin bool) []map[string]any {
 	t.Helper()
+	headroom, budgetGaps := b8CheckBudget(t, p)
+	recs, ranks, reasons, budgetRecs := b8CheckRecords(t, e, proj, viewer, p, admin)
+	b8CheckCounts(t, p, admin, headroom, ranks, reasons, budgetRecs, budgetGaps)
+	b8CheckStored(t, e, proj, viewer, p)
+	return recs
+}
+
+// b8CheckBudget checks the budget's figures and returns the headroom and
+// the budget gaps.
+func b8CheckBudget(t *testing.T, p b8Packet) (int, []map[string]any) {
+	t.Helper()
 	tk, _ := p.body["tokenizer"].(string)
 	used, allocated, headroom := b8f(p.budget["used"]), b8f(p.budget["allocated"]), b8f(p.budget["headroom"])
 	require.Equal(t, b8Tokens(t, tk, p.rendered), used, "used is the exact token count of rendered")
@@ -231,7 +242,12 @@ func b8Check(t *testing.T, e *env, proj, viewer string, p b8Packet, admin bool) 
 		require.LessOrEqual(t, used, allocated, "used <= token_budget unless the request parts alone exceed it")
 	}
 	require.NotContains(t, p.rendered, "{{", "a template is never half-filled")
+	return headroom, budgetGaps
+}
 
+// b8CheckRecords checks records, sections and spans.
+func b8CheckRecords(t *testing.T, e *env, proj, viewer string, p b8Packet, admin bool) ([]map[string]any, map[int]string, map[string]int, []map[string]any) {
+	t.Helper()
 	// Records, sections and spans.
 	recs := b8Records(t, e, proj, viewer, p.id)
 	included := map[string]map[string]any{}
@@ -292,7 +308,12 @@ func b8Check(t *testing.T, e *env, proj, viewer string, p b8Packet, admin bool) 
 	for i := 1; i < len(spans); i++ {
 		require.LessOrEqual(t, spans[i-1][1], spans[i][0], "spans %v and %v overlap", spans[i-1], spans[i])
 	}
+	return recs, ranks, reasons, budgetRecs
+}
 
+// b8CheckCounts checks excluded counts, the cutoff and the gaps.
+func b8CheckCounts(t *testing.T, p b8Packet, admin bool, headroom int, ranks map[int]string, reasons map[string]int, budgetRecs, budgetGaps []map[string]any) {
+	t.Helper()
 	// Excluded counts are totals; the cutoff's count is excluded.budget_cutoff.
 	for reason, n := range reasons {
 		require.Equal(t, float64(n), p.excluded[reason], "excluded[%s] counts the viewer's records", reason)
@@ -329,7 +350,11 @@ func b8Check(t *testing.T, e *env, proj, viewer string, p b8Packet, admin bool) 
 		require.Equal(t, budgetRecs[i]["tokens"], g["tokens"], "gap %d", i)
 	}
 	require.Equal(t, float64(len(budgetRecs)+p.cutCount()-len(budgetGaps)), p.budget["unresolved_gaps_more"])
+}
 
+// b8CheckStored checks the answer's members, the stored packet and replay.
+func b8CheckStored(t *testing.T, e *env, proj, viewer string, p b8Packet) {
+	t.Helper()
 	// The answer holds the text, sections, budget and capped gaps only.
 	for k := range p.r.json {
 		require.True(t, b8Allowed[k], "unexpected member %q in the packet answer", k)
@@ -353,7 +378,6 @@ func b8Check(t *testing.T, e *env, proj, viewer string, p b8Packet, admin bool) 
 	var pipeline int
 	require.NoError(t, e.pool.QueryRow(t.Context(), "SELECT pipeline FROM packets WHERE id = $1", p.id).Scan(&pipeline))
 	require.Equal(t, 2, pipeline, "new packets are pipeline 2")
-	return recs
 }
 
 type b8WhyResult struct {
@@ -1650,6 +1674,90 @@ func TestBlackbox8AnswerSize(t *testing.T) {
 // verdict except for the budget: not_candidate and stage reasons are equal;
 // what the roomy packet included is included, budget or budget_cutoff in the
 // cutting one, with the same rank before the cutoff.
+// b8DiffWorld writes one world of TestBlackbox8BudgetDoesNotChangeJudgement:
+// both layers with every trigger, overrides, hidden items, state keys,
+// templates and windows. It returns every key and the hidden ones.
+func b8DiffWorld(t *testing.T, e *env, rng *rand.Rand, proj string, words []string, text func(int) string, sharedSoFar *[]b8Key) ([]b8Key, map[b8Key]bool) {
+	t.Helper()
+	keys := append([]b8Key(nil), (*sharedSoFar)...)
+	hid := map[b8Key]bool{}
+	prio := map[b8Key]int{}
+	var plain []string // always-on, visible, open project items: the ones a _shared item overrides
+	for _, layer := range []string{proj, "_shared"} {
+		var items []map[string]any
+		seen := map[string]bool{}
+		for i := range 70 {
+			key := fmt.Sprintf("%s.k%03d", proj, i)
+			lname := "project"
+			if layer == "_shared" {
+				lname = "shared"
+				key = fmt.Sprintf("%s.s%03d", proj, i)
+				if rng.IntN(3) == 0 && len(plain) > 0 {
+					// An override. (An override of a project item that is no
+					// candidate is TestBlackbox8WhyLayer.)
+					key = plain[rng.IntN(len(plain))]
+				}
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			k := b8Key{key, lname}
+			p := rng.IntN(6)
+			if lname == "shared" {
+				// A _shared item never outranks the project item that
+				// overrides it (that case is TestBlackbox8WhyLayer).
+				p = -1 - rng.IntN(3)
+			}
+			prio[k] = p
+			it := map[string]any{"key": key, "kind": []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)],
+				"content": text(3+rng.IntN(30)) + fmt.Sprintf(" marker%d", i), "priority": p,
+				"authority":  []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
+				"confidence": []string{"verified", "probable", "uncertain"}[rng.IntN(3)]}
+			if lname == "shared" {
+				it["authority"] = "hypothesis"
+			}
+			switch rng.IntN(8) {
+			case 0:
+				it["trigger"] = map[string]any{"keywords": []string{words[rng.IntN(len(words))]}}
+			case 1:
+				it["trigger"] = map[string]any{"tool": "lookup"}
+			case 2:
+				it["trigger"] = map[string]any{"relevance": true}
+			}
+			if rng.IntN(7) == 0 && lname == "project" {
+				it["roles"] = map[string]any{"hidden_from": []string{"support"}}
+				hid[k] = true
+			}
+			if rng.IntN(5) == 0 && lname == "project" {
+				it["state_key"] = fmt.Sprintf("%s.s%d", proj, rng.IntN(4))
+			}
+			if rng.IntN(10) == 0 {
+				it["template"] = true
+				it["content"] = []string{"For {{customer}}: ", "Order {{order_id}}: "}[rng.IntN(2)] + text(3)
+			}
+			if rng.IntN(12) == 0 {
+				it["valid_until"] = "2020-01-01T00:00:00Z"
+			}
+			_, hasTrigger := it["trigger"]
+			_, hasRoles := it["roles"]
+			_, hasWindow := it["valid_until"]
+			_, isTemplate := it["template"]
+			if lname == "project" && !hasTrigger && !hasRoles && !hasWindow && !isTemplate {
+				plain = append(plain, key)
+			}
+			items = append(items, it)
+			keys = append(keys, k)
+			if lname == "shared" {
+				*sharedSoFar = append(*sharedSoFar, k)
+			}
+		}
+		e.batch(layer, items)
+	}
+	_ = prio
+	return keys, hid
+}
+
 func TestBlackbox8BudgetDoesNotChangeJudgement(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -1666,81 +1774,7 @@ func TestBlackbox8BudgetDoesNotChangeJudgement(t *testing.T) {
 	for world := range 2 {
 		proj := fmt.Sprintf("dw%d", world)
 		e.project(proj)
-		keys := append([]b8Key(nil), sharedSoFar...)
-		hid := map[b8Key]bool{}
-		prio := map[b8Key]int{}
-		var plain []string // always-on, visible, open project items: the ones a _shared item overrides
-		for _, layer := range []string{proj, "_shared"} {
-			var items []map[string]any
-			seen := map[string]bool{}
-			for i := range 70 {
-				key := fmt.Sprintf("%s.k%03d", proj, i)
-				lname := "project"
-				if layer == "_shared" {
-					lname = "shared"
-					key = fmt.Sprintf("%s.s%03d", proj, i)
-					if rng.IntN(3) == 0 && len(plain) > 0 {
-						// An override. (An override of a project item that is no
-						// candidate is TestBlackbox8WhyLayer.)
-						key = plain[rng.IntN(len(plain))]
-					}
-				}
-				if seen[key] {
-					continue
-				}
-				seen[key] = true
-				k := b8Key{key, lname}
-				p := rng.IntN(6)
-				if lname == "shared" {
-					// A _shared item never outranks the project item that
-					// overrides it (that case is TestBlackbox8WhyLayer).
-					p = -1 - rng.IntN(3)
-				}
-				prio[k] = p
-				it := map[string]any{"key": key, "kind": []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)],
-					"content": text(3+rng.IntN(30)) + fmt.Sprintf(" marker%d", i), "priority": p,
-					"authority":  []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
-					"confidence": []string{"verified", "probable", "uncertain"}[rng.IntN(3)]}
-				if lname == "shared" {
-					it["authority"] = "hypothesis"
-				}
-				switch rng.IntN(8) {
-				case 0:
-					it["trigger"] = map[string]any{"keywords": []string{words[rng.IntN(len(words))]}}
-				case 1:
-					it["trigger"] = map[string]any{"tool": "lookup"}
-				case 2:
-					it["trigger"] = map[string]any{"relevance": true}
-				}
-				if rng.IntN(7) == 0 && lname == "project" {
-					it["roles"] = map[string]any{"hidden_from": []string{"support"}}
-					hid[k] = true
-				}
-				if rng.IntN(5) == 0 && lname == "project" {
-					it["state_key"] = fmt.Sprintf("%s.s%d", proj, rng.IntN(4))
-				}
-				if rng.IntN(10) == 0 {
-					it["template"] = true
-					it["content"] = []string{"For {{customer}}: ", "Order {{order_id}}: "}[rng.IntN(2)] + text(3)
-				}
-				if rng.IntN(12) == 0 {
-					it["valid_until"] = "2020-01-01T00:00:00Z"
-				}
-				_, hasTrigger := it["trigger"]
-				_, hasRoles := it["roles"]
-				_, hasWindow := it["valid_until"]
-				_, isTemplate := it["template"]
-				if lname == "project" && !hasTrigger && !hasRoles && !hasWindow && !isTemplate {
-					plain = append(plain, key)
-				}
-				items = append(items, it)
-				keys = append(keys, k)
-				if lname == "shared" {
-					sharedSoFar = append(sharedSoFar, k)
-				}
-			}
-			e.batch(layer, items)
-		}
+		keys, hid := b8DiffWorld(t, e, rng, proj, words, text, &sharedSoFar)
 		hidden := func(k b8Key) bool { return hid[k] }
 		body := func(budget int) map[string]any {
 			return map[string]any{"target_role": "support", "token_budget": budget, "query": "ledger invoice money",
