@@ -1754,7 +1754,6 @@ func b8DiffWorld(t *testing.T, e *env, rng *rand.Rand, proj string, words []stri
 		}
 		e.batch(layer, items)
 	}
-	_ = prio
 	return keys, hid
 }
 
