@@ -734,7 +734,7 @@ func (b *bounded) cutoff(ctx context.Context) (*Cutoff, error) {
 		}
 		n += k
 		for _, c := range b.reg {
-			if c.v.Project == s.layer && b.inLane(s, c.v) && (c.handled || c.small) &&
+			if c.v.Project == s.layer && (c.handled || c.small) && b.inLane(s, c.v) &&
 				ValidAt(c.v, now) && c.v.Roles.Visible(role) && PosOf(c.v).Compare(s.cursor) > 0 {
 				n--
 			}
