@@ -293,3 +293,102 @@ func TestTwoServersOneDatabase(t *testing.T) {
 	}
 	require.Equal(t, 1, won, "exactly one acceptor wins across both servers")
 }
+
+// TestDerivedRowsFollowEveryWrite: the rows assembly reads instead of the
+// versions — the item row's rank fields, roles and window, the counters of
+// open always-on and tool items, and the relevance index — agree with a
+// recount from the current versions after every kind of write: creates,
+// updates that change the trigger, roles, window or priority, deletes,
+// revivals, batches, in both layers.
+func TestDerivedRowsFollowEveryWrite(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	rng := rand.New(rand.NewPCG(11, 12))
+	triggers := []any{nil, map[string]any{"tool": "lookup"}, map[string]any{"tool": "grep"},
+		map[string]any{"keywords": []string{"refund policy", "ledger"}}, map[string]any{"relevance": true}}
+	write := func() map[string]any {
+		it := map[string]any{"kind": "knowledge", "content": fmt.Sprintf("alpha beta %d ledger ledger", rng.IntN(5)), "priority": rng.IntN(4)}
+		if tr := triggers[rng.IntN(len(triggers))]; tr != nil {
+			it["trigger"] = tr
+		}
+		switch rng.IntN(4) {
+		case 0:
+			it["roles"] = map[string]any{"hidden_from": []string{"support"}}
+		case 1:
+			it["valid_until"] = "2030-01-01T00:00:00Z"
+		}
+		return it
+	}
+	for step := range 120 {
+		layer := []string{"acme", "_shared"}[rng.IntN(2)]
+		key := fmt.Sprintf("k%02d", rng.IntN(12))
+		switch rng.IntN(5) {
+		case 0:
+			r := e.do("DELETE", "/v1/projects/"+layer+"/items/"+key, e.admin, nil)
+			require.Contains(t, []int{200, 204, 404}, r.status, r.text)
+		case 1:
+			var items []map[string]any
+			for i := range 3 {
+				it := write()
+				it["key"] = fmt.Sprintf("k%02d", (rng.IntN(12)+i)%12)
+				items = append(items, it)
+			}
+			dedup := map[string]map[string]any{}
+			var list []map[string]any
+			for _, it := range items {
+				if _, ok := dedup[it["key"].(string)]; !ok {
+					dedup[it["key"].(string)] = it
+					list = append(list, it)
+				}
+			}
+			e.batch(layer, list)
+		default:
+			r := e.do("PUT", "/v1/projects/"+layer+"/items/"+key, e.admin, write())
+			require.Contains(t, []int{200, 201}, r.status, r.text)
+		}
+		checkDerivedRows(t, e, step)
+	}
+}
+
+func checkDerivedRows(t *testing.T, e *env, step int) {
+	t.Helper()
+	ctx := context.Background()
+	var bad int
+	require.NoError(t, e.pool.QueryRow(ctx, `
+		SELECT count(*) FROM items i JOIN item_versions v ON (v.project, v.key, v.version) = (i.project, i.key, i.current_version)
+		WHERE i.rank_priority <> -v.priority OR i.rank_time <> -(extract(epoch FROM v.created_at) * 1000000)::bigint
+		   OR i.visible_to <> v.visible_to OR i.hidden_from <> v.hidden_from
+		   OR i.valid_until IS DISTINCT FROM v.valid_until OR i.state_key <> v.state_key
+		   OR i.open <> (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL)`).Scan(&bad))
+	require.Zero(t, bad, "step %d: item rows disagree with their current versions", step)
+	require.NoError(t, e.pool.QueryRow(ctx, `
+		SELECT count(*) FROM (
+			SELECT p.project, coalesce(c.always_open, 0) AS kept,
+			       (SELECT count(*) FROM items i WHERE i.project = p.project AND i.live AND i.trigger_kind = 'always' AND i.open) AS real
+			FROM projects p LEFT JOIN project_counters c ON c.project = p.project) x
+		WHERE kept <> real`).Scan(&bad))
+	require.Zero(t, bad, "step %d: always_open disagrees with a recount", step)
+	require.NoError(t, e.pool.QueryRow(ctx, `
+		SELECT count(*) FROM (
+			SELECT coalesce(c.project, r.project) AS project, coalesce(c.open, 0) AS kept, coalesce(r.n, 0) AS real
+			FROM tool_counters c
+			FULL JOIN (SELECT project, trigger_tool AS tool, count(*) AS n FROM items WHERE live AND open AND trigger_tool IS NOT NULL GROUP BY 1, 2) r
+			  ON r.project = c.project AND r.tool = c.tool) x
+		WHERE kept <> real`).Scan(&bad))
+	require.Zero(t, bad, "step %d: tool_counters disagree with a recount", step)
+	require.NoError(t, e.pool.QueryRow(ctx, `
+		SELECT count(*) FROM (
+			(SELECT project, lexeme, weight, key, version, open FROM item_terms
+			 EXCEPT
+			 SELECT v.project, w.lexeme, w.weight, v.key, v.version, i.open FROM items i
+			 JOIN item_versions v ON (v.project, v.key, v.version) = (i.project, i.key, i.current_version)
+			 CROSS JOIN LATERAL contextd_term_weights(v.search) w WHERE i.live AND i.trigger_kind = 'relevance')
+			UNION ALL
+			(SELECT v.project, w.lexeme, w.weight, v.key, v.version, i.open FROM items i
+			 JOIN item_versions v ON (v.project, v.key, v.version) = (i.project, i.key, i.current_version)
+			 CROSS JOIN LATERAL contextd_term_weights(v.search) w WHERE i.live AND i.trigger_kind = 'relevance'
+			 EXCEPT
+			 SELECT project, lexeme, weight, key, version, open FROM item_terms)) d`).Scan(&bad))
+	require.Zero(t, bad, "step %d: item_terms disagree with the current relevance versions", step)
+}
