@@ -125,12 +125,20 @@ ORDER BY x.lexeme COLLATE "C"
 LIMIT @max;
 
 -- name: BoundedRelevanceLists :many
--- For each layer and query lexeme, the @per_lexeme relevance items of
--- highest weight that are valid at @at and visible to @role: hidden and
--- expired items are filtered before the limit, so they never take a place.
-SELECT p.project::text AS project, x.lexeme::text AS lexeme, t.key, t.weight
+-- For each layer and each of the query's lexemes (english stemming, stop
+-- words out, at most @max_lexemes in byte order), the @per_lexeme
+-- relevance items of highest weight that are valid at @at and visible to
+-- @role: hidden and expired items are filtered before the limit, so they
+-- never take a place. Every row carries the number of the query's lexemes.
+WITH x AS (
+    SELECT l.lexeme::text AS lexeme
+    FROM unnest(tsvector_to_array(to_tsvector('english', @query::text))) AS l(lexeme)
+    ORDER BY l.lexeme COLLATE "C"
+    LIMIT @max_lexemes
+)
+SELECT p.project::text AS project, x.lexeme, t.key, t.weight, (SELECT count(*) FROM x)::integer AS lexemes
 FROM unnest(@projects::text[]) AS p(project)
-CROSS JOIN unnest(@lexemes::text[]) AS x(lexeme)
+CROSS JOIN x
 CROSS JOIN LATERAL (
     SELECT t.key, t.weight
     FROM item_terms t

@@ -51,14 +51,10 @@ func (s *dbSource) Small(ctx context.Context, q assemble.SmallQuery) ([]*ctxtype
 	return s.tx.BoundedSmall(ctx, q.Layers, q.Pins)
 }
 
-// Postings implements assemble.Source.
+// Postings implements assemble.Source, in one trip.
 func (s *dbSource) Postings(ctx context.Context, q assemble.RelevanceQuery) ([]assemble.Posting, int, error) {
-	lex, err := s.tx.QueryLexemes(ctx, q.Query, assemble.MaxQueryLexemes)
-	if err != nil || len(lex) == 0 {
-		return nil, 0, err
-	}
-	rows, err := s.tx.BoundedRelevanceLists(ctx, store.BoundedRelevanceParams{
-		Layers: q.Layers, Lexemes: lex, At: q.Now, Role: q.Role, PerLexeme: assemble.PostingsPerLexeme,
+	rows, n, err := s.tx.BoundedRelevanceLists(ctx, store.BoundedRelevanceParams{
+		Layers: q.Layers, Query: q.Query, MaxLexemes: assemble.MaxQueryLexemes, At: q.Now, Role: q.Role, PerLexeme: assemble.PostingsPerLexeme,
 	})
 	if err != nil {
 		return nil, 0, err
@@ -67,7 +63,7 @@ func (s *dbSource) Postings(ctx context.Context, q assemble.RelevanceQuery) ([]a
 	for i, r := range rows {
 		out[i] = assemble.Posting{Layer: r.Layer, Lexeme: r.Lexeme, Key: r.Key, Weight: r.Weight}
 	}
-	return out, len(lex), nil
+	return out, n, nil
 }
 
 // Lane implements assemble.Source. The keyword lane is found whole from

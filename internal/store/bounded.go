@@ -254,26 +254,32 @@ type Posting struct {
 
 // BoundedRelevanceParams asks for the per-lexeme relevance lists.
 type BoundedRelevanceParams struct {
-	Layers, Lexemes []string
-	At              time.Time
-	Role            string
-	PerLexeme       int
+	Layers     []string
+	Query      string
+	MaxLexemes int
+	At         time.Time
+	Role       string
+	PerLexeme  int
 }
 
-// BoundedRelevanceLists is, for each layer and lexeme, the PerLexeme
-// relevance items of highest weight valid at At and visible to Role.
-func (db DB) BoundedRelevanceLists(ctx context.Context, p BoundedRelevanceParams) ([]Posting, error) {
+// BoundedRelevanceLists is, for each layer and each of the query's lexemes
+// (at most MaxLexemes), the PerLexeme relevance items of highest weight
+// valid at At and visible to Role, and the number of the query's lexemes
+// (0 when no list has an item, which then does not matter).
+func (db DB) BoundedRelevanceLists(ctx context.Context, p BoundedRelevanceParams) ([]Posting, int, error) {
 	rows, err := q.BoundedRelevanceLists(ctx, db.ex, dbsqlc.BoundedRelevanceListsParams{
-		Projects: p.Layers, Lexemes: p.Lexemes, At: p.At, Role: p.Role, PerLexeme: int32(p.PerLexeme),
+		Projects: p.Layers, Query: p.Query, MaxLexemes: int32(p.MaxLexemes), At: p.At, Role: p.Role, PerLexeme: int32(p.PerLexeme),
 	})
 	if err != nil {
-		return nil, interpret(err)
+		return nil, 0, interpret(err)
 	}
 	out := make([]Posting, len(rows))
+	n := 0
 	for i, r := range rows {
 		out[i] = Posting{Layer: r.Project, Lexeme: r.Lexeme, Key: r.Key, Weight: int(r.Weight)}
+		n = int(r.Lexemes)
 	}
-	return out, nil
+	return out, n, nil
 }
 
 // SnapshotTerms is the relevance weights of the relevance items current in

@@ -372,9 +372,15 @@ func (q *Queries) BoundedOpenCounts(ctx context.Context, db DBTX, projects []str
 }
 
 const boundedRelevanceLists = `-- name: BoundedRelevanceLists :many
-SELECT p.project::text AS project, x.lexeme::text AS lexeme, t.key, t.weight
+WITH x AS (
+    SELECT l.lexeme::text AS lexeme
+    FROM unnest(tsvector_to_array(to_tsvector('english', $5::text))) AS l(lexeme)
+    ORDER BY l.lexeme COLLATE "C"
+    LIMIT $6
+)
+SELECT p.project::text AS project, x.lexeme, t.key, t.weight, (SELECT count(*) FROM x)::integer AS lexemes
 FROM unnest($1::text[]) AS p(project)
-CROSS JOIN unnest($2::text[]) AS x(lexeme)
+CROSS JOIN x
 CROSS JOIN LATERAL (
     SELECT t.key, t.weight
     FROM item_terms t
@@ -382,20 +388,21 @@ CROSS JOIN LATERAL (
       AND (t.open OR EXISTS (
           SELECT 1 FROM item_versions v
           WHERE v.project = t.project AND v.key = t.key AND v.version = t.version
-            AND (v.valid_from IS NULL OR v.valid_from <= $3::timestamptz)
-            AND (v.valid_until IS NULL OR v.valid_until > $3::timestamptz)
-            AND (cardinality(v.visible_to) = 0 OR $4::text = ANY(v.visible_to)) AND NOT ($4::text = ANY(v.hidden_from))))
+            AND (v.valid_from IS NULL OR v.valid_from <= $2::timestamptz)
+            AND (v.valid_until IS NULL OR v.valid_until > $2::timestamptz)
+            AND (cardinality(v.visible_to) = 0 OR $3::text = ANY(v.visible_to)) AND NOT ($3::text = ANY(v.hidden_from))))
     ORDER BY t.weight DESC, t.key COLLATE "C"
-    LIMIT $5
+    LIMIT $4
 ) t
 `
 
 type BoundedRelevanceListsParams struct {
-	Projects  []string
-	Lexemes   []string
-	At        time.Time
-	Role      string
-	PerLexeme int32
+	Projects   []string
+	At         time.Time
+	Role       string
+	PerLexeme  int32
+	Query      string
+	MaxLexemes int32
 }
 
 type BoundedRelevanceListsRow struct {
@@ -403,18 +410,22 @@ type BoundedRelevanceListsRow struct {
 	Lexeme  string
 	Key     string
 	Weight  int32
+	Lexemes int32
 }
 
-// For each layer and query lexeme, the @per_lexeme relevance items of
-// highest weight that are valid at @at and visible to @role: hidden and
-// expired items are filtered before the limit, so they never take a place.
+// For each layer and each of the query's lexemes (english stemming, stop
+// words out, at most @max_lexemes in byte order), the @per_lexeme
+// relevance items of highest weight that are valid at @at and visible to
+// @role: hidden and expired items are filtered before the limit, so they
+// never take a place. Every row carries the number of the query's lexemes.
 func (q *Queries) BoundedRelevanceLists(ctx context.Context, db DBTX, arg BoundedRelevanceListsParams) ([]BoundedRelevanceListsRow, error) {
 	rows, err := db.Query(ctx, boundedRelevanceLists,
 		arg.Projects,
-		arg.Lexemes,
 		arg.At,
 		arg.Role,
 		arg.PerLexeme,
+		arg.Query,
+		arg.MaxLexemes,
 	)
 	if err != nil {
 		return nil, err
@@ -428,6 +439,7 @@ func (q *Queries) BoundedRelevanceLists(ctx context.Context, db DBTX, arg Bounde
 			&i.Lexeme,
 			&i.Key,
 			&i.Weight,
+			&i.Lexemes,
 		); err != nil {
 			return nil, err
 		}
