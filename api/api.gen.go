@@ -366,6 +366,9 @@ type Injection struct {
 type InjectionList struct {
 	Data       []Injection `json:"data"`
 	NextCursor *string     `json:"next_cursor,omitempty"`
+
+	// Project The project whose packets are listed.
+	Project string `json:"project"`
 }
 
 // Item defines model for Item.
@@ -887,6 +890,8 @@ type PutItemParams struct {
 
 // ListItemInjectionsParams defines parameters for ListItemInjections.
 type ListItemInjectionsParams struct {
+	// Project For a _shared item, the project whose packets to list. Required when the caller may see more than one project (422 otherwise); for a project's own item it must be that project, or absent.
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
 	Version *int32  `form:"version,omitempty" json:"version,omitempty"`
 	Since   *string `form:"since,omitempty" json:"since,omitempty"`
 	Until   *string `form:"until,omitempty" json:"until,omitempty"`
@@ -1035,7 +1040,7 @@ type ServerInterface interface {
 	// PutItem Write an item (full replacement); a new version only when something changed.
 	// (PUT /v1/projects/{project}/items/{key})
 	PutItem(ctx echo.Context, project ProjectPath, key KeyPath, params PutItemParams) error
-	// ListItemInjections Every packet that included the item, newest first.
+	// ListItemInjections Every packet of one project that included the item, newest first.
 	// (GET /v1/projects/{project}/items/{key}/injections)
 	ListItemInjections(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemInjectionsParams) error
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
@@ -1764,6 +1769,13 @@ func (w *ServerInterfaceWrapper) ListItemInjections(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListItemInjectionsParams
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", ctx.QueryParams(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
 	// ------------- Optional query parameter "version" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "version", ctx.QueryParams(), &params.Version, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
@@ -3592,7 +3604,7 @@ type StrictServerInterface interface {
 	// PutItem Write an item (full replacement); a new version only when something changed.
 	// (PUT /v1/projects/{project}/items/{key})
 	PutItem(ctx context.Context, request PutItemRequestObject) (PutItemResponseObject, error)
-	// ListItemInjections Every packet that included the item, newest first.
+	// ListItemInjections Every packet of one project that included the item, newest first.
 	// (GET /v1/projects/{project}/items/{key}/injections)
 	ListItemInjections(ctx context.Context, request ListItemInjectionsRequestObject) (ListItemInjectionsResponseObject, error)
 	// ListItemVersions Every version of an item, oldest first, tombstones included.

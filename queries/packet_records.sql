@@ -1,11 +1,12 @@
 -- name: PacketRecordInjections :many
--- Packets that included an item of subject_project, newest first, in the
--- given projects; role is the only packet role a non-admin may see.
+-- Packets of one project that included an item of subject_project, newest
+-- first, in the order of packet_records_injections_idx: a page reads a
+-- page of the index.
 SELECT r.packet_id, r.project, r.subject_version, r.section, r.rule, r.created_at,
        p.target_role, p.created_by
 FROM packet_records r
 JOIN packets p ON p.project = r.project AND p.id = r.packet_id
-WHERE r.project = ANY(@projects::text[])
+WHERE r.project = @project
   AND r.subject_project = @subject_project
   AND r.subject_key = @subject_key
   AND r.decision = 'included' AND r.subject_kind = 'item'

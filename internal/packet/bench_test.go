@@ -137,3 +137,45 @@ func benchQuery(rng *rand.Rand) string {
 	}
 	return q
 }
+
+// BenchmarkInjections measures the first page of the reverse lookup for an
+// item used 200,000 times and one used 50 times in the same project: an
+// index in the query's order makes them cost the same.
+func BenchmarkInjections(b *testing.B) {
+	pool := pgtest.New(b)
+	st := store.New(pool, 0)
+	ctx := context.Background()
+	projects := project.NewService(st)
+	items := item.NewService(st, projects)
+	packets := packet.NewService(st, projects, handoff.NewService(st, projects, handoff.NewHub(st)))
+	admin := &auth.Agent{ID: "agt_bench", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
+	_, _, err := projects.Put(ctx, admin, "bench", "")
+	require.NoError(b, err)
+	_, err = items.Batch(ctx, admin, "bench", []item.Input{{Key: "hot", Content: "used everywhere"}, {Key: "cold", Content: "used rarely"}})
+	require.NoError(b, err)
+	const hot, cold = 200000, 50
+	for _, q := range []string{
+		`INSERT INTO packets (project, id, created_at, created_by, target_role, request, format, tokenizer, rendered,
+		     rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot)
+		 SELECT 'bench', 'ctxpkt_b' || g, now() - g * interval '1 second', 'agt_bench', 'support', '{}', 'markdown', 'o200k_base',
+		     'x', decode(repeat('00', 32), 'hex'), 100, 1, '[]', '{}', '' FROM generate_series(1, $1::int) g`,
+		`INSERT INTO packet_records (project, packet_id, ord, subject_kind, subject_project, subject_key, subject_version, decision, created_at)
+		 SELECT 'bench', 'ctxpkt_b' || g, 0, 'item', 'bench', CASE WHEN g % ($1::int / 50) = 0 THEN 'cold' ELSE 'hot' END, 1, 'included',
+		     now() - g * interval '1 second' FROM generate_series(1, $1::int) g`,
+	} {
+		_, err = pool.Exec(ctx, q, hot+cold)
+		require.NoError(b, err)
+	}
+	_, err = pool.Exec(ctx, "VACUUM ANALYZE packets, packet_records")
+	require.NoError(b, err)
+	for _, key := range []string{"hot", "cold"} {
+		b.Run("item="+key, func(b *testing.B) {
+			for b.Loop() {
+				inj, _, _, err := packets.Injections(ctx, admin, "bench", key, packet.InjectionParams{Limit: 50})
+				if err != nil || len(inj) != 50 {
+					b.Fatalf("%d injections, %v", len(inj), err)
+				}
+			}
+		})
+	}
+}

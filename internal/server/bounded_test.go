@@ -392,3 +392,62 @@ func checkDerivedRows(t *testing.T, e *env, step int) {
 			 SELECT project, lexeme, weight, key, version, open FROM item_terms)) d`).Scan(&bad))
 	require.Zero(t, bad, "step %d: item_terms disagree with the current relevance versions", step)
 }
+
+// TestInjectionsOfOneProject: the reverse lookup lists one project's
+// packets. For a _shared item, ?project= names it; it is required when the
+// caller may see more than one project, and the answer says which project
+// it covers.
+func TestInjectionsOfOneProject(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("p1")
+	e.project("p2")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/house.style", e.admin, map[string]any{"kind": "instruction", "content": "Be brief."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/p1/items/own", e.admin, map[string]any{"kind": "knowledge", "content": "p1 only."}).status)
+	ids := map[string][]string{}
+	for _, p := range []string{"p1", "p1", "p2"} {
+		r := e.do("POST", "/v1/projects/"+p+"/packets", e.admin, map[string]any{"target_role": "support", "token_budget": 2000})
+		require.Equal(t, 201, r.status, r.text)
+		ids[p] = append([]string{r.json["packet_id"].(string)}, ids[p]...) // newest first
+	}
+	// An admin sees both projects: which one must be said.
+	r := e.do("GET", "/v1/projects/_shared/items/house.style/injections", e.admin, nil)
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, "validation_failed", r.json["code"])
+	require.Contains(t, r.text, "project")
+	for _, p := range []string{"p1", "p2"} {
+		r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project="+p, e.admin, nil)
+		require.Equal(t, 200, r.status, r.text)
+		require.Equal(t, p, r.json["project"])
+		var got []string
+		for _, inj := range r.list() {
+			require.Equal(t, p, inj["project"])
+			got = append(got, inj["packet_id"].(string))
+		}
+		require.Equal(t, ids[p], got, "newest first")
+	}
+	// Paging walks the same order.
+	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=p1&limit=1", e.admin, nil)
+	require.Equal(t, ids["p1"][:1], []string{r.list()[0]["packet_id"].(string)})
+	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=p1&limit=1&cursor="+r.json["next_cursor"].(string), e.admin, nil)
+	require.Equal(t, ids["p1"][1:], []string{r.list()[0]["packet_id"].(string)})
+	require.Equal(t, 404, e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=nope", e.admin, nil).status)
+	require.Equal(t, 422, e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=_shared", e.admin, nil).status)
+
+	// An agent of one project needs not say it; a project outside its
+	// scope does not exist for it.
+	agent := e.agent("support", auth.ReadOnly, "p2")
+	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections", agent, nil)
+	require.Equal(t, 200, r.status, r.text)
+	require.Equal(t, "p2", r.json["project"])
+	require.Len(t, r.list(), 1)
+	require.Equal(t, 404, e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=p1", agent, nil).status)
+
+	// A project's own item lists that project's packets.
+	r = e.do("GET", "/v1/projects/p1/items/own/injections", e.admin, nil)
+	require.Equal(t, 200, r.status, r.text)
+	require.Equal(t, "p1", r.json["project"])
+	require.Len(t, r.list(), 2)
+	require.Equal(t, 200, e.do("GET", "/v1/projects/p1/items/own/injections?project=p1", e.admin, nil).status)
+	require.Equal(t, 422, e.do("GET", "/v1/projects/p1/items/own/injections?project=p2", e.admin, nil).status)
+}

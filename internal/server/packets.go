@@ -265,13 +265,13 @@ func (s *Server) ListItemInjections(ctx context.Context, r api.ListItemInjection
 		v := int(*r.Params.Version)
 		version = &v
 	}
-	inj, next, err := s.packets.Injections(ctx, agentFrom(ctx), r.Project, r.Key, packet.InjectionParams{
-		Version: version, Since: since, Until: until, Cursor: deref(r.Params.Cursor), Limit: limit,
+	inj, next, of, err := s.packets.Injections(ctx, agentFrom(ctx), r.Project, r.Key, packet.InjectionParams{
+		Project: deref(r.Params.Project), Version: version, Since: since, Until: until, Cursor: deref(r.Params.Cursor), Limit: limit,
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListItemInjections200JSONResponse{Data: []api.Injection{}, NextCursor: ptrIf(next)}
+	out := api.ListItemInjections200JSONResponse{Project: of, Data: []api.Injection{}, NextCursor: ptrIf(next)}
 	for _, i := range inj {
 		out.Data = append(out.Data, api.Injection{PacketId: i.PacketID, Project: i.Project, CreatedAt: i.CreatedAt,
 			TargetRole: i.TargetRole, Agent: i.Agent, Section: i.Section, Rule: i.Rule, Version: i.Version})

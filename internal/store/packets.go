@@ -153,7 +153,7 @@ type Injection struct {
 
 // InjectionListParams filters the reverse lookup, newest first.
 type InjectionListParams struct {
-	Projects                   []string // the packets' projects
+	Project                    string // the packets' project
 	SubjectProject, SubjectKey string
 	Version                    *int
 	Since, Until               *time.Time
@@ -166,7 +166,7 @@ type InjectionListParams struct {
 // InjectionList is a page of the packets that included an item.
 func (db DB) InjectionList(ctx context.Context, p InjectionListParams) ([]Injection, error) {
 	params := dbsqlc.PacketRecordInjectionsParams{
-		Projects: p.Projects, SubjectProject: p.SubjectProject, SubjectKey: p.SubjectKey, Since: p.Since, Until: p.Until,
+		Project: p.Project, SubjectProject: p.SubjectProject, SubjectKey: p.SubjectKey, Since: p.Since, Until: p.Until,
 		HasCursor: p.HasCursor, CursorTime: p.CursorTime, CursorID: p.CursorID, Max: int32(p.Max),
 	}
 	if p.Version != nil {

@@ -61,7 +61,7 @@ SELECT r.packet_id, r.project, r.subject_version, r.section, r.rule, r.created_a
        p.target_role, p.created_by
 FROM packet_records r
 JOIN packets p ON p.project = r.project AND p.id = r.packet_id
-WHERE r.project = ANY($1::text[])
+WHERE r.project = $1
   AND r.subject_project = $2
   AND r.subject_key = $3
   AND r.decision = 'included' AND r.subject_kind = 'item'
@@ -75,7 +75,7 @@ LIMIT $11
 `
 
 type PacketRecordInjectionsParams struct {
-	Projects       []string
+	Project        string
 	SubjectProject string
 	SubjectKey     string
 	Version        *int32
@@ -99,11 +99,12 @@ type PacketRecordInjectionsRow struct {
 	CreatedBy      string
 }
 
-// Packets that included an item of subject_project, newest first, in the
-// given projects; role is the only packet role a non-admin may see.
+// Packets of one project that included an item of subject_project, newest
+// first, in the order of packet_records_injections_idx: a page reads a
+// page of the index.
 func (q *Queries) PacketRecordInjections(ctx context.Context, db DBTX, arg PacketRecordInjectionsParams) ([]PacketRecordInjectionsRow, error) {
 	rows, err := db.Query(ctx, packetRecordInjections,
-		arg.Projects,
+		arg.Project,
 		arg.SubjectProject,
 		arg.SubjectKey,
 		arg.Version,
