@@ -22,8 +22,10 @@ type Config struct {
 	// Store is the database connection: URL (empty for the embedded
 	// default), pool size and timeouts.
 	Store store.Config
-	// BodyLimit is the largest request body, in bytes.
-	BodyLimit int64
+	// BodyLimit is the largest request body, in bytes; BatchBodyLimit the
+	// largest body of a batch of items (10,000 items of 2 KB fit).
+	BodyLimit      int64
+	BatchBodyLimit int64
 	// HTTP server timeouts.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
@@ -32,8 +34,12 @@ type Config struct {
 	logLevel string
 }
 
-// DefaultBodyLimit is the largest request body accepted unless configured.
-const DefaultBodyLimit = 8 << 20
+// DefaultBodyLimit is the largest request body accepted unless configured;
+// DefaultBatchBodyLimit the largest batch of items.
+const (
+	DefaultBodyLimit      = 8 << 20
+	DefaultBatchBodyLimit = 32 << 20
+)
 
 // RegisterFlags declares the configuration's flags, with defaults from
 // the environment where a variable is named.
@@ -42,6 +48,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", EnvOr("CONTEXTD_LOG_LEVEL", "info"), "debug, info, warn or error (env CONTEXTD_LOG_LEVEL)")
 	fs.BoolVar(&c.Migrate, "migrate", true, "apply pending migrations on start; with false, refuse to start on a stale schema")
 	fs.Int64Var(&c.BodyLimit, "body-limit", DefaultBodyLimit, "largest request body, in bytes")
+	fs.Int64Var(&c.BatchBodyLimit, "batch-body-limit", DefaultBatchBodyLimit, "largest body of a batch of items (POST /v1/projects/{p}/items), in bytes")
 	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", int32(envInt("CONTEXTD_DB_MAX_CONNS", 0)), "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")
 	fs.DurationVar(&c.Store.AcquireTimeout, "db-acquire-timeout", store.DefaultAcquireTimeout, "longest wait for a free database connection before answering 503")
 	fs.DurationVar(&c.Store.StatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "longest a statement may run on the server")
@@ -65,6 +72,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyLimit <= 0 {
 		errs = append(errs, fmt.Errorf("--body-limit: must be positive, not %d", c.BodyLimit))
+	}
+	if c.BatchBodyLimit < c.BodyLimit {
+		errs = append(errs, fmt.Errorf("--batch-body-limit: must be at least --body-limit (%d), not %d", c.BodyLimit, c.BatchBodyLimit))
 	}
 	if c.Store.MaxConns < 0 {
 		errs = append(errs, fmt.Errorf("--db-max-conns: must not be negative"))

@@ -88,7 +88,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	go sweepIdempotencyKeys(ctx, st, log)
 	stopping := make(chan struct{})
 	e := server.New(server.Config{
-		App: a, Logger: log, BodyLimit: cfg.BodyLimit, Stopping: stopping,
+		App: a, Logger: log, BodyLimit: cfg.BodyLimit, BatchBodyLimit: cfg.BatchBodyLimit, Stopping: stopping,
 		Ready: func(ctx context.Context) error {
 			pending, err := store.MigrationsPending(ctx, url)
 			if err == nil && pending {

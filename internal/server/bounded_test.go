@@ -451,3 +451,26 @@ func TestInjectionsOfOneProject(t *testing.T) {
 	require.Equal(t, 200, e.do("GET", "/v1/projects/p1/items/own/injections?project=p1", e.admin, nil).status)
 	require.Equal(t, 422, e.do("GET", "/v1/projects/p1/items/own/injections?project=p2", e.admin, nil).status)
 }
+
+// TestBatchBodyLimit: a batch of items has a larger body limit than other
+// requests (10,000 items of 2 KB fit), and is still bounded.
+func TestBatchBodyLimit(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	big := strings.Repeat("word ", 2<<20) // 10 MiB: over the 8 MiB default, under the batch limit
+	// The batch passes the body limit and is judged: the kind is invalid, so
+	// nothing is tokenized or written.
+	r := e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []map[string]any{{"key": "k", "kind": "nonsense", "content": big}}})
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, "validation_failed", r.json["code"])
+	// Any other request of that size is refused.
+	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"kind": "knowledge", "content": big})
+	require.Equal(t, 413, r.status)
+	require.Equal(t, "payload_too_large", r.json["code"])
+	// A batch over its own limit is refused too.
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []map[string]any{{"key": "k", "kind": "knowledge", "content": strings.Repeat(big, 4)}}})
+	require.Equal(t, 413, r.status)
+	require.Equal(t, "payload_too_large", r.json["code"])
+	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/k", e.admin, nil).status, "nothing was written")
+}

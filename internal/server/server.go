@@ -34,6 +34,9 @@ type Config struct {
 	App       *app.App
 	Logger    *slog.Logger
 	BodyLimit int64 // bytes; 0 means DefaultBodyLimit
+	// BatchBodyLimit bounds the body of a batch of items; 0 means
+	// app.DefaultBatchBodyLimit (at least BodyLimit).
+	BatchBodyLimit int64
 	// Ready reports whether the schema is current; /readyz calls it.
 	Ready func(ctx context.Context) error
 	// Stopping, when closed, ends the live event streams, so that a
@@ -46,13 +49,15 @@ type Server struct {
 	store     *store.Store
 	log       *slog.Logger
 	bodyLimit int64
-	ready     func(ctx context.Context) error
-	stopping  <-chan struct{}
-	agents    *auth.Service
-	projects  *project.Service
-	items     *item.Service
-	packets   *packet.Service
-	handoffs  *handoff.Service
+	// batchLimit is the body limit of the batch endpoint.
+	batchLimit int64
+	ready      func(ctx context.Context) error
+	stopping   <-chan struct{}
+	agents     *auth.Service
+	projects   *project.Service
+	items      *item.Service
+	packets    *packet.Service
+	handoffs   *handoff.Service
 }
 
 // New builds the Echo instance serving the whole API.
@@ -63,12 +68,15 @@ func New(cfg Config) *echo.Echo {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
+	if cfg.BatchBodyLimit <= 0 {
+		cfg.BatchBodyLimit = max(app.DefaultBatchBodyLimit, cfg.BodyLimit)
+	}
 	a := cfg.App
 	if a == nil {
 		a = &app.App{} // routes only: for tests that inspect the router
 	}
 	s := &Server{
-		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
+		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
 		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs,
 	}
 	e := echo.New()
@@ -111,13 +119,19 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 
 // limitBody refuses bodies over the limit: at once when Content-Length says
 // so, otherwise when reading passes it.
+// A batch of items has a limit of its own: 10,000 items of 2 KB are
+// larger than any other request has reason to be.
 func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.ContentLength > s.bodyLimit {
-			return problem(413, "payload_too_large", "request body of %d bytes is over the %d-byte limit", r.ContentLength, s.bodyLimit)
+		limit := s.bodyLimit
+		if r.Method == http.MethodPost && c.Path() == "/v1/projects/:project/items" {
+			limit = s.batchLimit
 		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.bodyLimit)
+		if r.ContentLength > limit {
+			return problem(413, "payload_too_large", "request body of %d bytes is over the %d-byte limit", r.ContentLength, limit)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
 		return next(c)
 	}
 }
