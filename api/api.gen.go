@@ -995,7 +995,7 @@ type ServerInterface interface {
 	// CreateAgent Create an agent and its key (admin). The key is shown once.
 	// (POST /v1/agents)
 	CreateAgent(ctx echo.Context, params CreateAgentParams) error
-	// RevokeAgent Revoke an agent's key (admin); it is refused at once.
+	// RevokeAgent Revoke an agent's key (admin); this process refuses it at once, every other within a second.
 	// (DELETE /v1/agents/{id})
 	RevokeAgent(ctx echo.Context, id string) error
 	// ListProjects The projects the caller may see.
@@ -3559,7 +3559,7 @@ type StrictServerInterface interface {
 	// CreateAgent Create an agent and its key (admin). The key is shown once.
 	// (POST /v1/agents)
 	CreateAgent(ctx context.Context, request CreateAgentRequestObject) (CreateAgentResponseObject, error)
-	// RevokeAgent Revoke an agent's key (admin); it is refused at once.
+	// RevokeAgent Revoke an agent's key (admin); this process refuses it at once, every other within a second.
 	// (DELETE /v1/agents/{id})
 	RevokeAgent(ctx context.Context, request RevokeAgentRequestObject) (RevokeAgentResponseObject, error)
 	// ListProjects The projects the caller may see.

@@ -121,18 +121,25 @@ func fromRow(r store.Agent) *Agent {
 // agents (and grants only the projects) within its own scope.
 type Service struct {
 	store *store.Store
+	keys  *keyCache
 }
 
 // NewService returns an agent service.
-func NewService(st *store.Store) *Service { return &Service{store: st} }
+func NewService(st *store.Store) *Service { return &Service{store: st, keys: newKeyCache()} }
 
 // Authenticate returns the agent holding key. A malformed key, a bad
 // checksum, an unknown key and a revoked key are all ErrUnauthenticated.
+//
+// Agents of good keys are kept for a second (see keyCache).
 func (s *Service) Authenticate(ctx context.Context, key string) (*Agent, error) {
 	if !WellFormed(key) {
 		return nil, fmt.Errorf("%w: not a contextd key (bad shape or checksum)", ErrUnauthenticated)
 	}
-	row, err := s.store.AgentByKeyHash(ctx, HashKey(key))
+	hash, started := HashKey(key), time.Now()
+	if a, ok := s.keys.get(hash, started); ok {
+		return a, nil
+	}
+	row, err := s.store.AgentByKeyHash(ctx, hash)
 	if err != nil {
 		if errors.Is(err, fault.ErrNotFound) {
 			return nil, fmt.Errorf("%w: unknown key", ErrUnauthenticated)
@@ -142,7 +149,9 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Agent, error) 
 	if row.RevokedAt != nil {
 		return nil, fmt.Errorf("%w: key revoked", ErrUnauthenticated)
 	}
-	return fromRow(row), nil
+	a := fromRow(row)
+	s.keys.put(hash, a, started)
+	return a, nil
 }
 
 // CreateParams describes a new agent.
@@ -290,6 +299,7 @@ func (s *Service) Revoke(ctx context.Context, caller *Agent, id string) (*Agent,
 	if err != nil {
 		return nil, fmt.Errorf("revoke agent %s: %w", id, err)
 	}
+	s.keys.forget(id, time.Now())
 	return fromRow(row), nil
 }
 

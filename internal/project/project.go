@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
@@ -25,7 +26,13 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) // the same
 type Project = store.Project
 
 // Service manages projects.
-type Service struct{ store *store.Store }
+type Service struct {
+	store *store.Store
+	// known holds the projects seen to exist through committed reads.
+	// Projects are never deleted, so a project once seen stays; one not
+	// found is never kept, so a new project is found at once.
+	known sync.Map
+}
 
 // NewService returns a project service.
 func NewService(st *store.Store) *Service { return &Service{store: st} }
@@ -45,8 +52,21 @@ func exists(ctx context.Context, db store.DB, name string) (bool, error) {
 // Authorize checks that agent may act on project with permission p: a
 // project out of scope or missing is ErrNotFound, a missing permission
 // auth.ErrForbidden.
+//
+// It reads through the pool, so what it finds is committed: a project found
+// is remembered for the process (every request asks).
 func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project string, p auth.Permission) error {
-	return s.AuthorizeIn(ctx, s.store.DB, agent, project, p)
+	if _, ok := s.known.Load(project); ok && agent.InScope(project) {
+		if !agent.Can(project, p) {
+			return fmt.Errorf("%w: %s permission needed on project %s", auth.ErrForbidden, p, project)
+		}
+		return nil
+	}
+	err := s.AuthorizeIn(ctx, s.store.DB, agent, project, p)
+	if err == nil || errors.Is(err, auth.ErrForbidden) { // it exists
+		s.known.Store(project, struct{}{})
+	}
+	return err
 }
 
 // AuthorizeIn is Authorize reading through db: a caller inside a

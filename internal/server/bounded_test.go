@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -473,4 +474,42 @@ func TestBatchBodyLimit(t *testing.T) {
 	require.Equal(t, 413, r.status)
 	require.Equal(t, "payload_too_large", r.json["code"])
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/k", e.admin, nil).status, "nothing was written")
+}
+
+// TestRevocationWithCachedKeys: agents of keys are kept for a second per
+// process, so a revocation takes effect at once in the process that made
+// it and within that second in another; a new agent's key works at once.
+func TestRevocationWithCachedKeys(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	pool, err := pgxpool.New(context.Background(), e.pool.Config().ConnString())
+	require.NoError(t, err)
+	defer pool.Close()
+	other := httptest.NewServer(server.New(server.Config{App: app.New(store.New(pool, 0))}))
+	defer other.Close()
+	f := &env{t: t, url: other.URL, pool: e.pool, agents: e.agents, admin: e.admin}
+
+	mk := func() (string, string) {
+		r := e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "r", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+		require.Equal(t, 201, r.status, r.text)
+		return r.json["id"].(string), r.json["key"].(string)
+	}
+	id, key := mk()
+	require.Equal(t, 200, e.do("GET", "/v1/projects/acme/items", key, nil).status, "a new key works at once")
+	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status, "in every process")
+	require.Equal(t, 200, e.do("DELETE", "/v1/agents/"+id, e.admin, nil).status)
+	require.Equal(t, 401, e.do("GET", "/v1/projects/acme/items", key, nil).status, "revoked at once where it was revoked")
+	time.Sleep(1100 * time.Millisecond)
+	require.Equal(t, 401, f.do("GET", "/v1/projects/acme/items", key, nil).status, "and within a second in another process")
+
+	// A revocation in the other process, while this one uses the key.
+	id, key = mk()
+	for range 5 {
+		require.Equal(t, 200, e.do("GET", "/v1/projects/acme/items", key, nil).status)
+	}
+	require.Equal(t, 200, f.do("DELETE", "/v1/agents/"+id, f.admin, nil).status)
+	require.Equal(t, 401, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+	time.Sleep(1100 * time.Millisecond)
+	require.Equal(t, 401, e.do("GET", "/v1/projects/acme/items", key, nil).status)
 }
