@@ -4,9 +4,13 @@
 // reads no clock and draws no random numbers, so the same inputs always give
 // the same bytes — which is what makes a stored packet replayable.
 //
-// Assemble runs a fixed sequence of stages over one pipeline value; each
-// stage is a method in the file named after it, narrows or annotates the
-// candidates, and writes the records of what it left out.
+// Assemble (pipeline 1) runs a fixed sequence of stages over one pipeline
+// value; each stage is a method in the file named after it, narrows or
+// annotates the candidates, and writes the records of what it left out.
+// AssembleBounded (pipeline 2, bounded.go) runs the same stages once per
+// candidate as it reads them in rank order from a Source, and stops when
+// the budget is full; packets remember which pipeline made them, and
+// replay with it.
 package assemble
 
 import (

@@ -119,12 +119,12 @@ func (b *bounded) cand(v *ctxtype.Version) *cand {
 
 // AssembleBounded is pipeline 2: the stages of Assemble, in the same order
 // of precedence, run once per candidate as the candidates are read in rank
-// order from src. It reads the small lanes (pins, keywords, the top
-// relevance matches) whole and the lanes of each layer (its always-on
-// items, the items of each tool) a page at a time, merging them all in
-// rank order; stops TryAfterMiss candidates after
-// the first that does not fit; counts the rest without reading them; and
-// reads the text only of what it tries. It does no I/O of its own: all it
+// order from src. It reads the small lanes (pins, the top relevance
+// matches) whole and the lanes of each layer (its always-on items, the
+// items of each tool of the request, the keyword items of the words a
+// person said) a page at a time, merging them all in rank order; stops
+// TryAfterMiss candidates after the first that does not fit; counts the
+// rest without reading them; and reads the text only of what it tries. It does no I/O of its own: all it
 // reads comes from src, so the same source state gives the same bytes.
 func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*Result, *Explanation, error) {
 	p := newPipeline(in)
