@@ -165,6 +165,7 @@ WITH u AS (
         SELECT is_tool, 1 FROM upd WHERE is_tool IS NOT NULL
     ) d
     GROUP BY d.tool
+    ORDER BY d.tool -- one lock order for every writer
     ON CONFLICT (project, tool) DO UPDATE SET open = tool_counters.open + EXCLUDED.open
 )
 INSERT INTO project_counters (project, always_open)
