@@ -72,11 +72,16 @@ CREATE TABLE tool_counters (
 );
 INSERT INTO tool_counters (project, tool, open)
 SELECT project, trigger_tool, count(*) FROM items WHERE live AND trigger_tool IS NOT NULL AND open GROUP BY 1, 2;
--- Keyword items are found by the first words of their keywords: a GIN
--- index on the words alone (led by the project, through btree_gin, a
--- lookup of fifty words took 9 ms at 10,000 items; alone, 0.3 ms).
+-- Keyword items are found by the first words of their keywords, each
+-- qualified by its project (project, U+001F, word) so that one GIN index
+-- lookup stays inside the tenant: led by the project through btree_gin, a
+-- lookup of fifty words took 9 ms at 10,000 items; on qualified words alone
+-- it takes 0.3 ms and never reads another project's rows.
+ALTER TABLE items ADD COLUMN trigger_terms text[] NOT NULL DEFAULT '{}';
+UPDATE items SET trigger_terms = ARRAY(SELECT project || E'\x1f' || w FROM unnest(trigger_words) AS w)
+WHERE cardinality(trigger_words) > 0;
 DROP INDEX items_trigger_words_idx;
-CREATE INDEX items_trigger_words_idx ON items USING gin (trigger_words) WHERE live AND trigger_kind = 'keywords';
+CREATE INDEX items_trigger_terms_idx ON items USING gin (trigger_terms) WHERE live AND trigger_kind = 'keywords';
 -- Contradiction groups are found by state key among the live items.
 CREATE INDEX items_state_key_idx ON items (project, state_key) WHERE live AND state_key <> '';
 
@@ -147,7 +152,7 @@ ALTER TABLE packet_records DROP CONSTRAINT packet_records_project_packet_id_fkey
 DO $$
 BEGIN
     ALTER TABLE packets ALTER COLUMN rendered SET COMPRESSION lz4, ALTER COLUMN request SET COMPRESSION lz4;
-EXCEPTION WHEN OTHERS THEN
+EXCEPTION WHEN feature_not_supported OR invalid_parameter_value THEN
     RAISE NOTICE 'lz4 compression is not available (%); packets stay compressed with pglz, slower to write', SQLERRM;
 END
 $$;
@@ -162,7 +167,8 @@ CREATE INDEX item_versions_relevance_idx ON item_versions USING gin (project, se
 DROP TABLE item_terms;
 DROP FUNCTION contextd_term_weights(tsvector);
 DROP INDEX items_state_key_idx;
-DROP INDEX items_trigger_words_idx;
+DROP INDEX items_trigger_terms_idx;
+ALTER TABLE items DROP COLUMN trigger_terms;
 CREATE INDEX items_trigger_words_idx ON items USING gin (project, trigger_words) WHERE live AND trigger_kind = 'keywords';
 DROP TABLE tool_counters;
 DROP INDEX items_tool_restricted_idx;

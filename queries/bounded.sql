@@ -63,13 +63,14 @@ WHERE i.project = ANY(@projects::text[]) AND i.live AND i.key = ANY(@pins::text[
 
 -- name: BoundedKeywordRefs :many
 -- The keyword items of a layer with a keyword that starts with a word a
--- person said, from the item rows alone (the GIN index on the first words):
+-- person said, from the item rows alone (the GIN index on the first words,
+-- each qualified by its project: @terms are project, U+001F, word):
 -- their rank position, roles, window and keywords, which is all the keyword
 -- lane needs to order them, tell which fire and count those never tried.
 SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
        valid_from, valid_until, trigger_keywords
 FROM items
-WHERE project = @project AND live AND trigger_kind = 'keywords' AND trigger_words && @words::text[];
+WHERE project = @project AND live AND trigger_kind = 'keywords' AND trigger_terms && @terms::text[];
 
 -- name: BoundedByKeys :many
 -- Live items of one layer by key: the project items that may override a

@@ -37,6 +37,8 @@ WITH u AS (
     SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
         trigger_tool = nullif(u.trigger_tool, ''),
         trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
+        trigger_terms = CASE WHEN u.trigger_words = '' THEN '{}'::text[]
+                        ELSE ARRAY(SELECT @project || E'\x1f' || w FROM unnest(string_to_array(u.trigger_words, ',')) AS w) END,
         rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
         rank_priority   = -v.priority::bigint,
         rank_confidence = -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END),

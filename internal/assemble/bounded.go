@@ -8,6 +8,7 @@ import (
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
+	"github.com/contextd/contextd/internal/render"
 )
 
 // The pipeline versions. A packet stores the version that made it, and a
@@ -481,7 +482,9 @@ func (b *bounded) readPage(ctx context.Context, s *stream) error {
 		if v.Project == SharedProject {
 			shared = append(shared, v.Key)
 		}
-		if v.Template {
+		// Templates are filled when met, and outside markdown every
+		// entry's cost is counted from its text: read the page's at once.
+		if v.Template || b.p.req.Format != render.Markdown {
 			needText = append(needText, c.v)
 		}
 	}

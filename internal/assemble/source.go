@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
@@ -187,6 +188,40 @@ type MemorySource struct {
 	// Lexemes are the query's lexemes, in byte order.
 	Lexemes []string
 	Narrow  bool
+
+	// Built on first use, so that why? for an item far past a cutoff costs
+	// a sort and a binary search per page, not a scan of the snapshot.
+	byLayer map[string][]*ctxtype.Version // live versions of a layer, in rank position order
+	byRef   map[[3]string]*ctxtype.Version
+}
+
+// index builds the source's lookups once.
+func (m *MemorySource) index() {
+	if m.byLayer != nil {
+		return
+	}
+	m.byLayer = map[string][]*ctxtype.Version{}
+	m.byRef = map[[3]string]*ctxtype.Version{}
+	for _, v := range m.Versions {
+		m.byRef[[3]string{v.Project, v.Key, strconv.Itoa(v.Version)}] = v
+		if !v.Deleted {
+			m.byLayer[v.Project] = append(m.byLayer[v.Project], v)
+		}
+	}
+	for _, vs := range m.byLayer {
+		slices.SortFunc(vs, func(a, b *ctxtype.Version) int { return PosOf(a).Compare(PosOf(b)) })
+	}
+}
+
+// after is the live versions of a layer after a rank position, in order.
+func (m *MemorySource) after(layer string, pos RankPos) []*ctxtype.Version {
+	m.index()
+	vs := m.byLayer[layer]
+	i, _ := slices.BinarySearchFunc(vs, pos, func(v *ctxtype.Version, p RankPos) int { return PosOf(v).Compare(p) })
+	for i < len(vs) && PosOf(vs[i]).Compare(pos) <= 0 {
+		i++
+	}
+	return vs[i:]
 }
 
 func (m *MemorySource) out(v *ctxtype.Version) *ctxtype.Version {
@@ -243,14 +278,16 @@ func (m *MemorySource) Postings(_ context.Context, q RelevanceQuery) ([]Posting,
 
 // Lane implements Source.
 func (m *MemorySource) Lane(_ context.Context, q LaneQuery, n int) ([]*ctxtype.Version, error) {
-	all := m.live([]string{q.Layer}, func(v *ctxtype.Version) bool {
-		return q.Holds(v) && PosOf(v).Compare(q.After) > 0
-	})
-	slices.SortFunc(all, func(a, b *ctxtype.Version) int { return PosOf(a).Compare(PosOf(b)) })
-	if len(all) > n {
-		all = all[:n]
+	var out []*ctxtype.Version
+	for _, v := range m.after(q.Layer, q.After) {
+		if len(out) == n {
+			break
+		}
+		if q.Holds(v) {
+			out = append(out, m.out(v))
+		}
 	}
-	return all, nil
+	return out, nil
 }
 
 // ByKeys implements Source.
@@ -265,11 +302,10 @@ func (m *MemorySource) StateGroups(_ context.Context, layers, stateKeys []string
 
 // Texts implements Source.
 func (m *MemorySource) Texts(_ context.Context, vs []*ctxtype.Version) error {
+	m.index()
 	for _, v := range vs {
-		for _, full := range m.Versions {
-			if full.Project == v.Project && full.Key == v.Key && full.Version == v.Version {
-				v.Title, v.Content = full.Title, full.Content
-			}
+		if full, ok := m.byRef[[3]string{v.Project, v.Key, strconv.Itoa(v.Version)}]; ok {
+			v.Title, v.Content = full.Title, full.Content
 		}
 	}
 	return nil
@@ -277,7 +313,11 @@ func (m *MemorySource) Texts(_ context.Context, vs []*ctxtype.Version) error {
 
 // CountAfter implements Source.
 func (m *MemorySource) CountAfter(_ context.Context, q LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) (int, error) {
-	return len(m.live([]string{q.Layer}, func(v *ctxtype.Version) bool {
-		return q.Holds(v) && PosOf(v).Compare(q.After) > 0 && ValidAt(v, now) && v.Roles.Visible(role) && (!q.Lane.Keywords || fires(v))
-	})), nil
+	n := 0
+	for _, v := range m.after(q.Layer, q.After) {
+		if q.Holds(v) && ValidAt(v, now) && v.Roles.Visible(role) && (!q.Lane.Keywords || fires(v)) {
+			n++
+		}
+	}
+	return n, nil
 }

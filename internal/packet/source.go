@@ -224,20 +224,18 @@ func (s *dbSource) openCount(ctx context.Context, layer string, lane assemble.La
 		s.toolOpens[k] = got[lane.Tool]
 		return got[lane.Tool], nil
 	}
+	if n, ok := s.opens[layer]; ok {
+		return n, nil
+	}
+	got, err := s.tx.BoundedOpenCounts(ctx, []string{layer})
+	if err != nil {
+		return 0, err
+	}
 	if s.opens == nil {
-		var err error
-		if s.opens, err = s.tx.BoundedOpenCounts(ctx, []string{layer, otherLayer(layer)}); err != nil {
-			return 0, err
-		}
+		s.opens = map[string]int{}
 	}
-	return s.opens[layer], nil
-}
-
-func otherLayer(layer string) string {
-	if layer == assemble.SharedProject {
-		return ""
-	}
-	return assemble.SharedProject
+	s.opens[layer] = got[layer]
+	return got[layer], nil
 }
 
 // textCache keeps the title and content of versions read for packets.

@@ -135,7 +135,11 @@ type KeywordRef struct {
 // BoundedKeywordRefs is the keyword items of a layer with a keyword that
 // starts with one of the words, from the item rows alone.
 func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {
-	rows, err := q.BoundedKeywordRefs(ctx, db.ex, dbsqlc.BoundedKeywordRefsParams{Project: layer, Words: nonNil(words)})
+	terms := make([]string, len(words))
+	for i, w := range words {
+		terms[i] = layer + "\x1f" + w // as items.trigger_terms holds them
+	}
+	rows, err := q.BoundedKeywordRefs(ctx, db.ex, dbsqlc.BoundedKeywordRefsParams{Project: layer, Terms: terms})
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -59,8 +59,30 @@ func MigrateUp(ctx context.Context, databaseURL string) error {
 		return err
 	}
 	defer db.Close()
+	if err := refuseNewer(ctx, p); err != nil {
+		return err
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate up: %w", err)
+	}
+	return nil
+}
+
+// refuseNewer refuses a database whose schema is newer than this binary's
+// migrations: the item write path keeps derived rows (rank columns,
+// counters, the relevance index) that a newer schema may define
+// differently, so an older server writing there would corrupt them.
+func refuseNewer(ctx context.Context, p *goose.Provider) error {
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("schema version: %w", err)
+	}
+	var newest int64
+	for _, src := range p.ListSources() {
+		newest = max(newest, src.Version)
+	}
+	if current > newest {
+		return fmt.Errorf("the database's schema is at version %d, newer than this contextd's %d: run a contextd at least as new", current, newest)
 	}
 	return nil
 }
@@ -104,6 +126,9 @@ func MigrationsPending(ctx context.Context, databaseURL string) (bool, error) {
 		return false, err
 	}
 	defer db.Close()
+	if err := refuseNewer(ctx, p); err != nil {
+		return false, err
+	}
 	pending, err := p.HasPending(ctx)
 	if err != nil {
 		return false, fmt.Errorf("check pending migrations: %w", err)

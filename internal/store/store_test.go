@@ -108,3 +108,23 @@ func TestPoolExhaustedIsUnavailable(t *testing.T) {
 	_, err = st.ProjectGet(ctx, "anything")
 	require.ErrorIs(t, err, fault.ErrNotFound, "the pool is usable again")
 }
+
+// A database whose schema is newer than the binary's migrations is refused:
+// an older server would write derived rows the newer schema defines
+// differently.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	url := pool.Config().ConnString()
+	require.NoError(t, store.MigrateUp(ctx, url), "a current schema is fine")
+	pending, err := store.MigrationsPending(ctx, url)
+	require.NoError(t, err)
+	require.False(t, pending)
+	_, err = pool.Exec(ctx, "INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, true)")
+	require.NoError(t, err)
+	err = store.MigrateUp(ctx, url)
+	require.ErrorContains(t, err, "newer than this contextd")
+	_, err = store.MigrationsPending(ctx, url)
+	require.ErrorContains(t, err, "newer than this contextd")
+}

@@ -285,12 +285,12 @@ const boundedKeywordRefs = `-- name: BoundedKeywordRefs :many
 SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
        valid_from, valid_until, trigger_keywords
 FROM items
-WHERE project = $1 AND live AND trigger_kind = 'keywords' AND trigger_words && $2::text[]
+WHERE project = $1 AND live AND trigger_kind = 'keywords' AND trigger_terms && $2::text[]
 `
 
 type BoundedKeywordRefsParams struct {
 	Project string
-	Words   []string
+	Terms   []string
 }
 
 type BoundedKeywordRefsRow struct {
@@ -307,11 +307,12 @@ type BoundedKeywordRefsRow struct {
 }
 
 // The keyword items of a layer with a keyword that starts with a word a
-// person said, from the item rows alone (the GIN index on the first words):
+// person said, from the item rows alone (the GIN index on the first words,
+// each qualified by its project: @terms are project, U+001F, word):
 // their rank position, roles, window and keywords, which is all the keyword
 // lane needs to order them, tell which fire and count those never tried.
 func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKeywordRefsParams) ([]BoundedKeywordRefsRow, error) {
-	rows, err := db.Query(ctx, boundedKeywordRefs, arg.Project, arg.Words)
+	rows, err := db.Query(ctx, boundedKeywordRefs, arg.Project, arg.Terms)
 	if err != nil {
 		return nil, err
 	}

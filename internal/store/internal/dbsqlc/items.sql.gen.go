@@ -41,7 +41,7 @@ func (q *Queries) ItemEnsureMany(ctx context.Context, db DBTX, arg ItemEnsureMan
 }
 
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -73,12 +73,13 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.ValidFrom,
 		&i.ValidUntil,
 		&i.TriggerKeywords,
+		&i.TriggerTerms,
 	)
 	return i, err
 }
 
 const itemLockMany = `-- name: ItemLockMany :many
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords FROM items
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms FROM items
 WHERE project = $1 AND key = ANY($2::text[])
 ORDER BY key
 FOR UPDATE
@@ -119,6 +120,7 @@ func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyPar
 			&i.ValidFrom,
 			&i.ValidUntil,
 			&i.TriggerKeywords,
+			&i.TriggerTerms,
 		); err != nil {
 			return nil, err
 		}
@@ -144,6 +146,8 @@ WITH u AS (
     SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
         trigger_tool = nullif(u.trigger_tool, ''),
         trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
+        trigger_terms = CASE WHEN u.trigger_words = '' THEN '{}'::text[]
+                        ELSE ARRAY(SELECT $1 || E'\x1f' || w FROM unnest(string_to_array(u.trigger_words, ',')) AS w) END,
         rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
         rank_priority   = -v.priority::bigint,
         rank_confidence = -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END),

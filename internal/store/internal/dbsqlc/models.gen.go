@@ -87,6 +87,7 @@ type Item struct {
 	ValidFrom       *time.Time
 	ValidUntil      *time.Time
 	TriggerKeywords []string
+	TriggerTerms    []string
 }
 
 type ItemTerm struct {
