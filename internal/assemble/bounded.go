@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/ctxtype"
-	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/render"
 )
 
@@ -130,7 +129,7 @@ func (b *bounded) cand(v *ctxtype.Version) *cand {
 func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*Result, *Explanation, error) {
 	p := newPipeline(in)
 	b := &bounded{p: p, src: src, opt: opt, reg: map[[2]string]*cand{}, shadows: map[string]*ctxtype.Version{}, groups: map[string]bool{}}
-	b.words = personWords(in.Request)
+	b.words = p.personWords()
 	for _, lane := range lanes(in.Request, b.words) {
 		for _, layer := range []string{in.Project, SharedProject} {
 			b.streams = append(b.streams, &stream{layer: layer, lane: lane, cursor: StartPos, read: StartPos})
@@ -353,24 +352,15 @@ func (b *bounded) readSmall(ctx context.Context) error {
 	return b.readShadows(ctx, shared)
 }
 
-// personWords is every distinct word a person said: keyword items are
-// found by the first word of their keywords.
-func personWords(req *Request) []string {
-	set := map[string]bool{}
+// personWords is every distinct word a person said, in byte order: the
+// keyword lane finds keyword items by the first word of their keywords.
+func (p *pipeline) personWords() []string {
 	var out []string
-	for _, m := range req.History {
-		if m.Author != "person" {
-			continue
-		}
-		for _, w := range keyword.Words(m.Content) {
-			if !set[w] {
-				set[w] = true
-				out = append(out, w)
-			}
-		}
+	for _, words := range p.messageWords() {
+		out = append(out, words...)
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // readShadows learns, for _shared keys not seen yet, whether the project

@@ -214,12 +214,7 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	if !item.ValidKey(key) {
 		return nil, validation.One("item", "format", "item must be an item key")
 	}
-	layers := []string{proj, assemble.SharedProject}
-	switch layer {
-	case "", "project":
-	case "shared":
-		layers = []string{assemble.SharedProject}
-	default:
+	if layer != "" && layer != "project" && layer != "shared" {
 		return nil, validation.One("layer", "enum", "layer must be project or shared")
 	}
 	rows, err := s.store.SnapshotVersions(ctx, []string{proj, assemble.SharedProject}, key, p.Snapshot)
@@ -259,10 +254,10 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	// the _shared item is the one that could reach the packet.
 	target := proj
 	pv, sv := then[proj], then[assemble.SharedProject]
-	if layers[0] == assemble.SharedProject || pv == nil || (pv.Deleted && sv != nil && !sv.Deleted) || (sv != nil && !visible(pv)) {
+	if layer == "shared" || pv == nil || (pv.Deleted && sv != nil && !sv.Deleted) || (sv != nil && !visible(pv)) {
 		target = assemble.SharedProject
 	}
-	if rec := recordOf(p, key, []string{target}); rec != nil {
+	if rec := recordOf(p, key, target); rec != nil {
 		v, err := s.store.ItemVersionGet(ctx, rec.SubjectProject, key, rec.SubjectVersion)
 		if err != nil {
 			return nil, err
@@ -386,14 +381,12 @@ func (s *Service) replayed(ctx context.Context, proj string, p *Packet) (*assemb
 	return res, err
 }
 
-// recordOf is the packet's record of an item, the first layer's first.
-func recordOf(p *Packet, key string, layers []string) *assemble.Record {
-	for _, layer := range layers {
-		for i := range p.Records {
-			r := &p.Records[i]
-			if r.SubjectKind == assemble.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer {
-				return r
-			}
+// recordOf is the packet's record of an item of a layer.
+func recordOf(p *Packet, key, layer string) *assemble.Record {
+	for i := range p.Records {
+		r := &p.Records[i]
+		if r.SubjectKind == assemble.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer {
+			return r
 		}
 	}
 	return nil

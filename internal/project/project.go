@@ -57,10 +57,7 @@ func exists(ctx context.Context, db store.DB, name string) (bool, error) {
 // is remembered for the process (every request asks).
 func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project string, p auth.Permission) error {
 	if _, ok := s.known.Load(project); ok && agent.InScope(project) {
-		if !agent.Can(project, p) {
-			return fmt.Errorf("%w: %s permission needed on project %s", auth.ErrForbidden, p, project)
-		}
-		return nil
+		return permit(agent, project, p)
 	}
 	err := s.AuthorizeIn(ctx, s.store.DB, agent, project, p)
 	if err == nil || errors.Is(err, auth.ErrForbidden) { // it exists
@@ -81,6 +78,12 @@ func (s *Service) AuthorizeIn(ctx context.Context, db store.DB, agent *auth.Agen
 	} else if !ok {
 		return fmt.Errorf("%w: %s", ErrNotFound, project)
 	}
+	return permit(agent, project, p)
+}
+
+// permit is the permission half of authorizing, once scope and existence
+// are settled.
+func permit(agent *auth.Agent, project string, p auth.Permission) error {
 	if !agent.Can(project, p) {
 		return fmt.Errorf("%w: %s permission needed on project %s", auth.ErrForbidden, p, project)
 	}
