@@ -112,7 +112,7 @@ func (b *bounded) cand(v *ctxtype.Version) *cand {
 	if c, ok := b.reg[k]; ok {
 		return c
 	}
-	c := &cand{v: v, layer: layerOf(v.Project), pinned: b.p.pins[v.Key]}
+	c := &cand{v: v, layer: LayerOf(v.Project), pinned: b.p.pins[v.Key]}
 	b.reg[k] = c
 	return c
 }

@@ -124,13 +124,7 @@ func (p *pipeline) price(c *cand, started map[string]bool, envStarted bool) (cos
 // storedCount reports whether an entry's block count was stored with its
 // version: markdown, untemplated, counted under the request's tokenizer.
 func storedCount(req *Request, c *cand) bool {
-	if req.Format != render.Markdown || c.v.Template {
-		return false
-	}
-	if req.Tokenizer == token.Cl100kBase {
-		return c.v.BlockTokens.Cl100k > 0
-	}
-	return c.v.BlockTokens.O200k > 0
+	return req.Format == render.Markdown && !c.v.Template && storedBlock(req, c) > 0
 }
 
 // entryCost is the tokens of an entry's block: the count stored with the

@@ -19,7 +19,7 @@ func (p *pipeline) candidates() {
 		if v.Deleted || !ValidAt(v, p.in.Now) {
 			continue
 		}
-		p.cands = append(p.cands, &cand{v: v, layer: layerOf(v.Project), relevance: c.Relevance, pinned: p.pins[v.Key]})
+		p.cands = append(p.cands, &cand{v: v, layer: LayerOf(v.Project), relevance: c.Relevance, pinned: p.pins[v.Key]})
 		if v.Project != SharedProject && v.Roles.Visible(p.req.TargetRole) {
 			p.shadows[v.Key] = v
 		}
@@ -65,7 +65,8 @@ func (p *pipeline) visibility() {
 	p.cands = kept
 }
 
-func layerOf(project string) string {
+// LayerOf names a project's layer as records do: "shared" or "project".
+func LayerOf(project string) string {
 	if project == SharedProject {
 		return "shared"
 	}

@@ -60,7 +60,7 @@ func TestStageCandidates(t *testing.T) {
 			}
 			require.ElementsMatch(t, tc.shadows, shadows)
 			for _, c := range p.cands {
-				require.Equal(t, layerOf(c.v.Project), c.layer)
+				require.Equal(t, LayerOf(c.v.Project), c.layer)
 			}
 			require.Empty(t, p.excluded, "lifecycle drops leave no record")
 		})

@@ -336,7 +336,7 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 	}
 	rec := &assemble.Record{SubjectKind: assemble.SubjectItem, SubjectProject: explain, SubjectKey: key, SubjectVersion: v.Version,
 		Decision: assemble.Excluded, Reason: why.Reason, Detail: why.Detail, Rank: why.Rank, Rule: why.Rule,
-		Layer: map[bool]string{true: "shared", false: "project"}[explain == assemble.SharedProject], Kind: v.Kind, Source: v.Source}
+		Layer: assemble.LayerOf(explain), Kind: v.Kind, Source: v.Source}
 	return &WhyAnswer{Decision: assemble.Excluded, Record: rec, Reason: why.Reason, Detail: why.Detail, Item: v, Cutoff: p.Cutoff}, nil
 }
 
