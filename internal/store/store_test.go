@@ -92,9 +92,18 @@ func TestPoolExhaustedIsUnavailable(t *testing.T) {
 	pool := pgtest.New(t)
 	st := store.New(pool, 200*time.Millisecond)
 	ctx := context.Background()
+	// The connections are taken with the default acquire timeout (opening
+	// them may take longer than 200 ms on a busy machine), and given back
+	// before the pool closes even when an assertion fails.
+	holder := store.New(pool, 0)
 	var held []*store.Tx
+	t.Cleanup(func() {
+		for _, tx := range held {
+			tx.Rollback(ctx)
+		}
+	})
 	for range int(pool.Config().MaxConns) {
-		tx, err := st.Begin(ctx, store.TxOpts{})
+		tx, err := holder.Begin(ctx, store.TxOpts{})
 		require.NoError(t, err)
 		held = append(held, tx)
 	}
@@ -105,6 +114,7 @@ func TestPoolExhaustedIsUnavailable(t *testing.T) {
 	for _, tx := range held {
 		tx.Rollback(ctx)
 	}
+	held = nil
 	_, err = st.ProjectGet(ctx, "anything")
 	require.ErrorIs(t, err, fault.ErrNotFound, "the pool is usable again")
 }
