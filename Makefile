@@ -32,16 +32,17 @@ bench: build ## Run the benchmarks, then a short `contextd bench --floor` on the
 	./$(BIN) bench --items 2000 --shared 200 --duration 10s --floor $(ARGS)
 
 .PHONY: generate
-generate: ## Regenerate sqlc and oapi-codegen output
+generate: ## Regenerate sqlc and oapi-codegen output, and the tokenizers' ranks
 	$(TOOL) sqlc generate
+	$(GO) run ./internal/token/internal/vocabgen internal/token
 	$(TOOL) oapi-codegen -config api/oapi-codegen.yaml api/openapi.yaml
 
 .PHONY: verify
 verify: generate ## Regenerate and fail if the generated code differs from what is committed, or an operation lacks x-contextd-permission
-	@git add -N api internal/store/internal/dbsqlc >/dev/null 2>&1 || true
-	@if ! git diff --quiet -- api internal/store/internal/dbsqlc; then \
+	@git add -N api internal/store/internal/dbsqlc internal/token/*.ranks >/dev/null 2>&1 || true
+	@if ! git diff --quiet -- api internal/store/internal/dbsqlc internal/token/*.ranks; then \
 		echo "generated code is out of date; run 'make generate' and commit:"; \
-		git --no-pager diff --stat -- api internal/store/internal/dbsqlc; exit 1; fi
+		git --no-pager diff --stat -- api internal/store/internal/dbsqlc internal/token/*.ranks; exit 1; fi
 	@echo "generated code is current"
 	$(GO) test -count=1 -run '^TestEveryOperationDeclaresItsPermission$$' ./internal/archtest/
 

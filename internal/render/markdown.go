@@ -9,23 +9,34 @@ import (
 // when it has a title, then its content with continuation lines indented
 // two spaces. Item writes count its tokens once and store them.
 func MarkdownItemBlock(title, content string) string {
-	var b strings.Builder
-	b.WriteString("- ")
+	return strings.Join(MarkdownItemBlockPieces(title, content), "")
+}
+
+// MarkdownItemBlockPieces is MarkdownItemBlock cut into pieces: the lead
+// ("- " and the title), then each line of the content, the separators
+// between them ("\n" or "\n  "), and the final "\n". Lines are at the odd
+// indices 1, 3, …, and are substrings of content, so a writer counts each
+// line once and adds the pieces up (token.CountPieces) for both the content
+// and the block.
+func MarkdownItemBlockPieces(title, content string) []string {
+	lead := "- "
 	if t := oneLine(title); t != "" {
-		b.WriteString(t)
-		b.WriteString(": ")
+		lead += t + ": "
 	}
-	for i, line := range lines(content) {
+	ls := lines(content)
+	pieces := make([]string, 0, 2*len(ls)+1)
+	pieces = append(pieces, lead)
+	for i, line := range ls {
 		if i > 0 {
-			b.WriteByte('\n')
+			sep := "\n"
 			if line != "" {
-				b.WriteString("  ")
+				sep = "\n  "
 			}
+			pieces = append(pieces, sep)
 		}
-		b.WriteString(line)
+		pieces = append(pieces, line)
 	}
-	b.WriteByte('\n')
-	return b.String()
+	return append(pieces, "\n")
 }
 
 // markdownHeading is what a section adds before its first entry.

@@ -91,8 +91,8 @@ func CountPieces(t Tokenizer, pieces []string, known []int) (int, error) {
 	if len(known) != len(pieces) {
 		return 0, fmt.Errorf("count pieces: %d pieces, %d known counts", len(pieces), len(known))
 	}
-	if _, err := codec(t); err != nil {
-		return 0, err
+	if !t.Valid() {
+		return 0, fmt.Errorf("unknown tokenizer %q", t)
 	}
 	var buf [512]byte
 	win := buf[:0]     // the open window: text since the last cut

@@ -204,7 +204,7 @@ func TestCountPiecesProperty(t *testing.T) {
 // over random texts.
 func TestCleanCutLemma(t *testing.T) {
 	t.Parallel()
-	alphabet := []string{"a", "A", "s", "r", "e", "l", "'", "1", " ", "\t", "\n", "\r", "/", ".", "\u0301", "中", "\u00a0", "न", "\u094d"}
+	alphabet := []string{"a", "A", "s", "r", "e", "l", "'", "1", " ", "\t", "\n", "\r", "/", ".", "\u0301", "中", "\u00a0", "न", "\u094d", "\x7f"}
 	maxLen := 4
 	if testing.Short() {
 		maxLen = 3

@@ -6,9 +6,7 @@ package token
 
 import (
 	"fmt"
-	"sync"
-
-	"github.com/tiktoken-go/tokenizer"
+	"unicode/utf8"
 )
 
 // Tokenizer names a supported encoding.
@@ -26,43 +24,22 @@ const Default = O200kBase
 // Valid reports whether t is a supported tokenizer.
 func (t Tokenizer) Valid() bool { return t == O200kBase || t == Cl100kBase }
 
-var codecs sync.Map // Tokenizer → tokenizer.Codec; loading a vocabulary is slow, so once each.
-
-func codec(t Tokenizer) (tokenizer.Codec, error) {
-	if c, ok := codecs.Load(t); ok {
-		return c.(tokenizer.Codec), nil
-	}
-	var enc tokenizer.Encoding
-	switch t {
-	case O200kBase:
-		enc = tokenizer.O200kBase
-	case Cl100kBase:
-		enc = tokenizer.Cl100kBase
-	default:
-		return nil, fmt.Errorf("unknown tokenizer %q", t)
-	}
-	c, err := tokenizer.Get(enc)
-	if err != nil {
-		return nil, fmt.Errorf("load tokenizer %s: %w", t, err)
-	}
-	actual, _ := codecs.LoadOrStore(t, c)
-	return actual.(tokenizer.Codec), nil
-}
-
-// Count returns the exact number of tokens of text under t.
+// Count returns the exact number of tokens of text under t: the count
+// tiktoken's encoder gives (tiktoken-go's here, which the tests compare it
+// with), computed by this package's own pre-tokenizers and byte-pair merge
+// (split.go, bpe.go) in time linear in the text.
 func Count(t Tokenizer, text string) (int, error) {
+	ti := tokenizerIndex(t)
+	if ti < 0 {
+		return 0, fmt.Errorf("unknown tokenizer %q", t)
+	}
 	if text == "" {
 		return 0, nil
 	}
-	c, err := codec(t)
-	if err != nil {
-		return 0, err
+	if !utf8.ValidString(text) {
+		text = replaceInvalid(text)
 	}
-	n, err := c.Count(text)
-	if err != nil {
-		return 0, fmt.Errorf("count tokens: %w", err)
-	}
-	return n, nil
+	return encodings[ti].count(text), nil
 }
 
 // Counts holds a text's count under every supported tokenizer, as stored
