@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextd/contextd/internal/fault"
@@ -157,6 +156,6 @@ var q = dbsqlc.New()
 // Tx is one transaction. Its DB runs the store's queries inside it.
 type Tx struct {
 	DB
-	tx   pgx.Tx
+	tc   *txConn
 	conn *pgxpool.Conn
 }

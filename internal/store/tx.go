@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/contextd/contextd/internal/fault"
 )
@@ -80,16 +79,27 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	to := pgx.TxOptions{}
-	if opts.ReadOnlySnapshot {
-		to = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	}
-	tx, err := conn.BeginTx(ctx, to)
+	tc := &txConn{c: conn, begin: beginStatement(opts)}
+	return &Tx{DB: DB{ex: tc}, tc: tc, conn: conn}, nil
+}
+
+// Pipeline runs fn with the statements it sends without reading an answer
+// (every :exec query) waiting to go with the next statement that returns
+// rows, or at the end of fn: one round trip for a run of writes. An error
+// of such a statement is reported by the call that sends it, so fn must not
+// branch on those errors; the transaction stays all or nothing.
+func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
+	t.tc.defers++
+	err := fn()
+	t.tc.defers--
 	if err != nil {
-		conn.Release()
-		return nil, fmt.Errorf("begin: %w", retryableIfLost(interpret(err)))
+		t.tc.waiting = nil // never sent: the transaction or savepoint rolls back
+		return err
 	}
-	return &Tx{DB: DB{ex: tx}, tx: tx, conn: conn}, nil
+	if t.tc.defers > 0 {
+		return nil
+	}
+	return retryableIfLost(interpret(t.tc.flush(ctx)))
 }
 
 // Commit commits. A serialization failure or deadlock at commit (nothing
@@ -98,7 +108,7 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 // client retries through its Idempotency-Key.
 func (t *Tx) Commit(ctx context.Context) error {
 	defer t.release()
-	if err := t.tx.Commit(ctx); err != nil {
+	if err := t.tc.commit(ctx); err != nil {
 		err = interpret(err)
 		if lost(err) {
 			return fmt.Errorf("%w: the connection was lost while committing; the outcome is unknown", errUnknownOutcome)
@@ -115,7 +125,7 @@ func (t *Tx) Rollback(ctx context.Context) {
 	if t.conn == nil {
 		return
 	}
-	_ = t.tx.Rollback(context.WithoutCancel(ctx))
+	_ = t.tc.rollback(context.WithoutCancel(ctx))
 	t.release()
 }
 
@@ -130,18 +140,19 @@ func (t *Tx) release() {
 // fn did, and t stays usable (the idempotency layer still stores a 4xx
 // answer after a refused write).
 func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
-	sp, err := t.tx.Begin(ctx)
-	if err != nil {
+	t.tc.savepoints++
+	name := fmt.Sprintf("contextd_sp_%d", t.tc.savepoints)
+	if _, err := t.tc.Exec(ctx, "savepoint "+name); err != nil {
 		return retryableIfLost(interpret(err))
 	}
-	inner := &Tx{DB: DB{ex: sp}, tx: sp}
-	if err := fn(inner); err != nil {
-		if rbErr := sp.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+	if err := fn(t); err != nil {
+		t.tc.waiting = nil
+		if _, rbErr := t.tc.c.Exec(context.WithoutCancel(ctx), "rollback to savepoint "+name); rbErr != nil {
 			return errors.Join(err, retryableIfLost(interpret(rbErr)))
 		}
 		return err
 	}
-	if err := sp.Commit(ctx); err != nil {
+	if _, err := t.tc.Exec(ctx, "release savepoint "+name); err != nil {
 		return retryableIfLost(interpret(err))
 	}
 	return nil

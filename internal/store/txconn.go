@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// txConn runs a transaction's statements on its connection, in as few
+// round trips as the statements allow. Two things wait to be sent with the
+// next statement instead of costing a round trip of their own:
+//
+//   - BEGIN: a transaction opens with its first statement, in one pipeline
+//     (a transaction that runs none sends nothing at all);
+//   - inside Tx.Pipeline, statements whose answer the caller does not read
+//     (Exec): they go with the next statement that has rows, with COMMIT, or
+//     at the end of the pipeline, whichever comes first.
+//
+// PostgreSQL runs a pipeline's statements in order and skips the rest after
+// the first error, so the order and the all-or-nothing of a transaction
+// stay what they were; only the error of a waiting statement is reported
+// by the call that sent it. pgx's own transaction type sends BEGIN at once,
+// which is why this one exists: an item PUT is BEGIN with its read, its
+// writes, and COMMIT, three round trips.
+type txConn struct {
+	c       *pgxpool.Conn
+	begin   string // the BEGIN statement, until it is sent
+	begun   bool   // BEGIN has been sent: COMMIT and ROLLBACK mean something
+	waiting []queued
+	defers  int // > 0 inside Pipeline: Exec waits
+	// savepoints numbers the savepoints taken, for their names.
+	savepoints int
+}
+
+type queued struct {
+	sql  string
+	args []any
+}
+
+func beginStatement(opts TxOpts) string {
+	if opts.ReadOnlySnapshot {
+		return "begin isolation level repeatable read read only"
+	}
+	return "begin"
+}
+
+// pending is what must go before the next statement.
+func (t *txConn) pending() []queued {
+	var out []queued
+	if !t.begun {
+		out = append(out, queued{sql: t.begin})
+	}
+	return append(out, t.waiting...)
+}
+
+// send sends the pending statements with last (which may be empty) in one
+// batch, reads the pending ones' results and returns the batch positioned
+// at last's result; the caller reads it and closes the batch.
+func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	pend := t.pending()
+	for _, q := range pend {
+		b.Queue(q.sql, q.args...)
+	}
+	if last != nil {
+		b.Queue(last.sql, last.args...)
+	}
+	t.begun, t.waiting = true, nil
+	br := t.c.SendBatch(ctx, b)
+	for range pend {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+func (t *txConn) quiet() bool { return t.begun && len(t.waiting) == 0 }
+
+func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.defers > 0 {
+		t.waiting = append(t.waiting, queued{sql, args})
+		return pgconn.CommandTag{}, nil
+	}
+	if t.quiet() {
+		return t.c.Exec(ctx, sql, args...)
+	}
+	br, err := t.send(ctx, &queued{sql, args})
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	return tag, errors.Join(err, br.Close())
+}
+
+func (t *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.quiet() {
+		return t.c.Query(ctx, sql, args...)
+	}
+	br, err := t.send(ctx, &queued{sql, args})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (t *txConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := t.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return rowOf{rows}
+}
+
+func (t *txConn) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.flush(ctx); err != nil {
+		return 0, err
+	}
+	return t.c.CopyFrom(ctx, table, cols, src)
+}
+
+// flush sends what waits, if anything.
+func (t *txConn) flush(ctx context.Context) error {
+	if t.quiet() {
+		return nil
+	}
+	br, err := t.send(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// commit sends COMMIT with what waits; a transaction that never sent BEGIN
+// has nothing to commit. pgx reports a failed transaction's COMMIT (its
+// answer is ROLLBACK) as pgx.ErrTxCommitRollback; so does this.
+func (t *txConn) commit(ctx context.Context) error {
+	if !t.begun && len(t.waiting) == 0 {
+		return nil
+	}
+	t.defers = 0
+	tag, err := t.Exec(ctx, "commit")
+	if err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// rollback drops what waits and rolls back what was sent.
+func (t *txConn) rollback(ctx context.Context) error {
+	t.waiting, t.defers = nil, 0
+	if !t.begun {
+		return nil
+	}
+	_, err := t.c.Exec(ctx, "rollback")
+	return err
+}
+
+// batchRows closes its batch with its rows.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		_ = r.br.Close()
+		r.br = nil
+	}
+}
+
+// rowOf is pgx.Row over rows: the first row, or pgx.ErrNoRows.
+type rowOf struct{ rows pgx.Rows }
+
+func (r rowOf) Scan(dest ...any) error {
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
