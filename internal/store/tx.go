@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-
 	"github.com/contextd/contextd/internal/fault"
 )
 
