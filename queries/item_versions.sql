@@ -61,6 +61,23 @@ WHERE i.project = @project
 ORDER BY rank DESC, i.key
 LIMIT @max;
 
+-- name: ItemVersionInsert :exec
+-- One version, as ItemVersionInsertMany writes many: a single write sends
+-- it in its pipeline, where a COPY would take two round trips of its own.
+INSERT INTO item_versions (
+    project, key, version, deleted, kind, source, title, summary, content,
+    priority, authority, confidence, state_key, valid_from, valid_until, slot,
+    trigger, visible_to, hidden_from, template, metadata, provenance,
+    fields_sha256, content_sha256, tokens_o200k, tokens_cl100k,
+    block_tokens_o200k, block_tokens_cl100k, created_by
+) VALUES (
+    @project, @key, @version, @deleted, @kind, @source, @title, @summary, @content,
+    @priority, @authority, @confidence, @state_key, @valid_from, @valid_until, @slot,
+    @trigger, @visible_to, @hidden_from, @template, @metadata, @provenance,
+    @fields_sha256, @content_sha256, @tokens_o200k, @tokens_cl100k,
+    @block_tokens_o200k, @block_tokens_cl100k, @created_by
+);
+
 -- name: ItemVersionInsertMany :copyfrom
 INSERT INTO item_versions (
     project, key, version, deleted, kind, source, title, summary, content,

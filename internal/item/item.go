@@ -252,16 +252,24 @@ func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 	return res, nil
 }
 
+// put is write for one item, then the item as it now is. Its writes wait
+// in the transaction's pipeline and go with that read: with BEGIN and the
+// lock before and COMMIT after, a PUT is three round trips.
 func (s *Service) put(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, p prepared, opts PutOpts) (PutResult, error) {
-	out, err := s.write(ctx, tx, agent, proj, []prepared{p}, opts.IfMatch)
-	if err != nil {
-		return PutResult{}, err
-	}
-	v, err := tx.ItemVersionCurrent(ctx, proj, p.key)
-	if err != nil {
-		return PutResult{}, err
-	}
-	return PutResult{Version: v, Status: out[0].Status}, nil
+	var res PutResult
+	err := tx.Pipeline(ctx, func() error {
+		out, err := s.write(ctx, tx, agent, proj, []prepared{p}, opts.IfMatch)
+		if err != nil {
+			return err
+		}
+		v, err := tx.ItemVersionCurrent(ctx, proj, p.key)
+		if err != nil {
+			return err
+		}
+		res = PutResult{Version: v, Status: out[0].Status}
+		return nil
+	})
+	return res, err
 }
 
 func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent, proj string, in Input) (prepared, error) {
@@ -380,19 +388,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 		keys[i] = p.key
 	}
 	slices.Sort(keys)
-	locked, err := tx.ItemLockMany(ctx, proj, keys)
-	if err != nil {
-		return nil, err
-	}
-	currentVersion := make(map[string]int, len(locked))
-	var existing []string
-	for _, it := range locked {
-		currentVersion[it.Key] = it.CurrentVersion
-		if it.CurrentVersion > 0 {
-			existing = append(existing, it.Key)
-		}
-	}
-	current, err := tx.ItemVersionCurrentMany(ctx, proj, existing)
+	current, err := tx.ItemLockCurrent(ctx, proj, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -400,13 +396,15 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 	var news []store.NewVersion
 	for i, p := range ps {
 		cur, exists := current[p.key]
-		e, changed, err := decide(agent, p, cur, exists, ifMatch, currentVersion[p.key])
+		e, changed, err := decide(agent, p, cur, exists, ifMatch)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = e
 		if changed {
-			news = append(news, newVersion(p, e.Version))
+			nv := newVersion(p, e.Version)
+			nv.Was = cur.Counted
+			news = append(news, nv)
 		}
 	}
 	if err := tx.ItemVersionsAppend(ctx, proj, agent.ID, news); err != nil {
@@ -417,8 +415,8 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 
 // decide is what a write does to one item given its current version:
 // refuse it, leave it unchanged, or make version n+1.
-func decide(agent *auth.Agent, p prepared, cur store.CurrentVersion, exists bool, ifMatch *Precondition, current int) (BatchEntry, bool, error) {
-	live := exists && !cur.Deleted
+func decide(agent *auth.Agent, p prepared, cur store.CurrentItem, exists bool, ifMatch *Precondition) (BatchEntry, bool, error) {
+	live := exists && cur.Live
 	if exists && !agent.SeesAllRoles() && !cur.Roles.Visible(agent.Role) {
 		// An item hidden from the caller does not exist for it, and it may
 		// not be overwritten by it either; with If-Match it answers as a
@@ -428,21 +426,24 @@ func decide(agent *auth.Agent, p prepared, cur store.CurrentVersion, exists bool
 		}
 		return BatchEntry{}, false, fmt.Errorf("%w: %s", ErrNotFound, p.key)
 	}
-	if ifMatch != nil && (!exists || !ifMatch.Holds(live, cur.Version.Version)) {
+	if ifMatch != nil && (!exists || !ifMatch.Holds(live, cur.Version)) {
 		have := "no live version"
 		if live {
-			have = fmt.Sprintf("version %d", cur.Version.Version)
+			have = fmt.Sprintf("version %d", cur.Version)
 		}
 		return BatchEntry{}, false, fmt.Errorf("%w: If-Match %s, but the item has %s", ErrPreconditionFailed, ifMatch, have)
 	}
 	if live && string(cur.FieldsSHA256) == string(p.fieldsHash) {
-		return BatchEntry{Key: p.key, Version: cur.Version.Version, Status: Unchanged}, false, nil
+		return BatchEntry{Key: p.key, Version: cur.Version, Status: Unchanged}, false, nil
 	}
-	status := Created
+	status, next := Created, 1
+	if exists {
+		next = cur.Version + 1 // after a tombstone too
+	}
 	if live {
 		status = Updated
 	}
-	return BatchEntry{Key: p.key, Version: current + 1, Status: status}, true, nil
+	return BatchEntry{Key: p.key, Version: next, Status: status}, true, nil
 }
 
 func newVersion(p prepared, version int) store.NewVersion {
@@ -506,7 +507,8 @@ func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent
 		}
 		return err
 	}
-	if _, err := tx.ItemLock(ctx, proj, key); err != nil {
+	head, err := tx.ItemLock(ctx, proj, key)
+	if err != nil {
 		return nil, missing(err)
 	}
 	cur, err := tx.ItemVersionCurrent(ctx, proj, key)
@@ -527,6 +529,7 @@ func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent
 	next := cur.Version + 1
 	err = tx.ItemVersionsAppend(ctx, proj, agent.ID, []store.NewVersion{{
 		Key: key, Version: next, Deleted: true, Fields: f, FieldsSHA256: tombstoneHash[:], ContentSHA: empty[:],
+		Was: head.Counted,
 	}})
 	if err != nil {
 		return nil, err

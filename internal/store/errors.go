@@ -85,6 +85,11 @@ func interpretPg(pgErr *pgconn.PgError, err error) error {
 	case "40001", "40P01": // serialization_failure, deadlock_detected
 		return &retryableError{fmt.Errorf("%s: %w", pgErr.Message, err)}
 	case "23505", "23P01": // unique_violation, exclusion_violation
+		if pgErr.ConstraintName == "item_versions_pkey" {
+			// Two writers created the same key: the second waited for the
+			// first, and runs again to find the item it made.
+			return &retryableError{fmt.Errorf("a concurrent write created the same item version: %w", err)}
+		}
 		return fmt.Errorf("%w: %s", fault.ErrConflict, pgErr.Message)
 	case "23001": // restrict_violation, raised by the append-only triggers
 		return fmt.Errorf("%w: %s", ErrAppendOnly, pgErr.Message)

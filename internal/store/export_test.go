@@ -16,3 +16,23 @@ func TerminateForTest(ctx context.Context, tx *Tx) error {
 	_, err := tx.ex.Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
 	return interpret(err)
 }
+
+// ExecForTest runs sql in tx as the store's statements run (waiting in a
+// pipeline when tx is in one).
+func ExecForTest(ctx context.Context, tx *Tx, sql string) error {
+	_, err := tx.ex.Exec(ctx, sql)
+	return interpret(err)
+}
+
+// AtCommitForTest queues sql for tx's COMMIT.
+func AtCommitForTest(ctx context.Context, tx *Tx, sql string) error {
+	_, err := atCommitExec{tx.tc}.Exec(ctx, sql)
+	return err
+}
+
+// QueryTextForTest runs a one-value query in tx.
+func QueryTextForTest(ctx context.Context, tx *Tx, sql string) (string, error) {
+	var s string
+	err := tx.ex.QueryRow(ctx, sql).Scan(&s)
+	return s, interpret(err)
+}

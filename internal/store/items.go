@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,27 +165,71 @@ func (db DB) ItemVersionMatches(ctx context.Context, v *ctxtype.Version, query s
 	return ok, interpret(err)
 }
 
-// ItemHead is an item row: its current version (0 before the first).
-type ItemHead struct {
-	Key            string
-	CurrentVersion int
-}
-
-// ItemLockMany makes sure an item row exists for every key and locks them
-// all, in key order, so two batches cannot deadlock. keys must be sorted.
-func (tx *Tx) ItemLockMany(ctx context.Context, project string, keys []string) ([]ItemHead, error) {
-	if err := q.ItemEnsureMany(ctx, tx.ex, dbsqlc.ItemEnsureManyParams{Project: project, Keys: keys}); err != nil {
-		return nil, interpret(err)
-	}
-	rows, err := q.ItemLockMany(ctx, tx.ex, dbsqlc.ItemLockManyParams{Project: project, Keys: keys})
+// ItemLockCurrent locks the item rows of the keys that exist, in key
+// order, so two writers cannot deadlock on them, and returns them by key; a
+// key it does not return is new. A new key's row is written by
+// ItemVersionsAppend; two writers creating the same key meet on the
+// version's primary key, where the second waits for the first and then
+// runs again (interpret).
+func (tx *Tx) ItemLockCurrent(ctx context.Context, project string, keys []string) (map[string]CurrentItem, error) {
+	rows, err := q.ItemLockCurrentMany(ctx, tx.ex, dbsqlc.ItemLockCurrentManyParams{Project: project, Keys: keys})
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out := make([]ItemHead, len(rows))
-	for i, r := range rows {
-		out[i] = ItemHead{Key: r.Key, CurrentVersion: int(r.CurrentVersion)}
+	out := make(map[string]CurrentItem, len(rows))
+	for _, r := range rows {
+		out[r.Key] = CurrentItem{Version: int(r.CurrentVersion), Live: r.Live,
+			Roles: ctxtype.Roles{VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom}, FieldsSHA256: r.FieldsSha256,
+			Counted: countedOf(r.Live, r.Open, r.TriggerKind, r.TriggerTool)}
 	}
 	return out, nil
+}
+
+// CurrentItem is what a write compares with: the item's current version
+// number, whether it is live (not a tombstone), the version's roles (a
+// tombstone keeps those before it) and the hash of its fields (a write
+// whose fields hash the same changes nothing).
+type CurrentItem struct {
+	Version      int
+	Live         bool
+	Roles        ctxtype.Roles
+	FieldsSHA256 []byte
+	Counted      Counted
+}
+
+// Counted is what an item adds to the project's counters of open items
+// (migration 00005): whether it is a live, open always-on item, and the tool
+// of a live, open tool item.
+type Counted struct {
+	AlwaysOpen bool
+	Tool       string
+}
+
+func countedOf(live, open bool, kind string, tool *string) Counted {
+	c := Counted{AlwaysOpen: live && open && kind == "always"}
+	if live && open && tool != nil {
+		c.Tool = *tool
+	}
+	return c
+}
+
+// counted is what v will add once it is current, derived as the item row's
+// columns are by ItemSetCurrentMany.
+func (v NewVersion) counted() Counted {
+	f := v.Fields
+	open := len(f.Roles.VisibleTo) == 0 && len(f.Roles.HiddenFrom) == 0 && f.ValidFrom == nil && f.ValidUntil == nil
+	var tool *string
+	if v.TriggerTool != "" {
+		tool = &v.TriggerTool
+	}
+	return countedOf(!v.Deleted, open, v.TriggerKind, tool)
+}
+
+// ItemHead is an item row: its current version and what it counts for.
+type ItemHead struct {
+	Key            string
+	CurrentVersion int
+	Counted        Counted
 }
 
 // ItemLock locks an existing item row (fault.ErrNotFound if there is none).
@@ -192,7 +238,7 @@ func (tx *Tx) ItemLock(ctx context.Context, project, key string) (ItemHead, erro
 	if err != nil {
 		return ItemHead{}, interpret(err)
 	}
-	return ItemHead{Key: r.Key, CurrentVersion: int(r.CurrentVersion)}, nil
+	return ItemHead{Key: r.Key, CurrentVersion: int(r.CurrentVersion), Counted: countedOf(r.Live, r.Open, r.TriggerKind, r.TriggerTool)}, nil
 }
 
 // NewVersion is one version to append, with what the item service
@@ -210,15 +256,26 @@ type NewVersion struct {
 	// current (empty for a tombstone).
 	TriggerKind, TriggerTool string
 	TriggerWords             []string
+	// Was is what the item counted for before this version (the zero
+	// Counted for a new item).
+	Was Counted
 }
 
-// ItemVersionsAppend appends versions with COPY and moves each item's
-// current version to it, then advances the project's head: the one write
-// path of item versions, for one item or ten thousand.
+// ItemVersionsAppend appends versions and writes each item's row from
+// its new version, with the project's counters and head: the one write path
+// of item versions, for one item or ten thousand. Many versions go by COPY;
+// one goes as an INSERT, and then every statement here waits in the
+// transaction's pipeline (Tx.Pipeline) to go in one round trip with the
+// caller's next read or COMMIT.
 func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string, vs []NewVersion) error {
 	if len(vs) == 0 {
 		return nil
 	}
+	// In key order, as the rows were locked: two batches creating the same
+	// new keys then wait for each other in one order and cannot deadlock.
+	// (A version's created_at is the time its row is written, so the
+	// versions of one batch are a few microseconds apart in key order.)
+	vs = slices.SortedFunc(slices.Values(vs), func(a, b NewVersion) int { return strings.Compare(a.Key, b.Key) })
 	rows := make([]dbsqlc.ItemVersionInsertManyParams, len(vs))
 	set := dbsqlc.ItemSetCurrentManyParams{Project: project}
 	for i, v := range vs {
@@ -230,22 +287,70 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string,
 		set.TriggerTools = append(set.TriggerTools, v.TriggerTool)
 		set.TriggerWords = append(set.TriggerWords, joinWords(v.TriggerWords))
 	}
-	if _, err := q.ItemVersionInsertMany(ctx, tx.ex, rows); err != nil {
+	if len(rows) > 1 {
+		if _, err := q.ItemVersionInsertMany(ctx, tx.ex, rows); err != nil {
+			return interpret(err)
+		}
+	}
+	return tx.Pipeline(ctx, func() error {
+		if len(rows) == 1 {
+			if err := q.ItemVersionInsert(ctx, tx.ex, dbsqlc.ItemVersionInsertParams(rows[0])); err != nil {
+				return interpret(err)
+			}
+		}
+		if err := q.ItemSetCurrentMany(ctx, tx.ex, set); err != nil {
+			return interpret(err)
+		}
+		// The relevance index holds current versions only: rewritten for
+		// every key written (a write may change the trigger, or tombstone
+		// the item).
+		terms := dbsqlc.ItemTermsDeleteParams{Project: project, Keys: set.Keys}
+		if err := q.ItemTermsDelete(ctx, tx.ex, terms); err != nil {
+			return interpret(err)
+		}
+		if err := q.ItemTermsInsert(ctx, tx.ex, dbsqlc.ItemTermsInsertParams(terms)); err != nil {
+			return interpret(err)
+		}
+		return tx.countersAtCommit(ctx, project, vs)
+	})
+}
+
+// countersAtCommit queues for COMMIT the moves of the project's counters
+// (and its head) and of the tools' counters that vs make.
+func (tx *Tx) countersAtCommit(ctx context.Context, project string, vs []NewVersion) error {
+	always := int64(0)
+	tools := map[string]int64{}
+	for _, v := range vs {
+		was, is := v.Was, v.counted()
+		always += b2i(is.AlwaysOpen) - b2i(was.AlwaysOpen)
+		if was.Tool != "" {
+			tools[was.Tool]--
+		}
+		if is.Tool != "" {
+			tools[is.Tool]++
+		}
+	}
+	ex := atCommitExec{tx.tc}
+	if err := q.ProjectCountersAdd(ctx, ex, dbsqlc.ProjectCountersAddParams{Project: project, AlwaysOpen: always}); err != nil {
 		return interpret(err)
 	}
-	if err := q.ItemSetCurrentMany(ctx, tx.ex, set); err != nil {
-		return interpret(err)
+	p := dbsqlc.ToolCountersAddParams{Project: project}
+	for _, t := range slices.Sorted(maps.Keys(tools)) {
+		if tools[t] != 0 {
+			p.Tools, p.Deltas = append(p.Tools, t), append(p.Deltas, tools[t])
+		}
 	}
-	// The relevance index holds current versions only: rewritten for every
-	// key written (a write may change the trigger, or tombstone the item).
-	terms := dbsqlc.ItemTermsDeleteParams{Project: project, Keys: set.Keys}
-	if err := q.ItemTermsDelete(ctx, tx.ex, terms); err != nil {
-		return interpret(err)
+	if len(p.Tools) == 0 {
+		return nil
 	}
-	if err := q.ItemTermsInsert(ctx, tx.ex, dbsqlc.ItemTermsInsertParams(terms)); err != nil {
-		return interpret(err)
+	return interpret(q.ToolCountersAdd(ctx, ex, p))
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
 	}
-	return tx.advanceHead(ctx, project)
+	return 0
 }
 
 func joinWords(ws []string) string { return strings.Join(ws, ",") }

@@ -18,6 +18,7 @@ func (p *poolExec) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 		return pgconn.CommandTag{}, err
 	}
 	defer c.Release()
+	p.s.trips.Add(1)
 	return c.Exec(ctx, sql, args...)
 }
 
@@ -26,6 +27,7 @@ func (p *poolExec) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 	if err != nil {
 		return nil, err
 	}
+	p.s.trips.Add(1)
 	rows, err := c.Query(ctx, sql, args...)
 	if err != nil {
 		c.Release()
@@ -39,6 +41,7 @@ func (p *poolExec) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	if err != nil {
 		return errRow{err}
 	}
+	p.s.trips.Add(1)
 	return &releasingRow{row: c.QueryRow(ctx, sql, args...), c: c}
 }
 
@@ -48,6 +51,7 @@ func (p *poolExec) CopyFrom(ctx context.Context, table pgx.Identifier, cols []st
 		return 0, err
 	}
 	defer c.Release()
+	p.s.trips.Add(2)
 	return c.CopyFrom(ctx, table, cols, src)
 }
 

@@ -63,8 +63,16 @@ type Store struct {
 	pool    *pgxpool.Pool
 	acquire time.Duration
 	retries atomic.Int64
-	url     string
+	// trips counts the round trips to PostgreSQL the store's statements
+	// took (a pipeline is one, a COPY two): what RoundTrips reports.
+	trips atomic.Int64
+	url   string
 }
+
+// RoundTrips is how many round trips to PostgreSQL the store's statements
+// have taken since the start: a pipeline of statements counts one, a COPY
+// two. Tests hold the write and read paths to their budgets with it.
+func (s *Store) RoundTrips() int64 { return s.trips.Load() }
 
 // Open connects a pool as cfg says and checks that the server answers.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

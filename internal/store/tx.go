@@ -78,7 +78,7 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := &txConn{c: conn, begin: beginStatement(opts)}
+	tc := &txConn{c: conn, trips: &s.trips, begin: beginStatement(opts)}
 	return &Tx{DB: DB{ex: tc}, tc: tc, conn: conn}, nil
 }
 
@@ -139,6 +139,7 @@ func (t *Tx) release() {
 // fn did, and t stays usable (the idempotency layer still stores a 4xx
 // answer after a refused write).
 func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
+	atCommit := len(t.tc.atCommit)
 	t.tc.savepoints++
 	name := fmt.Sprintf("contextd_sp_%d", t.tc.savepoints)
 	if _, err := t.tc.Exec(ctx, "savepoint "+name); err != nil {
@@ -146,6 +147,8 @@ func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	if err := fn(t); err != nil {
 		t.tc.waiting = nil
+		t.tc.atCommit = t.tc.atCommit[:atCommit] // what fn left for COMMIT is undone with it
+		t.tc.trips.Add(1)
 		if _, rbErr := t.tc.c.Exec(context.WithoutCancel(ctx), "rollback to savepoint "+name); rbErr != nil {
 			return errors.Join(err, retryableIfLost(interpret(rbErr)))
 		}

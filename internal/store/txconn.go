@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,12 +28,17 @@ import (
 // writes, and COMMIT, three round trips.
 type txConn struct {
 	c       *pgxpool.Conn
-	begin   string // the BEGIN statement, until it is sent
-	begun   bool   // BEGIN has been sent: COMMIT and ROLLBACK mean something
+	trips   *atomic.Int64 // the store's count of round trips
+	begin   string        // the BEGIN statement, until it is sent
+	begun   bool          // BEGIN has been sent: COMMIT and ROLLBACK mean something
 	waiting []queued
 	defers  int // > 0 inside Pipeline: Exec waits
 	// savepoints numbers the savepoints taken, for their names.
 	savepoints int
+	// atCommit waits for COMMIT itself (Tx.atCommit): the writes of rows
+	// every writer of a project must lock, so the lock is held only as long
+	// as the commit.
+	atCommit []queued
 }
 
 type queued struct {
@@ -69,6 +75,7 @@ func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, erro
 		b.Queue(last.sql, last.args...)
 	}
 	t.begun, t.waiting = true, nil
+	t.trips.Add(1)
 	br := t.c.SendBatch(ctx, b)
 	for range pend {
 		if _, err := br.Exec(); err != nil {
@@ -87,6 +94,7 @@ func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 		return pgconn.CommandTag{}, nil
 	}
 	if t.quiet() {
+		t.trips.Add(1)
 		return t.c.Exec(ctx, sql, args...)
 	}
 	br, err := t.send(ctx, &queued{sql, args})
@@ -99,6 +107,7 @@ func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 
 func (t *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if t.quiet() {
+		t.trips.Add(1)
 		return t.c.Query(ctx, sql, args...)
 	}
 	br, err := t.send(ctx, &queued{sql, args})
@@ -125,6 +134,7 @@ func (t *txConn) CopyFrom(ctx context.Context, table pgx.Identifier, cols []stri
 	if err := t.flush(ctx); err != nil {
 		return 0, err
 	}
+	t.trips.Add(2)
 	return t.c.CopyFrom(ctx, table, cols, src)
 }
 
@@ -144,10 +154,11 @@ func (t *txConn) flush(ctx context.Context) error {
 // has nothing to commit. pgx reports a failed transaction's COMMIT (its
 // answer is ROLLBACK) as pgx.ErrTxCommitRollback; so does this.
 func (t *txConn) commit(ctx context.Context) error {
-	if !t.begun && len(t.waiting) == 0 {
+	if !t.begun && len(t.waiting) == 0 && len(t.atCommit) == 0 {
 		return nil
 	}
 	t.defers = 0
+	t.waiting, t.atCommit = append(t.waiting, t.atCommit...), nil
 	tag, err := t.Exec(ctx, "commit")
 	if err != nil {
 		return err
@@ -160,12 +171,35 @@ func (t *txConn) commit(ctx context.Context) error {
 
 // rollback drops what waits and rolls back what was sent.
 func (t *txConn) rollback(ctx context.Context) error {
-	t.waiting, t.defers = nil, 0
+	t.waiting, t.atCommit, t.defers = nil, nil, 0
 	if !t.begun {
 		return nil
 	}
+	t.trips.Add(1)
 	_, err := t.c.Exec(ctx, "rollback")
 	return err
+}
+
+// atCommitExec queues the statements run through it for COMMIT.
+type atCommitExec struct{ t *txConn }
+
+func (a atCommitExec) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	a.t.atCommit = append(a.t.atCommit, queued{sql, args})
+	return pgconn.CommandTag{}, nil
+}
+
+var errNotAtCommit = errors.New("store: only statements without rows can wait for COMMIT")
+
+func (a atCommitExec) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	return nil, errNotAtCommit
+}
+
+func (a atCommitExec) QueryRow(context.Context, string, ...any) pgx.Row {
+	return errRow{errNotAtCommit}
+}
+
+func (a atCommitExec) CopyFrom(context.Context, pgx.Identifier, []string, pgx.CopyFromSource) (int64, error) {
+	return 0, errNotAtCommit
 }
 
 // batchRows closes its batch with its rows.

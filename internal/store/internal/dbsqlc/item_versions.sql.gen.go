@@ -226,6 +226,91 @@ func (q *Queries) ItemVersionGet(ctx context.Context, db DBTX, arg ItemVersionGe
 	return i, err
 }
 
+const itemVersionInsert = `-- name: ItemVersionInsert :exec
+INSERT INTO item_versions (
+    project, key, version, deleted, kind, source, title, summary, content,
+    priority, authority, confidence, state_key, valid_from, valid_until, slot,
+    trigger, visible_to, hidden_from, template, metadata, provenance,
+    fields_sha256, content_sha256, tokens_o200k, tokens_cl100k,
+    block_tokens_o200k, block_tokens_cl100k, created_by
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7, $8, $9,
+    $10, $11, $12, $13, $14, $15, $16,
+    $17, $18, $19, $20, $21, $22,
+    $23, $24, $25, $26,
+    $27, $28, $29
+)
+`
+
+type ItemVersionInsertParams struct {
+	Project           string
+	Key               string
+	Version           int32
+	Deleted           bool
+	Kind              string
+	Source            string
+	Title             string
+	Summary           string
+	Content           string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	StateKey          string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	Slot              string
+	Trigger           json.RawMessage
+	VisibleTo         []string
+	HiddenFrom        []string
+	Template          bool
+	Metadata          json.RawMessage
+	Provenance        json.RawMessage
+	FieldsSha256      []byte
+	ContentSha256     []byte
+	TokensO200k       int32
+	TokensCl100k      int32
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	CreatedBy         string
+}
+
+// One version, as ItemVersionInsertMany writes many: a single write sends
+// it in its pipeline, where a COPY would take two round trips of its own.
+func (q *Queries) ItemVersionInsert(ctx context.Context, db DBTX, arg ItemVersionInsertParams) error {
+	_, err := db.Exec(ctx, itemVersionInsert,
+		arg.Project,
+		arg.Key,
+		arg.Version,
+		arg.Deleted,
+		arg.Kind,
+		arg.Source,
+		arg.Title,
+		arg.Summary,
+		arg.Content,
+		arg.Priority,
+		arg.Authority,
+		arg.Confidence,
+		arg.StateKey,
+		arg.ValidFrom,
+		arg.ValidUntil,
+		arg.Slot,
+		arg.Trigger,
+		arg.VisibleTo,
+		arg.HiddenFrom,
+		arg.Template,
+		arg.Metadata,
+		arg.Provenance,
+		arg.FieldsSha256,
+		arg.ContentSha256,
+		arg.TokensO200k,
+		arg.TokensCl100k,
+		arg.BlockTokensO200k,
+		arg.BlockTokensCl100k,
+		arg.CreatedBy,
+	)
+	return err
+}
+
 type ItemVersionInsertManyParams struct {
 	Project           string
 	Key               string

@@ -9,39 +9,8 @@ import (
 	"context"
 )
 
-const itemEnsure = `-- name: ItemEnsure :exec
-INSERT INTO items (project, key) VALUES ($1, $2)
-ON CONFLICT (project, key) DO NOTHING
-`
-
-type ItemEnsureParams struct {
-	Project string
-	Key     string
-}
-
-func (q *Queries) ItemEnsure(ctx context.Context, db DBTX, arg ItemEnsureParams) error {
-	_, err := db.Exec(ctx, itemEnsure, arg.Project, arg.Key)
-	return err
-}
-
-const itemEnsureMany = `-- name: ItemEnsureMany :exec
-INSERT INTO items (project, key)
-SELECT $1, unnest($2::text[])
-ON CONFLICT (project, key) DO NOTHING
-`
-
-type ItemEnsureManyParams struct {
-	Project string
-	Keys    []string
-}
-
-func (q *Queries) ItemEnsureMany(ctx context.Context, db DBTX, arg ItemEnsureManyParams) error {
-	_, err := db.Exec(ctx, itemEnsureMany, arg.Project, arg.Keys)
-	return err
-}
-
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256 FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -74,53 +43,61 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.ValidUntil,
 		&i.TriggerKeywords,
 		&i.TriggerTerms,
+		&i.FieldsSha256,
 	)
 	return i, err
 }
 
-const itemLockMany = `-- name: ItemLockMany :many
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms FROM items
+const itemLockCurrentMany = `-- name: ItemLockCurrentMany :many
+SELECT key, current_version, live, visible_to, hidden_from, fields_sha256, trigger_kind, trigger_tool, open
+FROM items
 WHERE project = $1 AND key = ANY($2::text[])
 ORDER BY key
 FOR UPDATE
 `
 
-type ItemLockManyParams struct {
+type ItemLockCurrentManyParams struct {
 	Project string
 	Keys    []string
 }
 
-func (q *Queries) ItemLockMany(ctx context.Context, db DBTX, arg ItemLockManyParams) ([]Item, error) {
-	rows, err := db.Query(ctx, itemLockMany, arg.Project, arg.Keys)
+type ItemLockCurrentManyRow struct {
+	Key            string
+	CurrentVersion int32
+	Live           bool
+	VisibleTo      []string
+	HiddenFrom     []string
+	FieldsSha256   []byte
+	TriggerKind    string
+	TriggerTool    *string
+	Open           bool
+}
+
+// The write path's one read: locks the item rows of the keys that exist, in
+// key order (two writers cannot deadlock on them), with what a write
+// compares with (the current version, whether it is live, its roles and its
+// fields hash). A key with no row is new. The rows alone, not a join: after
+// waiting for a lock, read committed gives the newest row, where a joined
+// table would still be read in the statement's older snapshot.
+func (q *Queries) ItemLockCurrentMany(ctx context.Context, db DBTX, arg ItemLockCurrentManyParams) ([]ItemLockCurrentManyRow, error) {
+	rows, err := db.Query(ctx, itemLockCurrentMany, arg.Project, arg.Keys)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Item{}
+	items := []ItemLockCurrentManyRow{}
 	for rows.Next() {
-		var i Item
+		var i ItemLockCurrentManyRow
 		if err := rows.Scan(
-			&i.Project,
 			&i.Key,
 			&i.CurrentVersion,
 			&i.Live,
-			&i.TriggerKind,
-			&i.TriggerTool,
-			&i.TriggerWords,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.RankAuthority,
-			&i.RankPriority,
-			&i.RankConfidence,
-			&i.RankTime,
-			&i.StateKey,
-			&i.Open,
 			&i.VisibleTo,
 			&i.HiddenFrom,
-			&i.ValidFrom,
-			&i.ValidUntil,
-			&i.TriggerKeywords,
-			&i.TriggerTerms,
+			&i.FieldsSha256,
+			&i.TriggerKind,
+			&i.TriggerTool,
+			&i.Open,
 		); err != nil {
 			return nil, err
 		}
@@ -137,44 +114,35 @@ WITH u AS (
     SELECT unnest($2::text[]) AS key, unnest($3::integer[]) AS version,
            unnest($4::boolean[]) AS live, unnest($5::text[]) AS trigger_kind,
            unnest($6::text[]) AS trigger_tool, unnest($7::text[]) AS trigger_words
-), old AS (
-    SELECT i.live AND i.trigger_kind = 'always' AND i.open AS was_open, CASE WHEN i.live AND i.open THEN i.trigger_tool END AS was_tool
-    FROM items i JOIN u ON i.key = u.key
-    WHERE i.project = $1
-), upd AS (
-    UPDATE items i
-    SET current_version = u.version, live = u.live, trigger_kind = u.trigger_kind,
-        trigger_tool = nullif(u.trigger_tool, ''),
-        trigger_words = CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
-        trigger_terms = CASE WHEN u.trigger_words = '' THEN '{}'::text[]
-                        ELSE ARRAY(SELECT $1 || E'\x1f' || w FROM unnest(string_to_array(u.trigger_words, ',')) AS w) END,
-        rank_authority  = -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
-        rank_priority   = -v.priority::bigint,
-        rank_confidence = -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END),
-        rank_time       = -(extract(epoch FROM v.created_at) * 1000000)::bigint,
-        state_key       = v.state_key,
-        open            = (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
-        visible_to = v.visible_to, hidden_from = v.hidden_from, valid_from = v.valid_from, valid_until = v.valid_until,
-        trigger_keywords = coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
-        updated_at = now()
-    FROM u
-    JOIN item_versions v ON v.project = $1 AND v.key = u.key AND v.version = u.version
-    WHERE i.project = $1 AND i.key = u.key
-    RETURNING (i.live AND i.trigger_kind = 'always' AND i.open) AS is_open, CASE WHEN i.live AND i.open THEN i.trigger_tool END AS is_tool
-), tools AS (
-    INSERT INTO tool_counters (project, tool, open)
-    SELECT $1, d.tool, sum(d.n) FROM (
-        SELECT was_tool AS tool, -1 AS n FROM old WHERE was_tool IS NOT NULL
-        UNION ALL
-        SELECT is_tool, 1 FROM upd WHERE is_tool IS NOT NULL
-    ) d
-    GROUP BY d.tool
-    ORDER BY d.tool -- one lock order for every writer
-    ON CONFLICT (project, tool) DO UPDATE SET open = tool_counters.open + EXCLUDED.open
 )
-INSERT INTO project_counters (project, always_open)
-SELECT $1, (SELECT count(*) FILTER (WHERE is_open) FROM upd) - (SELECT count(*) FILTER (WHERE was_open) FROM old)
-ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open
+INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
+                        rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
+                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, fields_sha256)
+SELECT $1, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
+    CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
+    CASE WHEN u.trigger_words = '' THEN '{}'::text[]
+         ELSE ARRAY(SELECT $1 || E'\x1f' || w FROM unnest(string_to_array(u.trigger_words, ',')) AS w) END,
+    -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END),
+    -v.priority::bigint,
+    -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END),
+    -(extract(epoch FROM v.created_at) * 1000000)::bigint,
+    v.state_key,
+    (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
+    v.visible_to, v.hidden_from, v.valid_from, v.valid_until,
+    coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
+    v.fields_sha256
+FROM u
+JOIN item_versions v ON v.project = $1 AND v.key = u.key AND v.version = u.version
+ORDER BY u.key -- one lock order for every writer
+ON CONFLICT (project, key) DO UPDATE
+SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_kind = EXCLUDED.trigger_kind,
+    trigger_tool = EXCLUDED.trigger_tool, trigger_words = EXCLUDED.trigger_words, trigger_terms = EXCLUDED.trigger_terms,
+    rank_authority = EXCLUDED.rank_authority, rank_priority = EXCLUDED.rank_priority,
+    rank_confidence = EXCLUDED.rank_confidence, rank_time = EXCLUDED.rank_time,
+    state_key = EXCLUDED.state_key, open = EXCLUDED.open,
+    visible_to = EXCLUDED.visible_to, hidden_from = EXCLUDED.hidden_from,
+    valid_from = EXCLUDED.valid_from, valid_until = EXCLUDED.valid_until,
+    trigger_keywords = EXCLUDED.trigger_keywords, fields_sha256 = EXCLUDED.fields_sha256, updated_at = now()
 `
 
 type ItemSetCurrentManyParams struct {
@@ -187,13 +155,15 @@ type ItemSetCurrentManyParams struct {
 	TriggerWords []string
 }
 
-// Moves each item to its new version and refreshes what assembly reads
-// from the item row: the denormalised trigger, the rank fields of the
-// version (see migration 00005: ascending is the packet's rank order),
-// its state key and whether it is open (no roles, no validity window);
-// and keeps the project's count of open always-on items in step, in the
-// same statement. trigger_words holds one comma-joined string per key
-// (they cannot be a ragged array); empty means none.
+// Writes each item's row once, from its new version (already appended):
+// inserts the row of a new key, or moves an existing one to the version.
+// The row holds what assembly reads from it: the denormalised trigger, the
+// rank fields of the version (see migration 00005: ascending is the
+// packet's rank order), its state key and whether it is open (no roles,
+// no validity window), and the fields hash a later write compares with.
+// The counters of open items move with ProjectCountersAdd and
+// ToolCountersAdd, sent with COMMIT. trigger_words holds one comma-joined
+// string per key (they cannot be a ragged array); empty means none.
 func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCurrentManyParams) error {
 	_, err := db.Exec(ctx, itemSetCurrentMany,
 		arg.Project,
@@ -204,5 +174,46 @@ func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCu
 		arg.TriggerTools,
 		arg.TriggerWords,
 	)
+	return err
+}
+
+const projectCountersAdd = `-- name: ProjectCountersAdd :exec
+INSERT INTO project_counters (project, always_open, write_seq) VALUES ($1, $2, 1)
+ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open,
+                                    write_seq = project_counters.write_seq + 1
+`
+
+type ProjectCountersAddParams struct {
+	Project    string
+	AlwaysOpen int64
+}
+
+// Moves the project's count of open always-on items by @always_open and
+// advances its head: every write of a project moves the head, under this
+// row's lock, so writes of one project are ordered. Item writes send it
+// with COMMIT, so that lock is held for the commit alone.
+func (q *Queries) ProjectCountersAdd(ctx context.Context, db DBTX, arg ProjectCountersAddParams) error {
+	_, err := db.Exec(ctx, projectCountersAdd, arg.Project, arg.AlwaysOpen)
+	return err
+}
+
+const toolCountersAdd = `-- name: ToolCountersAdd :exec
+INSERT INTO tool_counters (project, tool, open)
+SELECT $1, t.tool, t.n
+FROM (SELECT unnest($2::text[]) AS tool, unnest($3::bigint[]) AS n) t
+ORDER BY t.tool
+ON CONFLICT (project, tool) DO UPDATE SET open = tool_counters.open + EXCLUDED.open
+`
+
+type ToolCountersAddParams struct {
+	Project string
+	Tools   []string
+	Deltas  []int64
+}
+
+// Moves the counts of open items of tools, in tool order (one lock order
+// for every writer); sent with COMMIT like ProjectCountersAdd.
+func (q *Queries) ToolCountersAdd(ctx context.Context, db DBTX, arg ToolCountersAddParams) error {
+	_, err := db.Exec(ctx, toolCountersAdd, arg.Project, arg.Tools, arg.Deltas)
 	return err
 }

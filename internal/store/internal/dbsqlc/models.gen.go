@@ -88,6 +88,7 @@ type Item struct {
 	ValidUntil      *time.Time
 	TriggerKeywords []string
 	TriggerTerms    []string
+	FieldsSha256    []byte
 }
 
 type ItemTerm struct {

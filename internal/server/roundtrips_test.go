@@ -1,0 +1,49 @@
+package server_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRoundTrips holds the item paths to their round-trip budgets, counted
+// by the store (a pipeline of statements is one round trip, a COPY two): a
+// PUT is BEGIN with the lock read, its writes with the read of the result,
+// and COMMIT; a GET is one read. Each is measured right after a warm-up
+// request, so the caller's key and the project are in the caches.
+func TestRoundTrips(t *testing.T) {
+	e := setup(t)
+	e.project("acme")
+	writer := e.agent("planner", "edit", "acme")
+	body := func(s string) map[string]any {
+		return map[string]any{"content": s, "trigger": map[string]any{"always": true}}
+	}
+	trips := func(fn func()) int64 {
+		before := e.app.Store.RoundTrips()
+		fn()
+		return e.app.Store.RoundTrips() - before
+	}
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/warm", writer, body("warm")).status)
+	for _, tc := range []struct {
+		name string
+		key  string
+		want int
+	}{{"create", "fresh", 201}, {"update", "fresh", 201}, {"unchanged", "fresh", 200}} {
+		content := "refunds take five days"
+		if tc.name != "create" {
+			content = "refunds take three days"
+		}
+		n := trips(func() {
+			r := e.do("PUT", "/v1/projects/acme/items/"+tc.key, writer, body(content))
+			require.Equal(t, tc.want, r.status, r.text) // 201: a new version; 200: unchanged
+		})
+		require.LessOrEqual(t, n, int64(3), "PUT (%s) took %d round trips", tc.name, n)
+		t.Logf("PUT %s: %d round trips", tc.name, n)
+	}
+	n := trips(func() {
+		r := e.do("GET", "/v1/projects/acme/items/fresh", writer, nil)
+		require.Equal(t, 200, r.status, r.text)
+		require.Equal(t, "refunds take three days", r.json["content"])
+	})
+	require.Equal(t, int64(1), n, "GET took %d round trips", n)
+}

@@ -1,0 +1,96 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// A transaction sends BEGIN with its first statement, and one that runs
+// none sends nothing at all.
+func TestBeginGoesWithTheFirstStatement(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	before := st.RoundTrips()
+	require.NoError(t, st.InTx(ctx, func(*store.Tx) error { return nil }))
+	require.Equal(t, before, st.RoundTrips(), "an empty transaction")
+	before = st.RoundTrips()
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		s, err := store.QueryTextForTest(ctx, tx, "SELECT 'x'")
+		require.Equal(t, "x", s)
+		return err
+	}))
+	require.Equal(t, before+2, st.RoundTrips(), "BEGIN with the read, then COMMIT")
+	require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) error {
+		iso, err := store.QueryTextForTest(ctx, tx, "SHOW transaction_isolation")
+		require.Equal(t, "repeatable read", iso)
+		ro, _ := store.QueryTextForTest(ctx, tx, "SHOW transaction_read_only")
+		require.Equal(t, "on", ro)
+		return err
+	}))
+}
+
+// In a pipeline, writes wait for the next read; the error of one that
+// fails is the read's, and the transaction keeps nothing.
+func TestPipelineErrorsAndOrder(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	var readErr error
+	err := st.InTx(ctx, func(tx *store.Tx) error {
+		return tx.Pipeline(ctx, func() error {
+			require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('pipe-a')"))
+			require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('pipe-a')"), "waits: no error yet")
+			_, readErr = store.QueryTextForTest(ctx, tx, "SELECT 'after'")
+			return readErr
+		})
+	})
+	require.ErrorIs(t, readErr, fault.ErrConflict, "the duplicate's error is reported by the read that sent it")
+	require.ErrorIs(t, err, fault.ErrConflict)
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		n, err := store.QueryTextForTest(ctx, tx, "SELECT count(*)::text FROM projects WHERE project = 'pipe-a'")
+		require.Equal(t, "0", n, "nothing of the failed transaction is kept")
+		return err
+	}))
+	// In order: the second statement sees the first.
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		return tx.Pipeline(ctx, func() error {
+			require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('pipe-b')"))
+			n, err := store.QueryTextForTest(ctx, tx, "SELECT count(*)::text FROM projects WHERE project = 'pipe-b'")
+			require.Equal(t, "1", n)
+			return err
+		})
+	}))
+}
+
+// What waits for COMMIT is undone with a savepoint that rolls back, and
+// sent with COMMIT otherwise.
+func TestAtCommitFollowsSavepoints(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	refused := errors.New("refused")
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		err := tx.Savepoint(ctx, func(tx *store.Tx) error {
+			require.NoError(t, store.AtCommitForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('undone')"))
+			return refused
+		})
+		require.ErrorIs(t, err, refused)
+		require.NoError(t, tx.Savepoint(ctx, func(tx *store.Tx) error {
+			return store.AtCommitForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('kept')")
+		}))
+		return nil
+	}))
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		got, err := store.QueryTextForTest(ctx, tx, "SELECT string_agg(project, ',' ORDER BY project) FROM projects WHERE project IN ('undone', 'kept')")
+		require.Equal(t, "kept", got)
+		return err
+	}))
+}
