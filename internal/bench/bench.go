@@ -3,11 +3,14 @@
 // processes, and, with a floor, runs in alternating phases a minimal pgx
 // program that does only what an ideal assembly cannot avoid on the same
 // corpus and database, so contextd's assembly throughput can be read as a
-// ratio of that lower bound.
+// ratio of that lower bound. Its single-operation modes (--only ingest,
+// put, get, injections; modes.go) each measure one operation beside a floor
+// of its own taken in the same run.
 //
 // The package talks to contextd only through the contract
-// (api/openapi.yaml); the floor talks to PostgreSQL with SQL of its own,
-// written for it, and never through internal/store.
+// (api/openapi.yaml); the floors, and the seeding of --only injections'
+// records (far too many for the API), talk to PostgreSQL with SQL of their
+// own, written for them, and never through internal/store.
 package bench
 
 import (
@@ -47,10 +50,14 @@ type Config struct {
 
 	Concurrency int           // agents running at once
 	Duration    time.Duration // the whole load, every phase
-	Only        string        // "" or "mixed": the mixed workload; "assemble": assembly alone
-	Floor       bool          // alternate contextd and the floor in phases
+	Only        string        // "" or "mixed": the mixed workload; "assemble": assembly alone; or a mode (ingest, put, get, injections)
+	Floor       bool          // alternate contextd and the floor in phases (the modes always do)
 	Phases      int           // with Floor: the number of phases, even, at least 4
 	Budget      int           // packets' token budget
+
+	IngestItems int   // --only ingest: items per batch (one round); at most MaxBatch
+	IngestSize  int   // --only ingest and put: content bytes of each item written
+	Records     int64 // --only injections: records in packet_records to seed
 
 	// Progress receives the progress bar and lines (stderr; nil: none).
 	Progress io.Writer
@@ -64,10 +71,12 @@ type Config struct {
 
 // Defaults is the command line's configuration: 2 projects of 10,000
 // items, 1,000 in _shared, 20% always-on, seed 1, 8 agents for 30 s, 4
-// phases with a floor, a 16,000-token budget.
+// phases with a floor, a 16,000-token budget; for the modes, batches of
+// 10,000 items of 500 bytes and 1,000,000 packet records.
 func Defaults() Config {
 	return Config{Projects: 2, Items: 10000, Shared: 1000, Always: 0.2, Seed: 1,
-		Concurrency: 8, Duration: 30 * time.Second, Phases: 4, Budget: 16000}
+		Concurrency: 8, Duration: 30 * time.Second, Phases: 4, Budget: 16000,
+		IngestItems: MaxBatch, IngestSize: 500, Records: 1000000}
 }
 
 func (cfg *Config) validate() error {
@@ -87,12 +96,14 @@ func (cfg *Config) validate() error {
 	if cfg.Always < 0 || cfg.Always > 1 {
 		errs = append(errs, fmt.Errorf("--always must be a fraction between 0 and 1, not %g", cfg.Always))
 	}
-	switch cfg.Only {
-	case "", "mixed", OpAssemble:
+	switch {
+	case cfg.Only == "", cfg.Only == "mixed", cfg.Only == OpAssemble:
+	case isMode(cfg.Only):
+		errs = append(errs, cfg.validateMode())
 	default:
-		errs = append(errs, fmt.Errorf("--only must be assemble (or mixed, the default), not %q", cfg.Only))
+		errs = append(errs, fmt.Errorf("--only must be assemble, ingest, put, get or injections (or mixed, the default), not %q", cfg.Only))
 	}
-	if cfg.Floor {
+	if cfg.Floor && !isMode(cfg.Only) {
 		if cfg.DatabaseURL == "" {
 			errs = append(errs, errors.New("--floor needs the database: give --database-url with --url"))
 		}
@@ -118,6 +129,9 @@ type runner struct {
 	workers  []*worker
 	accept   map[string]agent // an agent of each role, to accept handoffs
 	floor    *floor
+	// progressOps are the operations the progress line shows, with their
+	// rates; nil: the mixed workload's.
+	progressOps []string
 
 	answers, answerBytes, renderedBytes atomic.Int64
 	samples                             reservoir
@@ -133,15 +147,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if isMode(cfg.Only) {
+		return runMode(ctx, cfg)
+	}
 	r := &runner{cfg: &cfg, c: newClient(cfg.URLs, cfg.Concurrency), corpus: NewCorpus(cfg.Seed), rec: newRecorder(),
 		runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36), accept: map[string]agent{}}
 	r.samples.rng = rand.New(rand.NewPCG(cfg.Seed, 0x73616d706c65))
-	for i := range cfg.Projects {
-		p := ProjectName(i)
-		r.projects = append(r.projects, p)
-		r.layers = append(r.layers, layer{p, r.corpus.Layer(p, cfg.Items, cfg.Always)})
-	}
-	r.layers = append(r.layers, layer{SharedProject, r.corpus.Layer(SharedProject, cfg.Shared, cfg.Always)})
+	r.setLayers()
 	if err := r.seed(ctx); err != nil {
 		return nil, err
 	}
@@ -170,6 +182,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	return r.result(ctx, phases, walls, rss), nil
+}
+
+// setLayers generates the corpus's layers: the bench projects, then
+// _shared.
+func (r *runner) setLayers() {
+	for i := range r.cfg.Projects {
+		p := ProjectName(i)
+		r.projects = append(r.projects, p)
+		r.layers = append(r.layers, layer{p, r.corpus.Layer(p, r.cfg.Items, r.cfg.Always)})
+	}
+	r.layers = append(r.layers, layer{SharedProject, r.corpus.Layer(SharedProject, r.cfg.Shared, r.cfg.Always)})
 }
 
 // createAgents makes one agent per worker (roles in turn, edit on the bench
@@ -213,6 +236,18 @@ func (r *runner) load(ctx context.Context) ([]Phase, map[string]time.Duration, f
 	if r.cfg.Floor {
 		n = r.cfg.Phases
 	}
+	return r.phased(ctx, n, r.cfg.Floor, r.work)
+}
+
+// stepFunc runs worker w's calls against system ("contextd" or the floor)
+// until deadline, recording each in the runner's recorder.
+type stepFunc func(ctx context.Context, system string, w int, deadline time.Time)
+
+// phased runs n phases of equal length, with alternate contextd (A) and
+// the floor (B) in turn, else contextd alone; in each, --concurrency
+// goroutines run step until the phase's deadline. It returns the phases,
+// each system's total wall time, and the server's RSS at the end.
+func (r *runner) phased(ctx context.Context, n int, alternate bool, step stepFunc) ([]Phase, map[string]time.Duration, float64, error) {
 	if r.cfg.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(r.cfg.CPUProfile); err != nil {
 			return nil, nil, 0, fmt.Errorf("cpu profile: %w", err)
@@ -225,7 +260,7 @@ func (r *runner) load(ctx context.Context) ([]Phase, map[string]time.Duration, f
 	loadStart := time.Now()
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		system := "contextd"
-		if r.cfg.Floor && i%2 == 1 {
+		if alternate && i%2 == 1 {
 			system = OpFloor
 		}
 		before := r.rec.counts()
@@ -237,19 +272,14 @@ func (r *runner) load(ctx context.Context) ([]Phase, map[string]time.Duration, f
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r.work(ctx, system, w, deadline)
+				step(ctx, system, w, deadline)
 			}()
 		}
 		wg.Wait()
 		end := time.Now()
 		stop()
 		walls[system] += end.Sub(start)
-		ph := Phase{System: system, StartS: round(start.Sub(loadStart).Seconds(), 3), EndS: round(end.Sub(loadStart).Seconds(), 3)}
-		for op, c := range r.rec.counts() {
-			ph.Ops += c[0] - before[op][0]
-			ph.Errors += c[1] - before[op][1]
-		}
-		phases = append(phases, ph)
+		phases = append(phases, r.phaseOf(system, before, start.Sub(loadStart), end.Sub(loadStart)))
 	}
 	rss := 0.0
 	if r.cfg.RSS != nil {
@@ -259,6 +289,17 @@ func (r *runner) load(ctx context.Context) ([]Phase, map[string]time.Duration, f
 		return nil, nil, 0, fmt.Errorf("load interrupted: %w", ctx.Err())
 	}
 	return phases, walls, rss, nil
+}
+
+// phaseOf is the Phase of system from start to end (from the start of the
+// load): the calls recorded since before.
+func (r *runner) phaseOf(system string, before map[string][2]int, start, end time.Duration) Phase {
+	ph := Phase{System: system, StartS: round(start.Seconds(), 3), EndS: round(end.Seconds(), 3)}
+	for op, c := range r.rec.counts() {
+		ph.Ops += c[0] - before[op][0]
+		ph.Errors += c[1] - before[op][1]
+	}
+	return ph
 }
 
 // progress prints a line on the progress writer every second until stop:
@@ -273,11 +314,15 @@ func (r *runner) progress(label string, before map[string][2]int, start, deadlin
 		var b strings.Builder
 		fmt.Fprintf(&b, "\r%s %5.1f/%.1fs", label, el.Seconds(), deadline.Sub(start).Seconds())
 		errs := 0
-		for _, op := range opOrder {
+		ops := opOrder
+		if r.progressOps != nil {
+			ops = r.progressOps
+		}
+		for _, op := range ops {
 			c, ok := counts[op]
 			if n := c[0] - before[op][0]; ok && (n > 0 || c[1] > before[op][1]) {
 				fmt.Fprintf(&b, "  %s %d", op, n)
-				if op == OpAssemble || op == OpFloor {
+				if op == OpAssemble || op == OpFloor || r.progressOps != nil {
 					fmt.Fprintf(&b, " (%.1f/s)", float64(n)/el.Seconds())
 				}
 			}

@@ -46,11 +46,14 @@ func (e *httpError) Error() string {
 	return fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.Status, body)
 }
 
-// do sends body (nil, or anything JSON) with key and returns the answer's
-// body; an answer of status 300 or more is an *httpError.
+// do sends body (nil, JSON already encoded as []byte, or anything JSON)
+// with key and returns the answer's body; an answer of status 300 or more
+// is an *httpError.
 func (c *client) do(ctx context.Context, method, path, key string, body any) ([]byte, int, error) {
 	var rd io.Reader
-	if body != nil {
+	if raw, ok := body.([]byte); ok {
+		rd = bytes.NewReader(raw)
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, 0, err

@@ -31,32 +31,13 @@ type floor struct {
 }
 
 func openFloor(ctx context.Context, dbURL string, conns, budget int) (*floor, error) {
-	pc, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return nil, fmt.Errorf("floor: database url: %w", err)
-	}
-	pc.MaxConns = int32(max(conns, 1))
 	// The floor reads by index, by definition: with LIMIT 50 the planner
 	// would rather scan item_versions for the first full-text matches,
 	// detoasting every search vector on the way, which no ideal assembly
 	// would do.
-	pc.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	pool, err := openPool(ctx, dbURL, conns, map[string]string{"enable_seqscan": "off"})
 	if err != nil {
-		return nil, fmt.Errorf("floor: connect: %w", err)
-	}
-	// Open every connection now, so the first phase does not pay for it.
-	held := make([]*pgxpool.Conn, 0, pc.MaxConns)
-	for range pc.MaxConns {
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("floor: connect: %w", err)
-		}
-		held = append(held, c)
-	}
-	for _, c := range held {
-		c.Release()
+		return nil, err
 	}
 	return &floor{pool: pool, budget: budget}, nil
 }

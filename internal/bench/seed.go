@@ -228,14 +228,18 @@ type bar struct {
 	mu    sync.Mutex
 	w     io.Writer
 	label string
+	unit  string
 	total int
 	start time.Time
 	last  time.Time
 	n     int
 }
 
-func newBar(w io.Writer, label string, total int) *bar {
-	b := &bar{w: w, label: label, total: total, start: time.Now()}
+func newBar(w io.Writer, label string, total int) *bar { return newBarOf(w, label, "items", total) }
+
+// newBarOf is a bar counting unit ("items", "records").
+func newBarOf(w io.Writer, label, unit string, total int) *bar {
+	b := &bar{w: w, label: label, unit: unit, total: total, start: time.Now()}
 	b.draw()
 	return b
 }
@@ -259,7 +263,7 @@ func (b *bar) draw() {
 	if el := time.Since(b.start).Seconds(); el > 0 {
 		rate = float64(b.n) / el
 	}
-	fmt.Fprintf(b.w, "\r%s [%s%s] %d/%d items  %.0f/s ", b.label, strings.Repeat("=", filled), strings.Repeat(" ", width-filled), b.n, b.total, rate)
+	fmt.Fprintf(b.w, "\r%s [%s%s] %d/%d %s  %.0f/s ", b.label, strings.Repeat("=", filled), strings.Repeat(" ", width-filled), b.n, b.total, b.unit, rate)
 	b.last = time.Now()
 }
 

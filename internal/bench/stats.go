@@ -108,6 +108,9 @@ type Result struct {
 	Handoff      OpStats       `json:"handoff"`
 	ServerRSSMiB float64       `json:"server_rss_mib"`
 	Phases       []Phase       `json:"phases"`
+	// Mode is the result of a single-operation mode (--only ingest, put,
+	// get, injections); when set, it is the whole output.
+	Mode *ModeResult `json:"-"`
 }
 
 func round(x float64, digits int) float64 {
@@ -154,12 +157,19 @@ func (res *Result) byOp() map[string]*OpStats {
 func (res *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	if res.Mode != nil {
+		return enc.Encode(res.Mode)
+	}
 	return enc.Encode(res)
 }
 
 // WriteTable prints one row per operation, then the ratio and the
 // assembly's packet figures.
 func (res *Result) WriteTable(w io.Writer) {
+	if res.Mode != nil {
+		res.Mode.writeTable(w)
+		return
+	}
 	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %7s\n", "operation", "ops", "ops/s", "p50 ms", "p95 ms", "p99 ms", "errors")
 	ops := res.byOp()
 	for _, name := range opOrder {

@@ -24,18 +24,8 @@ import (
 	"github.com/contextd/contextd/internal/store"
 )
 
-func newBench() *cobra.Command {
-	var (
-		cfg        = bench.Defaults()
-		urls       []string
-		dataDir    string
-		cpuprofile string
-		asJSON     bool
-	)
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Seed a corpus and load contextd with a mixed workload of agents (optionally against a pgx floor)",
-		Long: `bench seeds a corpus through the API (bench-0..N-1 and _shared; --reuse skips
+// benchLong is bench's help: what each mode loads and what its floor is.
+const benchLong = `bench seeds a corpus through the API (bench-0..N-1 and _shared; --reuse skips
 it when the same corpus is complete already), creates the agents it needs,
 and runs --concurrency agents for --duration: ~70% packet assembly, 15% item
 writes, 10% why and injections, 5% handoff create and accept (--only
@@ -56,8 +46,44 @@ avoid on the same corpus and database, at the same concurrency. ratio is
 contextd's assembly ops/s in its phases over the floor's in its phases; with
 the mixed workload contextd's agents also spend ~30% of their time on the
 other operations, so use --only assemble for a like-for-like ratio. With
---url, --floor needs --database-url.`,
-		Args: cobra.NoArgs,
+--url, --floor needs --database-url.
+
+Four more modes measure one operation each beside a floor taken in the same
+run on the same database (always, --floor or not; with --url they need
+--database-url):
+
+  --only ingest      rounds (for --duration, at least 3) of one batch of
+                     --ingest-items items of --ingest-size bytes into a fresh
+                     project; after each, the floor reads back every row the
+                     batch wrote (tables and non-generated columns from the
+                     catalog) and COPYs them under another project in one
+                     transaction. Median versions/s of each, and the ratio.
+  --only put         --concurrency clients PUT items of --ingest-size bytes
+                     under distinct keys; the floor INSERTs one row at a time
+                     into a table LIKE item_versions INCLUDING ALL (dropped at
+                     the end). ops/s, p50/p99, in alternating --phases.
+  --only get         GET of items of the seeded corpus by key; the floor is
+                     LangGraph PostgresStore's get on a store table of as many
+                     rows (dropped at the end).
+  --only injections  the first page of an item's injections, for an item used
+                     by every packet and for items used a few times, over
+                     --records records seeded with SQL into a new project
+                     (--reuse reuses a complete one); the floor runs the same
+                     query on pgx. p50/p99 of each.`
+
+func newBench() *cobra.Command {
+	var (
+		cfg        = bench.Defaults()
+		urls       []string
+		dataDir    string
+		cpuprofile string
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Seed a corpus and load contextd with a mixed workload of agents (optionally against a pgx floor)",
+		Long:  benchLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -105,10 +131,13 @@ other operations, so use --only assemble for a like-for-like ratio. With
 	f.IntVar(&cfg.Shared, "shared", cfg.Shared, "items in _shared")
 	f.Float64Var(&cfg.Always, "always", cfg.Always, "fraction of always-on items")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the corpus and the workload")
-	f.BoolVar(&cfg.Reuse, "reuse", false, "reuse the corpus seeded before with the same parameters, if complete")
+	f.BoolVar(&cfg.Reuse, "reuse", false, "reuse the corpus (--only injections: the records) seeded before with the same parameters, if complete")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "agents running at once")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the whole load (all phases)")
-	f.StringVar(&cfg.Only, "only", "", "assemble: run packet assembly alone")
+	f.StringVar(&cfg.Only, "only", "", "assemble: packet assembly alone; ingest, put, get or injections: that operation beside its floor")
+	f.IntVar(&cfg.IngestItems, "ingest-items", cfg.IngestItems, "--only ingest: items of each round's batch (at most 10,000)")
+	f.IntVar(&cfg.IngestSize, "ingest-size", cfg.IngestSize, "--only ingest and put: content bytes of each item written")
+	f.Int64Var(&cfg.Records, "records", cfg.Records, "--only injections: records to seed into packet_records")
 	f.BoolVar(&cfg.Floor, "floor", false, "alternate phases of contextd and of a minimal pgx floor; print the ratio")
 	f.IntVar(&cfg.Phases, "phases", cfg.Phases, "with --floor: number of phases, even, at least 4 (each --duration/--phases)")
 	f.StringArrayVar(&urls, "url", nil, "contextd URL to load (repeatable; requests round-robin); none: start one in this process")

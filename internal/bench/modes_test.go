@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+)
+
+func dbPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// modeConfig is a short run of mode on a server of its own; it returns the
+// configuration and the database URL.
+func modeConfig(t *testing.T, mode string) (Config, *syncBuffer) {
+	t.Helper()
+	url, key, dbURL := testServer(t)
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
+	cfg.Only, cfg.Duration, cfg.Concurrency = mode, time.Second, 2
+	cfg.Items, cfg.Shared, cfg.IngestItems, cfg.Records = 100, 10, 200, 2000
+	progress := &syncBuffer{}
+	cfg.Progress, cfg.RSS = progress, SelfRSSMiB
+	return cfg, progress
+}
+
+// runModeJSON runs cfg and returns the result and its JSON, decoded.
+func runModeJSON(t *testing.T, cfg Config, progress *syncBuffer) (*ModeResult, map[string]any) {
+	t.Helper()
+	res, err := Run(t.Context(), cfg)
+	require.NoError(t, err, progress.String())
+	require.NotNil(t, res.Mode)
+	var out bytes.Buffer
+	require.NoError(t, res.WriteJSON(&out))
+	var j map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &j), out.String())
+	require.Equal(t, cfg.Only, j["mode"])
+	require.Positive(t, j["server_rss_mib"].(float64))
+	var table bytes.Buffer
+	res.WriteTable(&table)
+	require.Contains(t, table.String(), "floor", table.String())
+	return res.Mode, j
+}
+
+// TestIngestMode: contextd's batch and the floor's COPY of the same rows,
+// whose search vectors PostgreSQL recomputed to the same values.
+func TestIngestMode(t *testing.T) {
+	t.Parallel()
+	cfg, progress := modeConfig(t, ModeIngest)
+	m, _ := runModeJSON(t, cfg, progress)
+	rep := m.Ingest
+	require.GreaterOrEqual(t, rep.Rounds, 3)
+	require.Positive(t, rep.Contextd.VersionsPerS)
+	require.Positive(t, rep.Floor.VersionsPerS)
+	require.NotNil(t, m.Ratio)
+	tables := map[string]int{}
+	for _, tr := range rep.Tables {
+		tables[tr.Table] = tr.Rows
+	}
+	require.Equal(t, 200, tables["item_versions"], rep.Tables)
+	require.Equal(t, 200, tables["items"])
+	require.Positive(t, tables["item_terms"])
+
+	db := dbPool(t, cfg.DatabaseURL)
+	var n, differ int
+	require.NoError(t, db.QueryRow(t.Context(), `SELECT count(*), count(*) FILTER (WHERE c.search IS DISTINCT FROM f.search)
+FROM item_versions c JOIN item_versions f ON f.key = c.key AND f.version = c.version
+WHERE c.project LIKE 'bench-ingest-%-c0' AND f.project LIKE 'bench-ingest-%-f0'`).Scan(&n, &differ))
+	require.Equal(t, 200, n, "the floor's rows are committed")
+	require.Zero(t, differ)
+}
+
+func TestPutAndGetModes(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{ModePut, ModeGet} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			cfg, progress := modeConfig(t, mode)
+			m, j := runModeJSON(t, cfg, progress)
+			for _, side := range []string{"contextd", "floor"} {
+				s := j[side].(map[string]any)
+				require.Positive(t, s["ops_per_s"].(float64), side)
+				require.Positive(t, s["p99_ms"].(float64), side)
+				require.Zero(t, s["errors"], "%s: %s", side, progress.String())
+			}
+			require.NotNil(t, m.Ratio)
+			require.Len(t, m.Phases, 4)
+			var table *string
+			require.NoError(t, dbPool(t, cfg.DatabaseURL).QueryRow(t.Context(),
+				`SELECT coalesce(to_regclass('bench_put_floor'), to_regclass('bench_store_floor'))::text`).Scan(&table))
+			require.Nil(t, table, "the floor's table is dropped")
+		})
+	}
+}
+
+// TestInjectionsMode seeds records with SQL, then reuses them.
+func TestInjectionsMode(t *testing.T) {
+	t.Parallel()
+	cfg, progress := modeConfig(t, ModeInjections)
+	m, _ := runModeJSON(t, cfg, progress)
+	rep := m.Injections
+	require.EqualValues(t, 2000, rep.Records)
+	require.EqualValues(t, 200, rep.HotUses)
+	require.Positive(t, rep.ColdUses)
+	require.False(t, rep.Reused)
+	for name, s := range map[string]OpStats{"hot": rep.Hot, "hot floor": rep.HotFloor, "cold": rep.Cold, "cold floor": rep.ColdFloor} {
+		require.Positive(t, s.Ops, name)
+		require.Positive(t, s.P99, name)
+		require.Zero(t, s.Errors, "%s: %s", name, progress.String())
+	}
+	require.Positive(t, rep.HotP99OverFloor)
+
+	cfg.Reuse, cfg.Duration = true, 400*time.Millisecond
+	m2, _ := runModeJSON(t, cfg, progress)
+	require.True(t, m2.Injections.Reused)
+	require.Equal(t, rep.Project, m2.Injections.Project)
+	require.Equal(t, rep.Records, m2.Injections.Records)
+}
+
+func TestModeConfigErrors(t *testing.T) {
+	t.Parallel()
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.Only, cfg.IngestItems, cfg.Records = []string{"http://x"}, "k", ModeIngest, MaxBatch+1, 10
+	_, err := Run(t.Context(), cfg)
+	require.Error(t, err)
+	for _, want := range []string{"--database-url", "--ingest-items", "--records"} {
+		require.Contains(t, err.Error(), want)
+	}
+}
