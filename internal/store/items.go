@@ -197,16 +197,18 @@ type CurrentItem struct {
 	Counted      Counted
 }
 
-// Counted is what an item adds to the project's counters of open items
-// (migration 00005): whether it is a live, open always-on item, and the tool
-// of a live, open tool item.
+// Counted is what an item adds to the derived rows of migration 00005:
+// whether it is a live, open always-on item and the tool of a live, open
+// tool item (the project's counters), and whether it is a live relevance
+// item (its item_terms rows).
 type Counted struct {
 	AlwaysOpen bool
 	Tool       string
+	Relevance  bool
 }
 
 func countedOf(live, open bool, kind string, tool *string) Counted {
-	c := Counted{AlwaysOpen: live && open && kind == "always"}
+	c := Counted{AlwaysOpen: live && open && kind == "always", Relevance: live && kind == "relevance"}
 	if live && open && tool != nil {
 		c.Tool = *tool
 	}
@@ -301,18 +303,36 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string,
 		if err := q.ItemSetCurrentMany(ctx, tx.ex, set); err != nil {
 			return interpret(err)
 		}
-		// The relevance index holds current versions only: rewritten for
-		// every key written (a write may change the trigger, or tombstone
-		// the item).
-		terms := dbsqlc.ItemTermsDeleteParams{Project: project, Keys: set.Keys}
-		if err := q.ItemTermsDelete(ctx, tx.ex, terms); err != nil {
-			return interpret(err)
-		}
-		if err := q.ItemTermsInsert(ctx, tx.ex, dbsqlc.ItemTermsInsertParams(terms)); err != nil {
-			return interpret(err)
+		if err := tx.rewriteTerms(ctx, project, vs); err != nil {
+			return err
 		}
 		return tx.countersAtCommit(ctx, project, vs)
 	})
+}
+
+// rewriteTerms keeps the relevance index (item_terms) to current versions:
+// the rows of every key that was a live relevance item go, and those of
+// every key that now is one are derived from its version. Writes that
+// touch no relevance item send neither statement.
+func (tx *Tx) rewriteTerms(ctx context.Context, project string, vs []NewVersion) error {
+	var was, is []string
+	for _, v := range vs {
+		if v.Was.Relevance {
+			was = append(was, v.Key)
+		}
+		if v.counted().Relevance {
+			is = append(is, v.Key)
+		}
+	}
+	if len(was) > 0 {
+		if err := q.ItemTermsDelete(ctx, tx.ex, dbsqlc.ItemTermsDeleteParams{Project: project, Keys: was}); err != nil {
+			return interpret(err)
+		}
+	}
+	if len(is) > 0 {
+		return interpret(q.ItemTermsInsert(ctx, tx.ex, dbsqlc.ItemTermsInsertParams{Project: project, Keys: is}))
+	}
+	return nil
 }
 
 // countersAtCommit queues for COMMIT the moves of the project's counters

@@ -78,7 +78,7 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := &txConn{c: conn, trips: &s.trips, begin: beginStatement(opts)}
+	tc := &txConn{c: conn, trips: &s.trips, begin: beginStatements(opts)}
 	return &Tx{DB: DB{ex: tc}, tc: tc, conn: conn}, nil
 }
 

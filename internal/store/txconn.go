@@ -29,7 +29,7 @@ import (
 type txConn struct {
 	c       *pgxpool.Conn
 	trips   *atomic.Int64 // the store's count of round trips
-	begin   string        // the BEGIN statement, until it is sent
+	begin   []string      // BEGIN and the transaction's settings, until sent
 	begun   bool          // BEGIN has been sent: COMMIT and ROLLBACK mean something
 	waiting []queued
 	defers  int // > 0 inside Pipeline: Exec waits
@@ -46,18 +46,27 @@ type queued struct {
 	args []any
 }
 
-func beginStatement(opts TxOpts) string {
+// beginStatements open a transaction. A write transaction plans its
+// statements generically: their plans do not depend on the values (one
+// project, keys by primary key), and planning each one again for its
+// values cost more than running it (a PUT's statements took 1.4 ms to bind
+// and 1.1 ms to run; with generic plans the PUT took 2.4 ms, not 3.9).
+// Snapshot reads keep PostgreSQL's choice: assembly's lanes are ranges whose
+// best plan may depend on their bounds.
+func beginStatements(opts TxOpts) []string {
 	if opts.ReadOnlySnapshot {
-		return "begin isolation level repeatable read read only"
+		return []string{"begin isolation level repeatable read read only"}
 	}
-	return "begin"
+	return []string{"begin", "set local plan_cache_mode = force_generic_plan"}
 }
 
 // pending is what must go before the next statement.
 func (t *txConn) pending() []queued {
 	var out []queued
 	if !t.begun {
-		out = append(out, queued{sql: t.begin})
+		for _, b := range t.begin {
+			out = append(out, queued{sql: b})
+		}
 	}
 	return append(out, t.waiting...)
 }
