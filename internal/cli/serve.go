@@ -36,6 +36,7 @@ func newServe() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: cfg.LogLevel}))
+			setMemoryLimit(log)
 			if db.url == "" {
 				unlock, err := lockDataDir(db.dataDir)
 				if err != nil {
