@@ -157,7 +157,8 @@ CROSS JOIN LATERAL (
 -- name: SnapshotTerms :many
 -- The relevance weights of the relevance items current in a snapshot,
 -- computed from their search vectors exactly as the item write path does:
--- replay and why rank from these.
+-- replay and why rank from these. A version still current has its vector
+-- in its item row; an older one's is computed by the same function.
 WITH cur AS (
     SELECT DISTINCT ON (project, key) project, key, version, deleted
     FROM item_versions
@@ -168,7 +169,9 @@ WITH cur AS (
 SELECT s.project, s.key, t.lexeme::text AS lexeme, t.weight::integer AS weight
 FROM cur
 JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version
-CROSS JOIN LATERAL contextd_term_weights(s.search) t
+JOIN items i ON i.project = s.project AND i.key = s.key
+CROSS JOIN LATERAL contextd_term_weights(CASE WHEN i.current_version = s.version AND i.search IS NOT NULL THEN i.search
+                                              ELSE contextd_search_vector(s.title, s.summary, s.content) END) t
 WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}';
 
 -- name: ItemTermsDelete :exec
@@ -179,8 +182,7 @@ DELETE FROM item_terms WHERE project = @project AND key = ANY(@keys::text[]);
 -- The relevance index rows of the keys' current versions that are live
 -- relevance items (weights by contextd_term_weights, migration 00005).
 INSERT INTO item_terms (project, lexeme, weight, key, version, open)
-SELECT v.project, t.lexeme, t.weight, v.key, v.version, i.open
+SELECT i.project, t.lexeme, t.weight, i.key, i.current_version, i.open
 FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-CROSS JOIN LATERAL contextd_term_weights(v.search) t
+CROSS JOIN LATERAL contextd_term_weights(i.search) t
 WHERE i.project = @project AND i.key = ANY(@keys::text[]) AND i.live AND i.trigger_kind = 'relevance';

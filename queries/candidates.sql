@@ -18,13 +18,13 @@ WITH cur AS (
       AND pg_visible_in_snapshot(xact_id::text::xid8, (@snapshot::text)::pg_snapshot)
     ORDER BY project, key, version DESC
 )
-SELECT s.project, s.key, ts_rank_cd(s.search, q.query)::float8 AS rank
+SELECT s.project, s.key, ts_rank_cd(contextd_search_vector(s.title, s.summary, s.content), q.query)::float8 AS rank
 FROM cur
 JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version,
      (SELECT coalesce(to_tsquery('simple', (
           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', @query::text)))), ''::tsquery)) AS q(query)
 WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}'
-  AND s.search @@ q.query
+  AND contextd_search_vector(s.title, s.summary, s.content) @@ q.query
   AND (s.valid_from IS NULL OR s.valid_from <= @at::timestamptz)
   AND (s.valid_until IS NULL OR s.valid_until > @at::timestamptz)
 ORDER BY rank DESC, s.key, s.project
@@ -32,7 +32,7 @@ LIMIT @max;
 
 -- name: ItemVersionMatches :one
 -- Whether one version matches a query the way the relevance layer matches.
-SELECT coalesce(s.search @@ coalesce(to_tsquery('simple', (
+SELECT coalesce(contextd_search_vector(s.title, s.summary, s.content) @@ coalesce(to_tsquery('simple', (
            SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', @query::text)))), ''::tsquery), false)::boolean AS matched
 FROM item_versions s
 WHERE s.project = @project AND s.key = @key AND s.version = @version;

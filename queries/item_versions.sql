@@ -44,20 +44,19 @@ LIMIT @max;
 -- name: ItemVersionSearchLatest :many
 -- Latest live versions matching a full-text query, by rank then key. The
 -- cursor is (rank, key) of the last row of the previous page.
-SELECT sqlc.embed(v), ts_rank_cd(s.search, q.query)::float8 AS rank
+SELECT sqlc.embed(v), ts_rank_cd(i.search, q.query)::float8 AS rank
 FROM items i
-JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = v.version,
+JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version,
      websearch_to_tsquery('english', @q::text) AS q(query)
 WHERE i.project = @project
-  AND NOT v.deleted
-  AND s.search @@ q.query
+  AND i.live
+  AND i.search @@ q.query
   AND (sqlc.narg('kind')::text IS NULL OR v.kind = sqlc.narg('kind'))
   AND (sqlc.narg('source')::text IS NULL OR v.source = sqlc.narg('source'))
   AND (@see_all::boolean OR ((cardinality(v.visible_to) = 0 OR @role::text = ANY(v.visible_to)) AND NOT (@role::text = ANY(v.hidden_from))))
   AND (NOT @has_cursor::boolean
-       OR ts_rank_cd(s.search, q.query)::float8 < @after_rank::float8
-       OR (ts_rank_cd(s.search, q.query)::float8 = @after_rank::float8 AND i.key > @after_key))
+       OR ts_rank_cd(i.search, q.query)::float8 < @after_rank::float8
+       OR (ts_rank_cd(i.search, q.query)::float8 = @after_rank::float8 AND i.key > @after_key))
 ORDER BY rank DESC, i.key
 LIMIT @max;
 

@@ -20,7 +20,9 @@ SELECT * FROM items WHERE project = @project AND key = @key FOR UPDATE;
 -- The row holds what assembly reads from it: the denormalised trigger, the
 -- rank fields of the version (see migration 00005: ascending is the
 -- packet's rank order), its state key and whether it is open (no roles,
--- no validity window), and the fields hash a later write compares with.
+-- no validity window), the fields hash a later write compares with, and
+-- the search vector of a live version (contextd_search_vector, computed
+-- here once).
 -- The counters of open items move with ProjectCountersAdd and
 -- ToolCountersAdd, sent with COMMIT. trigger_words holds one comma-joined
 -- string per key (they cannot be a ragged array); empty means none.
@@ -31,7 +33,7 @@ WITH u AS (
 )
 INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
                         rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
-                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, fields_sha256)
+                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, fields_sha256, search)
 SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
     CASE WHEN u.trigger_words = '' THEN '{}'::text[]
@@ -44,7 +46,8 @@ SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool
     (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
     v.visible_to, v.hidden_from, v.valid_from, v.valid_until,
     coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
-    v.fields_sha256
+    v.fields_sha256,
+    CASE WHEN u.live THEN contextd_search_vector(v.title, v.summary, v.content) END
 FROM u
 JOIN item_versions v ON v.project = @project AND v.key = u.key AND v.version = u.version
 ORDER BY u.key -- one lock order for every writer
@@ -56,7 +59,8 @@ SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_ki
     state_key = EXCLUDED.state_key, open = EXCLUDED.open,
     visible_to = EXCLUDED.visible_to, hidden_from = EXCLUDED.hidden_from,
     valid_from = EXCLUDED.valid_from, valid_until = EXCLUDED.valid_until,
-    trigger_keywords = EXCLUDED.trigger_keywords, fields_sha256 = EXCLUDED.fields_sha256, updated_at = now();
+    trigger_keywords = EXCLUDED.trigger_keywords, fields_sha256 = EXCLUDED.fields_sha256,
+    search = EXCLUDED.search, updated_at = now();
 
 -- name: ProjectCountersAdd :exec
 -- Moves the project's count of open always-on items by @always_open and

@@ -32,7 +32,7 @@ type floor struct {
 
 func openFloor(ctx context.Context, dbURL string, conns, budget int) (*floor, error) {
 	// The floor reads by index, by definition: with LIMIT 50 the planner
-	// would rather scan item_versions for the first full-text matches,
+	// would rather scan items for the first full-text matches,
 	// detoasting every search vector on the way, which no ideal assembly
 	// would do.
 	pool, err := openPool(ctx, dbURL, conns, map[string]string{"enable_seqscan": "off"})
@@ -73,8 +73,8 @@ LIMIT 64`
 FROM unnest($2::text[], $3::integer[]) AS w(key, version)
 JOIN item_versions v ON v.project = $1 AND v.key = w.key AND v.version = w.version`
 
-	floorMatches = `SELECT key FROM item_versions
-WHERE project = $1 AND search @@ websearch_to_tsquery('english', $2)
+	floorMatches = `SELECT key FROM items
+WHERE project = $1 AND live AND search @@ websearch_to_tsquery('english', $2)
 LIMIT 50`
 
 	floorPacket = `INSERT INTO packets (project, id, created_at, created_by, target_role, request, format, tokenizer,

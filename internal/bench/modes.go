@@ -153,12 +153,6 @@ func (r *runner) compare(op string, phases []Phase, walls map[string]time.Durati
 	return m
 }
 
-// workerRNG is worker w's random stream in a mode, distinct from the
-// corpus's.
-func (r *runner) workerRNG(w int) *rand.Rand {
-	return rand.New(rand.NewPCG(r.cfg.Seed, uint64(5000+w)))
-}
-
 // createProject creates (or describes) a project through the API, as any
 // client would.
 func (r *runner) createProject(ctx context.Context, project, description string) error {

@@ -384,14 +384,19 @@ func checkDerivedRows(t *testing.T, e *env, step int) {
 			 EXCEPT
 			 SELECT v.project, w.lexeme, w.weight, v.key, v.version, i.open FROM items i
 			 JOIN item_versions v ON (v.project, v.key, v.version) = (i.project, i.key, i.current_version)
-			 CROSS JOIN LATERAL contextd_term_weights(v.search) w WHERE i.live AND i.trigger_kind = 'relevance')
+			 CROSS JOIN LATERAL contextd_term_weights(contextd_search_vector(v.title, v.summary, v.content)) w WHERE i.live AND i.trigger_kind = 'relevance')
 			UNION ALL
 			(SELECT v.project, w.lexeme, w.weight, v.key, v.version, i.open FROM items i
 			 JOIN item_versions v ON (v.project, v.key, v.version) = (i.project, i.key, i.current_version)
-			 CROSS JOIN LATERAL contextd_term_weights(v.search) w WHERE i.live AND i.trigger_kind = 'relevance'
+			 CROSS JOIN LATERAL contextd_term_weights(contextd_search_vector(v.title, v.summary, v.content)) w WHERE i.live AND i.trigger_kind = 'relevance'
 			 EXCEPT
 			 SELECT project, lexeme, weight, key, version, open FROM item_terms)) d`).Scan(&bad))
 	require.Zero(t, bad, "step %d: item_terms disagree with the current relevance versions", step)
+	require.NoError(t, e.pool.QueryRow(ctx, `
+		SELECT count(*) FROM items i
+		JOIN item_versions v ON (v.project, v.key, v.version) = (i.project, i.key, i.current_version)
+		WHERE i.search IS DISTINCT FROM CASE WHEN i.live THEN contextd_search_vector(v.title, v.summary, v.content) END`).Scan(&bad))
+	require.Zero(t, bad, "step %d: an item row's search vector is not its live current version's", step)
 }
 
 // TestInjectionsOfOneProject: the reverse lookup lists one project's

@@ -807,10 +807,9 @@ func (q *Queries) ItemTermsDelete(ctx context.Context, db DBTX, arg ItemTermsDel
 
 const itemTermsInsert = `-- name: ItemTermsInsert :exec
 INSERT INTO item_terms (project, lexeme, weight, key, version, open)
-SELECT v.project, t.lexeme, t.weight, v.key, v.version, i.open
+SELECT i.project, t.lexeme, t.weight, i.key, i.current_version, i.open
 FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-CROSS JOIN LATERAL contextd_term_weights(v.search) t
+CROSS JOIN LATERAL contextd_term_weights(i.search) t
 WHERE i.project = $1 AND i.key = ANY($2::text[]) AND i.live AND i.trigger_kind = 'relevance'
 `
 
@@ -871,7 +870,9 @@ WITH cur AS (
 SELECT s.project, s.key, t.lexeme::text AS lexeme, t.weight::integer AS weight
 FROM cur
 JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version
-CROSS JOIN LATERAL contextd_term_weights(s.search) t
+JOIN items i ON i.project = s.project AND i.key = s.key
+CROSS JOIN LATERAL contextd_term_weights(CASE WHEN i.current_version = s.version AND i.search IS NOT NULL THEN i.search
+                                              ELSE contextd_search_vector(s.title, s.summary, s.content) END) t
 WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}'
 `
 
@@ -889,7 +890,8 @@ type SnapshotTermsRow struct {
 
 // The relevance weights of the relevance items current in a snapshot,
 // computed from their search vectors exactly as the item write path does:
-// replay and why rank from these.
+// replay and why rank from these. A version still current has its vector
+// in its item row; an older one's is computed by the same function.
 func (q *Queries) SnapshotTerms(ctx context.Context, db DBTX, arg SnapshotTermsParams) ([]SnapshotTermsRow, error) {
 	rows, err := db.Query(ctx, snapshotTerms, arg.Projects, arg.Snapshot)
 	if err != nil {

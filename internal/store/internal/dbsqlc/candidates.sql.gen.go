@@ -11,7 +11,7 @@ import (
 )
 
 const itemVersionMatches = `-- name: ItemVersionMatches :one
-SELECT coalesce(s.search @@ coalesce(to_tsquery('simple', (
+SELECT coalesce(contextd_search_vector(s.title, s.summary, s.content) @@ coalesce(to_tsquery('simple', (
            SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', $1::text)))), ''::tsquery), false)::boolean AS matched
 FROM item_versions s
 WHERE s.project = $2 AND s.key = $3 AND s.version = $4
@@ -45,13 +45,13 @@ WITH cur AS (
       AND pg_visible_in_snapshot(xact_id::text::xid8, ($5::text)::pg_snapshot)
     ORDER BY project, key, version DESC
 )
-SELECT s.project, s.key, ts_rank_cd(s.search, q.query)::float8 AS rank
+SELECT s.project, s.key, ts_rank_cd(contextd_search_vector(s.title, s.summary, s.content), q.query)::float8 AS rank
 FROM cur
 JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version,
      (SELECT coalesce(to_tsquery('simple', (
           SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', $1::text)))), ''::tsquery)) AS q(query)
 WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}'
-  AND s.search @@ q.query
+  AND contextd_search_vector(s.title, s.summary, s.content) @@ q.query
   AND (s.valid_from IS NULL OR s.valid_from <= $2::timestamptz)
   AND (s.valid_until IS NULL OR s.valid_until > $2::timestamptz)
 ORDER BY rank DESC, s.key, s.project

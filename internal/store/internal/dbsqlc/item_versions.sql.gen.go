@@ -507,20 +507,19 @@ func (q *Queries) ItemVersionListLatest(ctx context.Context, db DBTX, arg ItemVe
 }
 
 const itemVersionSearchLatest = `-- name: ItemVersionSearchLatest :many
-SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id, ts_rank_cd(s.search, q.query)::float8 AS rank
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id, ts_rank_cd(i.search, q.query)::float8 AS rank
 FROM items i
-JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-JOIN item_versions s ON s.project = v.project AND s.key = v.key AND s.version = v.version,
+JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version,
      websearch_to_tsquery('english', $1::text) AS q(query)
 WHERE i.project = $2
-  AND NOT v.deleted
-  AND s.search @@ q.query
+  AND i.live
+  AND i.search @@ q.query
   AND ($3::text IS NULL OR v.kind = $3)
   AND ($4::text IS NULL OR v.source = $4)
   AND ($5::boolean OR ((cardinality(v.visible_to) = 0 OR $6::text = ANY(v.visible_to)) AND NOT ($6::text = ANY(v.hidden_from))))
   AND (NOT $7::boolean
-       OR ts_rank_cd(s.search, q.query)::float8 < $8::float8
-       OR (ts_rank_cd(s.search, q.query)::float8 = $8::float8 AND i.key > $9))
+       OR ts_rank_cd(i.search, q.query)::float8 < $8::float8
+       OR (ts_rank_cd(i.search, q.query)::float8 = $8::float8 AND i.key > $9))
 ORDER BY rank DESC, i.key
 LIMIT $10
 `

@@ -89,6 +89,7 @@ type Item struct {
 	TriggerKeywords []string
 	TriggerTerms    []string
 	FieldsSha256    []byte
+	Search          interface{}
 }
 
 type ItemTerm struct {
@@ -132,7 +133,6 @@ type ItemVersion struct {
 	CreatedAt         time.Time
 	CreatedBy         string
 	XactID            int64
-	Search            interface{}
 }
 
 type ItemVersionRow struct {
