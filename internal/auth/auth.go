@@ -130,7 +130,8 @@ func NewService(st *store.Store) *Service { return &Service{store: st, keys: new
 // Authenticate returns the agent holding key. A malformed key, a bad
 // checksum, an unknown key and a revoked key are all ErrUnauthenticated.
 //
-// Agents of good keys are kept for a second (see keyCache).
+// Agents of good keys are kept (see keyCache): for a second, or while
+// Watch hears every change, for up to keyMaxAge.
 func (s *Service) Authenticate(ctx context.Context, key string) (*Agent, error) {
 	if !WellFormed(key) {
 		return nil, fmt.Errorf("%w: not a contextd key (bad shape or checksum)", ErrUnauthenticated)
@@ -152,6 +153,21 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Agent, error) 
 	a := fromRow(row)
 	s.keys.put(hash, a, started)
 	return a, nil
+}
+
+// Watch keeps the process's view of agents current through LISTEN until
+// ctx ends: a revocation elsewhere reaches this process's cache when its
+// transaction commits, and after a reconnect everything kept is dropped
+// (read again on next use), since notifications sent meanwhile are gone.
+// While it runs and its connection answers, kept agents stay valid for up
+// to keyMaxAge; otherwise for keyTTL, so a change made elsewhere is seen
+// within a second either way. serve runs it; without it the TTL alone
+// applies.
+func (s *Service) Watch(ctx context.Context) {
+	s.store.Listen(ctx, store.AgentsChannel,
+		func() { s.keys.reset(time.Now()) },
+		func(id string) { s.keys.forget(id, time.Now()) },
+		func() { s.keys.heard(time.Now()) })
 }
 
 // CreateParams describes a new agent.
@@ -293,8 +309,10 @@ func (s *Service) Revoke(ctx context.Context, caller *Agent, id string) (*Agent,
 	var row store.Agent
 	err := s.store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
-		row, err = tx.AgentRevoke(ctx, id)
-		return err
+		if row, err = tx.AgentRevoke(ctx, id); err != nil {
+			return err
+		}
+		return tx.AgentNotify(ctx, id)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("revoke agent %s: %w", id, err)

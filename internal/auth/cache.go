@@ -16,6 +16,10 @@ type keyCache struct {
 	mu      sync.Mutex
 	entries map[string]keyEntry  // by key hash
 	forgot  map[string]time.Time // agent id → when it was last forgotten
+	// While Watch's connection answers, every change is heard: since is
+	// when it last (re)connected (entries fetched before are dropped then),
+	// lastHeard when it last proved itself.
+	since, lastHeard time.Time
 }
 
 type keyEntry struct {
@@ -28,6 +32,10 @@ type keyEntry struct {
 const (
 	keyTTL  = time.Second
 	maxKeys = 10000
+	// keyMaxAge bounds an entry while changes are heard: a missed
+	// notification (which LISTEN does not promise against) costs at most
+	// this long.
+	keyMaxAge = 5 * time.Minute
 )
 
 func newKeyCache() *keyCache {
@@ -39,12 +47,40 @@ func (c *keyCache) get(hash []byte, now time.Time) (*Agent, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[string(hash)]
-	if !ok || now.Sub(e.fetched) >= keyTTL {
+	if !ok || !c.fresh(e, now) {
 		return nil, false
 	}
 	a := e.agent
 	a.Projects = append([]string(nil), e.agent.Projects...)
 	return &a, true
+}
+
+// fresh reports whether e may still be used at now: read less than keyTTL
+// ago, or, while changes are heard (the watch answered less than keyTTL
+// ago), read since the watch connected and less than keyMaxAge ago.
+func (c *keyCache) fresh(e keyEntry, now time.Time) bool {
+	age := now.Sub(e.fetched)
+	if age < keyTTL {
+		return true
+	}
+	hearing := !c.since.IsZero() && now.Sub(c.lastHeard) < keyTTL
+	return hearing && !e.fetched.Before(c.since) && age < keyMaxAge
+}
+
+// reset drops every entry: the watch (re)connected and may have missed
+// changes.
+func (c *keyCache) reset(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+	c.since, c.lastHeard = now, now
+}
+
+// heard records that the watch's connection just answered.
+func (c *keyCache) heard(now time.Time) {
+	c.mu.Lock()
+	c.lastHeard = now
+	c.mu.Unlock()
 }
 
 // put keeps an agent read by a lookup that began at started, unless the

@@ -192,6 +192,9 @@ func startBenchServer(ctx context.Context, stderr io.Writer, dbURL, dataDir stri
 	}
 	cleanups = append(cleanups, st.Close)
 	a := app.New(st)
+	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	go a.Agents.Watch(watch) // as serve runs it
+	cleanups = append(cleanups, stopWatch)
 	key, err := benchAdminKey(ctx, stderr, a, cluster)
 	if err != nil {
 		return fail(err)

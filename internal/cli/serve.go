@@ -87,6 +87,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 		return err
 	}
 	go sweepIdempotencyKeys(ctx, st, log)
+	go a.Agents.Watch(ctx) // revocations in other processes reach this one's key cache
 	stopping := make(chan struct{})
 	e := server.New(server.Config{
 		App: a, Logger: log, BodyLimit: cfg.BodyLimit, BatchBodyLimit: cfg.BatchBodyLimit, Stopping: stopping,

@@ -84,5 +84,5 @@ func (h *Hub) wake(project string) {
 // away are gone.
 func (h *Hub) listen(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	h.store.Listen(ctx, NotifyChannel, func() { h.wake("") }, h.wake)
+	h.store.Listen(ctx, NotifyChannel, func() { h.wake("") }, h.wake, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -517,4 +518,74 @@ func TestRevocationWithCachedKeys(t *testing.T) {
 	require.Equal(t, 401, f.do("GET", "/v1/projects/acme/items", key, nil).status)
 	time.Sleep(1100 * time.Millisecond)
 	require.Equal(t, 401, e.do("GET", "/v1/projects/acme/items", key, nil).status)
+}
+
+// TestRevocationReachesWatchingProcesses: with Watch running, as serve
+// runs it, a process keeps an agent beyond the one-second TTL and still
+// learns of its revocation elsewhere as the revoking transaction commits;
+// and a reconnect of its LISTEN connection drops everything it kept.
+func TestRevocationReachesWatchingProcesses(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool, err := pgxpool.New(ctx, e.pool.Config().ConnString())
+	require.NoError(t, err)
+	defer pool.Close()
+	st := store.New(pool, 0)
+	b := app.New(st)
+	other := httptest.NewServer(server.New(server.Config{App: b}))
+	defer other.Close()
+	go b.Agents.Watch(ctx)
+	go e.app.Agents.Watch(ctx)
+	f := &env{t: t, url: other.URL, pool: e.pool, agents: e.agents, admin: e.admin}
+	listening := func() int {
+		var n int
+		require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`, store.ListenerName(store.AgentsChannel)).Scan(&n))
+		return n
+	}
+	require.Eventually(t, func() bool { return listening() == 2 }, 5*time.Second, 20*time.Millisecond)
+
+	r := e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "r", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	require.Equal(t, 201, r.status, r.text)
+	id, key := r.json["id"].(string), r.json["key"].(string)
+	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+	lookups := func() int64 { return st.RoundTrips() }
+	time.Sleep(1200 * time.Millisecond) // past the TTL
+	before := lookups()
+	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+	require.Equal(t, int64(1), lookups()-before, "the listing only: the agent came from the cache after its TTL, since changes are heard")
+
+	require.Equal(t, 200, e.do("DELETE", "/v1/agents/"+id, e.admin, nil).status)
+	start := time.Now()
+	require.Eventually(t, func() bool { return f.do("GET", "/v1/projects/acme/items", key, nil).status == 401 }, time.Second, 10*time.Millisecond)
+	t.Logf("revocation seen by the other process after %v", time.Since(start))
+	require.Less(t, time.Since(start), 500*time.Millisecond, "through NOTIFY, not the TTL")
+
+	// A reconnect drops what was kept: the next request looks the agent up,
+	// though the entry is still within keyMaxAge and changes are heard
+	// again.
+	r = e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "s", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	require.Equal(t, 201, r.status, r.text)
+	key = r.json["key"].(string)
+	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+	time.Sleep(1200 * time.Millisecond) // kept only because changes are heard
+	pids := func() []int32 {
+		var ps []int32
+		require.NoError(t, e.pool.QueryRow(ctx, `SELECT coalesce(array_agg(pid ORDER BY pid), '{}') FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`,
+			store.ListenerName(store.AgentsChannel)).Scan(&ps))
+		return ps
+	}
+	old := pids()
+	_, err = e.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()`, store.ListenerName(store.AgentsChannel))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		now := pids()
+		return len(now) == 2 && !slices.Contains(now, old[0]) && !slices.Contains(now, old[1])
+	}, 10*time.Second, 20*time.Millisecond, "both listeners reconnect")
+	time.Sleep(400 * time.Millisecond) // connected and heard again
+	before = lookups()
+	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+	require.Equal(t, int64(2), lookups()-before, "the agent is read again after the reconnect, then the listing")
 }

@@ -7,26 +7,37 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// listenHeartbeat is how often a quiet LISTEN connection is pinged: a
+// caller that relies on hearing every notification (Alive) learns within
+// about this long that it may not be.
+const listenHeartbeat = 300 * time.Millisecond
+
 // Listen holds one LISTEN connection on channel until ctx ends, outside the
 // pool, reconnecting with backoff. It calls connected after every
 // (re)connect — notifications sent while it was away are gone, so the
-// caller should look again — and notify with each payload.
-func (s *Store) Listen(ctx context.Context, channel string, connected func(), notify func(payload string)) {
+// caller should look again — and notify with each payload. alive (which
+// may be nil) is called whenever the connection has just proven itself:
+// after connecting, after a notification, and after each answered ping of
+// a quiet connection (every listenHeartbeat).
+func (s *Store) Listen(ctx context.Context, channel string, connected func(), notify func(payload string), alive func()) {
+	if alive == nil {
+		alive = func() {}
+	}
 	backoff := 100 * time.Millisecond
+	// Named, so that an operator (and a test) can tell it in pg_stat_activity.
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = ListenerName(channel)
 	for ctx.Err() == nil {
-		conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
 		}
 		if err == nil {
 			backoff = 100 * time.Millisecond
 			connected()
-			for {
-				n, werr := conn.WaitForNotification(ctx)
-				if werr != nil {
-					break
-				}
-				notify(n.Payload)
+			alive()
+			for waitOne(ctx, conn, notify) {
+				alive()
 			}
 		}
 		if conn != nil {
@@ -40,4 +51,25 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// ListenerName is the application_name of the LISTEN connection of channel.
+func ListenerName(channel string) string { return "contextd listen " + channel }
+
+// waitOne waits for one notification or one heartbeat, and reports whether
+// the connection answered (a notification, or a ping of a quiet one).
+func waitOne(ctx context.Context, conn *pgx.Conn, notify func(string)) bool {
+	wctx, cancel := context.WithTimeout(ctx, listenHeartbeat)
+	n, err := conn.WaitForNotification(wctx)
+	cancel()
+	switch {
+	case err == nil:
+		notify(n.Payload)
+		return true
+	case ctx.Err() != nil || wctx.Err() == nil: // ended, or the connection failed
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return conn.Ping(pctx) == nil
 }
