@@ -11,7 +11,7 @@
 -- +goose StatementBegin
 CREATE FUNCTION contextd_search_vector(title text, summary text, content text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN to_tsvector('english'::regconfig, title || ' ' || summary || ' ' || content);
+AS $$ SELECT to_tsvector('english'::regconfig, title || ' ' || summary || ' ' || content) $$;
 -- +goose StatementEnd
 
 ALTER TABLE items ADD COLUMN search tsvector;
