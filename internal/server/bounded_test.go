@@ -552,10 +552,19 @@ func TestRevocationReachesWatchingProcesses(t *testing.T) {
 	id, key := r.json["id"].(string), r.json["key"].(string)
 	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
 	lookups := func() int64 { return st.RoundTrips() }
-	time.Sleep(1200 * time.Millisecond) // past the TTL
-	before := lookups()
-	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
-	require.Equal(t, int64(1), lookups()-before, "the listing only: the agent came from the cache after its TTL, since changes are heard")
+	// Past the TTL the agent still comes from the cache, since changes are
+	// heard: the GET is the listing alone. On a loaded machine a heartbeat
+	// can come late, and then the entry rightly falls back to the TTL and is
+	// read again; so up to three tries, each past the TTL of the last read.
+	var before int64
+	hit := false
+	for try := 0; try < 3 && !hit; try++ {
+		time.Sleep(1200 * time.Millisecond)
+		before = lookups()
+		require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+		hit = lookups()-before == 1
+	}
+	require.True(t, hit, "the agent came from the cache after its TTL while changes are heard")
 
 	require.Equal(t, 200, e.do("DELETE", "/v1/agents/"+id, e.admin, nil).status)
 	start := time.Now()
