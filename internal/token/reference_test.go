@@ -193,7 +193,7 @@ func generated() []string {
 		"HTTPServerURL getHTTPResponse XMLHttpRequest ǅungla ǈudi",
 		"ªAAAAªAAAA ʰʰʰ Aʰa",
 	}
-	for _, unit := range []string{"a", "A", " ", "\n", ".", "1", "中", "👍", "é", "\u0301", "-", " a", "aA", "\r\n", "'s", "ab "} {
+	for _, unit := range []string{"a", "A", " ", "\n", ".", "1", "中", "👍", "é", "\u0301", "-", " a", "aA", "\r\n", "'s", "ab ", " \n", "\t\r\n", "\u00a0\n"} {
 		texts = append(texts, strings.Repeat(unit, 3000))
 	}
 	r := rand.New(rand.NewPCG(11, 13))
@@ -306,6 +306,20 @@ func TestMergeBucketsIsMergeHeap(t *testing.T) {
 // BenchmarkLongWord counts one 2 MB word (the chunk is the whole text).
 func BenchmarkLongWord(b *testing.B) {
 	s := strings.Repeat("ab", 1_000_000)
+	encodings[0].load()
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if _, err := Count(O200kBase, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLineBreakRuns counts 80 KB of " \n": every chunk is " \n", and
+// chunking must not rescan the white space after it (it was quadratic:
+// 3.5 s here; tiktoken-go takes about as long).
+func BenchmarkLineBreakRuns(b *testing.B) {
+	s := strings.Repeat(" \n", 40_000)
 	encodings[0].load()
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {

@@ -191,8 +191,14 @@ func spaces(s string, i int) int {
 		if p&pSpace == 0 {
 			break
 		}
-		if firstNL < 0 && (s[j] == '\r' || s[j] == '\n') {
-			firstNL = j
+		if s[j] == '\r' || s[j] == '\n' {
+			if firstNL < 0 {
+				firstNL = j
+			}
+		} else if firstNL >= 0 {
+			// The chunk ends with this line-break run; reading the rest of
+			// the white space would make a run of " \n" quadratic.
+			break
 		}
 		lastStart = j
 		j += n
