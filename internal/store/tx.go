@@ -139,6 +139,17 @@ func (t *Tx) release() {
 // fn did, and t stays usable (the idempotency layer still stores a 4xx
 // answer after a refused write).
 func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
+	// What waits belongs to the caller, not to fn: send it before the
+	// savepoint (a BEGIN not yet sent goes with the savepoint itself), so
+	// that undoing fn drops only fn's statements.
+	if len(t.tc.waiting) > 0 {
+		if err := t.tc.flush(ctx); err != nil {
+			return retryableIfLost(interpret(err))
+		}
+	}
+	defers := t.tc.defers
+	t.tc.defers = 0 // the savepoint's own statements go at once
+	defer func() { t.tc.defers = defers }()
 	atCommit := len(t.tc.atCommit)
 	t.tc.savepoints++
 	name := fmt.Sprintf("contextd_sp_%d", t.tc.savepoints)

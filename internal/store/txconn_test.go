@@ -94,3 +94,28 @@ func TestAtCommitFollowsSavepoints(t *testing.T) {
 		return err
 	}))
 }
+
+// A savepoint taken inside a pipeline keeps what the pipeline queued
+// before it when fn fails, and rolls back only fn's statements.
+func TestSavepointInsidePipeline(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	refused := errors.New("refused")
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		return tx.Pipeline(ctx, func() error {
+			require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('before-sp')"))
+			err := tx.Savepoint(ctx, func(tx *store.Tx) error {
+				require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('in-sp')"))
+				return refused
+			})
+			require.ErrorIs(t, err, refused)
+			return store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('after-sp')")
+		})
+	}))
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		got, err := store.QueryTextForTest(ctx, tx, "SELECT string_agg(project, ',' ORDER BY project) FROM projects WHERE project IN ('before-sp', 'in-sp', 'after-sp')")
+		require.Equal(t, "after-sp,before-sp", got)
+		return err
+	}))
+}
