@@ -26,8 +26,3 @@ RETURNING *;
 -- name: AgentBootstrapLock :exec
 -- Serialises the first start of several servers, so one admin is made.
 SELECT pg_advisory_xact_lock(hashtext('contextd.bootstrap'));
-
--- name: AgentNotify :exec
--- Tells every contextd process, when the transaction commits, that the
--- agent changed: each forgets what it kept of it (auth.Service.Watch).
-SELECT pg_notify('contextd_agents', @id::text);

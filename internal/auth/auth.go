@@ -309,10 +309,9 @@ func (s *Service) Revoke(ctx context.Context, caller *Agent, id string) (*Agent,
 	var row store.Agent
 	err := s.store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
-		if row, err = tx.AgentRevoke(ctx, id); err != nil {
-			return err
-		}
-		return tx.AgentNotify(ctx, id)
+		// The agents_notify trigger tells every watching process (00010).
+		row, err = tx.AgentRevoke(ctx, id)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("revoke agent %s: %w", id, err)

@@ -572,6 +572,17 @@ func TestRevocationReachesWatchingProcesses(t *testing.T) {
 	t.Logf("revocation seen by the other process after %v", time.Since(start))
 	require.Less(t, time.Since(start), 500*time.Millisecond, "through NOTIFY, not the TTL")
 
+	// A revocation made outside contextd (an operator's UPDATE) is heard too.
+	r = e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "q", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	require.Equal(t, 201, r.status, r.text)
+	id, key = r.json["id"].(string), r.json["key"].(string)
+	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+	_, err = e.pool.Exec(ctx, `UPDATE agents SET revoked_at = now() WHERE id = $1`, id)
+	require.NoError(t, err)
+	start = time.Now()
+	require.Eventually(t, func() bool { return f.do("GET", "/v1/projects/acme/items", key, nil).status == 401 }, time.Second, 10*time.Millisecond)
+	require.Less(t, time.Since(start), 500*time.Millisecond, "through the trigger's NOTIFY, not the TTL")
+
 	// A reconnect drops what was kept: the next request looks the agent up,
 	// though the entry is still within keyMaxAge and changes are heard
 	// again.

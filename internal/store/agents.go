@@ -90,13 +90,9 @@ func (tx *Tx) AgentRevoke(ctx context.Context, id string) (Agent, error) {
 	return agentOf(r), nil
 }
 
-// AgentsChannel is the channel AgentNotify notifies on.
+// AgentsChannel is the channel the agents_notify trigger (migration
+// 00010) notifies with an agent's id whenever its authority changes.
 const AgentsChannel = "contextd_agents"
-
-// AgentNotify tells every process, at commit, that agent id changed.
-func (tx *Tx) AgentNotify(ctx context.Context, id string) error {
-	return interpret(q.AgentNotify(ctx, tx.ex, id))
-}
 
 // AgentBootstrapLock serialises first starts; AgentCount then tells
 // whether an admin must be made.

@@ -155,17 +155,6 @@ func (q *Queries) AgentList(ctx context.Context, db DBTX, arg AgentListParams) (
 	return items, nil
 }
 
-const agentNotify = `-- name: AgentNotify :exec
-SELECT pg_notify('contextd_agents', $1::text)
-`
-
-// Tells every contextd process, when the transaction commits, that the
-// agent changed: each forgets what it kept of it (auth.Service.Watch).
-func (q *Queries) AgentNotify(ctx context.Context, db DBTX, id string) error {
-	_, err := db.Exec(ctx, agentNotify, id)
-	return err
-}
-
 const agentRevoke = `-- name: AgentRevoke :one
 UPDATE agents SET revoked_at = coalesce(revoked_at, now())
 WHERE id = $1
