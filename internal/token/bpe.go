@@ -141,62 +141,88 @@ func (e *encoding) merge(c string) int {
 	return len(bounds) - 1
 }
 
-// mergeHeap is merge in O(n log n) for long chunks: the boundaries in a
-// linked list, the candidate pairs in a heap by (rank, offset).
-func (e *encoding) mergeHeap(c string) int {
-	const none = math.MaxUint32
+// noRank marks a boundary whose part cannot join the next one.
+const noRank = math.MaxUint32
+
+// chain is the parts of a long chunk being merged, as a linked list of
+// boundaries: part i runs from boundary i to next[i], and rank[i] is the
+// rank of part i joined with the part after it (noRank when no token).
+// mergeHeap and mergeBuckets differ only in the order they join pairs.
+type chain struct {
+	e          *encoding
+	c          string
+	next, prev []int32
+	rank       []uint32
+	parts      int
+}
+
+func (e *encoding) newChain(c string) *chain {
 	n := int32(len(c))
-	next := make([]int32, n+1)
-	prev := make([]int32, n+1)
-	rank := make([]uint32, n+1)
-	for i := range next {
-		next[i], prev[i], rank[i] = int32(i)+1, int32(i)-1, none
+	ch := &chain{e: e, c: c, next: make([]int32, n+1), prev: make([]int32, n+1), rank: make([]uint32, n+1), parts: int(n)}
+	for i := range ch.next {
+		ch.next[i], ch.prev[i], ch.rank[i] = int32(i)+1, int32(i)-1, noRank
 	}
-	next[n] = -1
-	rankOf := func(i int32) uint32 {
-		j := next[i]
-		if j < 0 || next[j] < 0 {
-			return none
-		}
-		if r, ok := e.ranks[c[i:next[j]]]; ok {
-			return r
-		}
-		return none
-	}
-	h := make(pairHeap, 0, n)
+	ch.next[n] = -1
 	for i := int32(0); i+2 <= n; i++ {
-		if r := rankOf(i); r != none {
-			rank[i] = r
-			h = append(h, pairCand{r, i})
+		ch.rank[i] = ch.rankOf(i)
+	}
+	return ch
+}
+
+// rankOf is the rank of part i joined with the next, or noRank.
+func (ch *chain) rankOf(i int32) uint32 {
+	j := ch.next[i]
+	if j < 0 || ch.next[j] < 0 {
+		return noRank
+	}
+	if r, ok := ch.e.ranks[ch.c[i:ch.next[j]]]; ok {
+		return r
+	}
+	return noRank
+}
+
+// join merges part i with the next and refreshes the ranks of the two
+// pairs that changed, i's and its predecessor's, calling changed for each
+// that is now a token.
+func (ch *chain) join(i int32, changed func(at int32, r uint32)) {
+	j := ch.next[i]
+	k := ch.next[j]
+	ch.rank[j] = noRank
+	ch.next[i] = k
+	if k >= 0 {
+		ch.prev[k] = i
+	}
+	ch.parts--
+	for _, at := range [2]int32{i, ch.prev[i]} {
+		if at < 0 {
+			continue
+		}
+		ch.rank[at] = ch.rankOf(at)
+		if ch.rank[at] != noRank {
+			changed(at, ch.rank[at])
+		}
+	}
+}
+
+// mergeHeap is merge in O(n log n) for long chunks: the candidate pairs in
+// a heap by (rank, offset).
+func (e *encoding) mergeHeap(c string) int {
+	ch := e.newChain(c)
+	h := make(pairHeap, 0, len(c))
+	for i, r := range ch.rank {
+		if r != noRank {
+			h = append(h, pairCand{r, int32(i)})
 		}
 	}
 	h.init()
-	parts := int(n)
 	for len(h) > 0 {
 		top := h.pop()
-		i := top.at
-		if rank[i] != top.rank {
+		if ch.rank[top.at] != top.rank {
 			continue // stale: a merge beside it changed this pair
 		}
-		j := next[i]
-		k := next[j]
-		rank[j] = none
-		next[i] = k
-		if k >= 0 {
-			prev[k] = i
-		}
-		parts--
-		for _, b := range [2]int32{i, prev[i]} {
-			if b < 0 {
-				continue
-			}
-			rank[b] = rankOf(b)
-			if rank[b] != none {
-				h.push(pairCand{rank[b], b})
-			}
-		}
+		ch.join(top.at, func(at int32, r uint32) { h.push(pairCand{r, at}) })
 	}
-	return parts
+	return ch.parts
 }
 
 // mergeBuckets is merge for long chunks in near-linear time, when it can
@@ -208,74 +234,43 @@ func (e *encoding) mergeHeap(c string) int {
 // and mergeHeap counts the chunk instead. On a long run of one word the heap
 // of pairs is most of the time, and this takes the heap out.
 func (e *encoding) mergeBuckets(c string) (int, bool) {
-	const none = math.MaxUint32
-	n := int32(len(c))
-	next := make([]int32, n+1)
-	prev := make([]int32, n+1)
-	rank := make([]uint32, n+1)
-	for i := range next {
-		next[i], prev[i], rank[i] = int32(i)+1, int32(i)-1, none
-	}
-	next[n] = -1
-	rankOf := func(i int32) uint32 {
-		j := next[i]
-		if j < 0 || next[j] < 0 {
-			return none
-		}
-		if r, ok := e.ranks[c[i:next[j]]]; ok {
-			return r
-		}
-		return none
-	}
+	ch := e.newChain(c)
 	buckets := map[uint32][]int32{}
 	var ranks rankHeap
-	add := func(r uint32, i int32) {
+	add := func(at int32, r uint32) {
 		b, ok := buckets[r]
 		if !ok {
 			ranks.push(r)
 		}
-		buckets[r] = append(b, i)
+		buckets[r] = append(b, at)
 	}
-	for i := int32(0); i+2 <= n; i++ {
-		if r := rankOf(i); r != none {
-			rank[i] = r
-			add(r, i)
+	for i, r := range ch.rank {
+		if r != noRank {
+			add(int32(i), r)
 		}
 	}
-	parts := int(n)
-	for len(ranks) > 0 {
+	inOrder := true
+	for len(ranks) > 0 && inOrder {
 		r := ranks.pop()
 		b := buckets[r]
 		delete(buckets, r)
 		slices.Sort(b)
 		for _, i := range b {
-			if rank[i] != r {
+			if ch.rank[i] != r {
 				continue // stale: a merge beside it changed this pair
 			}
-			j := next[i]
-			k := next[j]
-			rank[j] = none
-			next[i] = k
-			if k >= 0 {
-				prev[k] = i
-			}
-			parts--
-			for _, at := range [2]int32{i, prev[i]} {
-				if at < 0 {
-					continue
+			ch.join(i, func(at int32, nr uint32) {
+				if nr <= r {
+					inOrder = false // out of rank order: the heap must decide
 				}
-				rank[at] = rankOf(at)
-				if rank[at] == none {
-					continue
-				}
-				if rank[at] <= r {
-					return 0, false // out of rank order: the heap must decide
-				}
-				add(rank[at], at)
+				add(at, nr)
+			})
+			if !inOrder {
+				return 0, false
 			}
 		}
 	}
-	return parts, true
+	return ch.parts, true
 }
 
 // rankHeap is a min-heap of ranks.
