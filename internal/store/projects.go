@@ -66,7 +66,7 @@ func (tx *Tx) ProjectUpsert(ctx context.Context, name, description string) (Proj
 // does it in its transaction, from the one store method per written table.
 // Writers of one project queue on the head row's lock until commit.
 func (tx *Tx) advanceHead(ctx context.Context, project string) error {
-	_, err := q.ProjectCounterAdvanceHead(ctx, tx.ex, project)
+	err := q.ProjectCountersAdd(ctx, tx.ex, dbsqlc.ProjectCountersAddParams{Project: project})
 	return interpret(err)
 }
 

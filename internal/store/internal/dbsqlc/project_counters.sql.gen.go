@@ -9,21 +9,6 @@ import (
 	"context"
 )
 
-const projectCounterAdvanceHead = `-- name: ProjectCounterAdvanceHead :one
-INSERT INTO project_counters (project, write_seq) VALUES ($1, 1)
-ON CONFLICT (project) DO UPDATE SET write_seq = project_counters.write_seq + 1
-RETURNING write_seq
-`
-
-// Advances the project's head: every write of a project calls it in its
-// transaction, so writes of one project are ordered by this row's lock.
-func (q *Queries) ProjectCounterAdvanceHead(ctx context.Context, db DBTX, project string) (int64, error) {
-	row := db.QueryRow(ctx, projectCounterAdvanceHead, project)
-	var write_seq int64
-	err := row.Scan(&write_seq)
-	return write_seq, err
-}
-
 const projectCounterHead = `-- name: ProjectCounterHead :one
 SELECT coalesce((SELECT write_seq FROM project_counters WHERE project = $1), 0)::bigint AS write_seq
 `
