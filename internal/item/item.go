@@ -177,11 +177,14 @@ const (
 type Service struct {
 	store    *store.Store
 	projects *project.Service
+	groups   *writeGroups
 }
 
 // NewService returns an item service.
 func NewService(st *store.Store, projects *project.Service) *Service {
-	return &Service{store: st, projects: projects}
+	s := &Service{store: st, projects: projects}
+	s.groups = newWriteGroups(s.runGroup)
+	return s
 }
 
 // PutOpts are the options of a single write.
@@ -222,21 +225,22 @@ type PutResult struct {
 	Status  Status
 }
 
-// Put writes one item in a transaction of its own.
+// Put writes one item. Concurrent Puts to one project share a transaction
+// (see writeGroups): each is still all or nothing, and its answer is what
+// it would have been alone.
 func (s *Service) Put(ctx context.Context, agent *auth.Agent, proj string, in Input, opts PutOpts) (PutResult, error) {
 	p, err := s.preparePut(ctx, s.store.DB, agent, proj, in)
 	if err != nil {
 		return PutResult{}, err
 	}
-	var res PutResult
-	err = s.store.InTx(ctx, func(tx *store.Tx) error {
-		res, err = s.put(ctx, tx, agent, proj, p, opts)
-		return err
-	})
-	if err != nil {
-		return PutResult{}, fmt.Errorf("put item %s/%s: %w", proj, in.Key, err)
+	c := &putCall{agent: agent, p: p, ifMatch: opts.IfMatch, done: make(chan struct{})}
+	if err := s.groups.await(ctx, proj, c); err != nil {
+		return PutResult{}, err
 	}
-	return res, nil
+	if c.err != nil {
+		return PutResult{}, fmt.Errorf("put item %s/%s: %w", proj, in.Key, c.err)
+	}
+	return c.res, nil
 }
 
 // PutTx is Put inside the caller's transaction.
@@ -245,31 +249,14 @@ func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 	if err != nil {
 		return PutResult{}, err
 	}
-	res, err := s.put(ctx, tx, agent, proj, p, opts)
-	if err != nil {
+	c := &putCall{agent: agent, p: p, ifMatch: opts.IfMatch}
+	if err := s.putMany(ctx, tx, proj, []*putCall{c}); err != nil {
 		return PutResult{}, fmt.Errorf("put item %s/%s: %w", proj, in.Key, err)
 	}
-	return res, nil
-}
-
-// put is write for one item, then the item as it now is. Its writes wait
-// in the transaction's pipeline and go with that read: with BEGIN and the
-// lock before and COMMIT after, a PUT is three round trips.
-func (s *Service) put(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, p prepared, opts PutOpts) (PutResult, error) {
-	var res PutResult
-	err := tx.Pipeline(ctx, func() error {
-		out, err := s.write(ctx, tx, agent, proj, []prepared{p}, opts.IfMatch)
-		if err != nil {
-			return err
-		}
-		v, err := tx.ItemVersionCurrent(ctx, proj, p.key)
-		if err != nil {
-			return err
-		}
-		res = PutResult{Version: v, Status: out[0].Status}
-		return nil
-	})
-	return res, err
+	if c.err != nil {
+		return PutResult{}, fmt.Errorf("put item %s/%s: %w", proj, in.Key, c.err)
+	}
+	return c.res, nil
 }
 
 func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent, proj string, in Input) (prepared, error) {
@@ -403,11 +390,11 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 		out[i] = e
 		if changed {
 			nv := newVersion(p, e.Version)
-			nv.Was = cur.Counted
+			nv.Was, nv.CreatedBy = cur.Counted, agent.ID
 			news = append(news, nv)
 		}
 	}
-	if err := tx.ItemVersionsAppend(ctx, proj, agent.ID, news); err != nil {
+	if err := tx.ItemVersionsAppend(ctx, proj, news); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -527,8 +514,8 @@ func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent
 		Trigger: cur.Trigger, Roles: cur.Roles, Metadata: json.RawMessage(`{}`), Provenance: Provenance{DerivedFrom: []string{}},
 	}
 	next := cur.Version + 1
-	err = tx.ItemVersionsAppend(ctx, proj, agent.ID, []store.NewVersion{{
-		Key: key, Version: next, Deleted: true, Fields: f, FieldsSHA256: tombstoneHash[:], ContentSHA: empty[:],
+	err = tx.ItemVersionsAppend(ctx, proj, []store.NewVersion{{
+		Key: key, Version: next, Deleted: true, CreatedBy: agent.ID, Fields: f, FieldsSHA256: tombstoneHash[:], ContentSHA: empty[:],
 		Was: head.Counted,
 	}})
 	if err != nil {

@@ -90,6 +90,13 @@ func (s *Server) write(ctx context.Context, fn func(tx *store.Tx) error) error {
 	return s.store.InTx(ctx, fn)
 }
 
+// inUnit reports whether the request runs in an idempotency unit, whose
+// transaction its writes must join.
+func inUnit(ctx context.Context) bool {
+	_, ok := ctx.Value(unitKey{}).(*unit)
+	return ok
+}
+
 // idempotency makes a POST or PUT with an Idempotency-Key happen at most once
 // per agent and key (for 24 hours). The request runs inside one transaction
 // that also stores its answer, so the write and the remembered answer commit

@@ -182,10 +182,17 @@ func (s *Server) PutItem(ctx context.Context, r api.PutItemRequestObject) (api.P
 		return nil, err
 	}
 	var res item.PutResult
-	err = s.write(ctx, func(tx *store.Tx) error {
-		res, err = s.items.PutTx(ctx, tx, agentFrom(ctx), r.Project, toInput(r.Key, *body), item.PutOpts{IfMatch: ifMatch})
-		return err
-	})
+	in, opts := toInput(r.Key, *body), item.PutOpts{IfMatch: ifMatch}
+	if inUnit(ctx) {
+		err = s.write(ctx, func(tx *store.Tx) error {
+			res, err = s.items.PutTx(ctx, tx, agentFrom(ctx), r.Project, in, opts)
+			return err
+		})
+	} else {
+		// Not s.write: a write of its own shares its transaction with the
+		// project's concurrent writes (item.Service.Put).
+		res, err = s.items.Put(ctx, agentFrom(ctx), r.Project, in, opts)
+	}
 	if err != nil {
 		return nil, err
 	}

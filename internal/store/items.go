@@ -249,6 +249,7 @@ type NewVersion struct {
 	Key          string
 	Version      int
 	Deleted      bool
+	CreatedBy    string // the writing agent's id
 	Fields       ctxtype.Fields
 	FieldsSHA256 []byte
 	ContentSHA   []byte
@@ -265,11 +266,13 @@ type NewVersion struct {
 
 // ItemVersionsAppend appends versions and writes each item's row from
 // its new version, with the project's counters and head: the one write path
-// of item versions, for one item or ten thousand. Many versions go by COPY;
-// one goes as an INSERT, and then every statement here waits in the
-// transaction's pipeline (Tx.Pipeline) to go in one round trip with the
-// caller's next read or COMMIT.
-func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string, vs []NewVersion) error {
+// of item versions, for one item or ten thousand. More than copyMin
+// versions go by COPY; fewer go as one INSERT each, and then every
+// statement here waits in the transaction's pipeline (Tx.Pipeline) to go in
+// one round trip with the caller's next read or COMMIT. (A few single-row
+// INSERTs cost less than a COPY's round trip of its own: their plans are
+// generic and cached, and they ride with the other statements.)
+func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVersion) error {
 	if len(vs) == 0 {
 		return nil
 	}
@@ -281,7 +284,7 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string,
 	rows := make([]dbsqlc.ItemVersionInsertManyParams, len(vs))
 	set := dbsqlc.ItemSetCurrentManyParams{Project: project}
 	for i, v := range vs {
-		rows[i] = insertParams(project, createdBy, v)
+		rows[i] = insertParams(project, v)
 		set.Keys = append(set.Keys, v.Key)
 		set.Versions = append(set.Versions, int32(v.Version))
 		set.Lives = append(set.Lives, !v.Deleted)
@@ -289,14 +292,14 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project, createdBy string,
 		set.TriggerTools = append(set.TriggerTools, v.TriggerTool)
 		set.TriggerWords = append(set.TriggerWords, joinWords(v.TriggerWords))
 	}
-	if len(rows) > 1 {
+	if len(rows) > copyMin {
 		if _, err := q.ItemVersionInsertMany(ctx, tx.ex, rows); err != nil {
 			return interpret(err)
 		}
 	}
 	return tx.Pipeline(ctx, func() error {
-		if len(rows) == 1 {
-			if err := q.ItemVersionInsert(ctx, tx.ex, dbsqlc.ItemVersionInsertParams(rows[0])); err != nil {
+		for i := 0; len(rows) <= copyMin && i < len(rows); i++ {
+			if err := q.ItemVersionInsert(ctx, tx.ex, dbsqlc.ItemVersionInsertParams(rows[i])); err != nil {
 				return interpret(err)
 			}
 		}
@@ -375,7 +378,11 @@ func b2i(b bool) int64 {
 
 func joinWords(ws []string) string { return strings.Join(ws, ",") }
 
-func insertParams(project, createdBy string, v NewVersion) dbsqlc.ItemVersionInsertManyParams {
+// copyMin is the most versions ItemVersionsAppend writes as INSERTs in
+// the pipeline; more go by COPY.
+const copyMin = 32
+
+func insertParams(project string, v NewVersion) dbsqlc.ItemVersionInsertManyParams {
 	f := v.Fields
 	trig, _ := json.Marshal(f.Trigger)
 	prov, _ := json.Marshal(f.Provenance)
@@ -392,7 +399,7 @@ func insertParams(project, createdBy string, v NewVersion) dbsqlc.ItemVersionIns
 		Metadata: meta, Provenance: prov, FieldsSha256: v.FieldsSHA256,
 		ContentSha256: v.ContentSHA, TokensO200k: int32(v.Tokens.O200k), TokensCl100k: int32(v.Tokens.Cl100k),
 		BlockTokensO200k: int32(v.BlockTokens.O200k), BlockTokensCl100k: int32(v.BlockTokens.Cl100k),
-		CreatedBy: createdBy,
+		CreatedBy: v.CreatedBy,
 	}
 }
 
