@@ -81,6 +81,51 @@ type AttributeResult struct {
 	Matches []AttributeMatch `json:"matches"`
 }
 
+// AuditEntry defines model for AuditEntry.
+type AuditEntry struct {
+	// Body The entry's canonical encoding, base64.
+	Body []byte `json:"body"`
+
+	// ChainHash SHA-256(previous chain_hash || entry_hash), lowercase hex.
+	ChainHash string `json:"chain_hash"`
+
+	// EntryHash SHA-256(body), lowercase hex.
+	EntryHash string `json:"entry_hash"`
+
+	// Kind What the entry covers: item_version.
+	Kind string `json:"kind"`
+	Seq  int64  `json:"seq"`
+
+	// Subject The id of what it covers: key@version for an item version.
+	Subject string `json:"subject"`
+}
+
+// AuditEntryList defines model for AuditEntryList.
+type AuditEntryList struct {
+	Data []AuditEntry `json:"data"`
+	Head AuditHead    `json:"head"`
+
+	// NextAfter The after of the next page; absent on the last.
+	NextAfter *int64 `json:"next_after,omitempty"`
+}
+
+// AuditHead defines model for AuditHead.
+type AuditHead struct {
+	// Hash The last entry's chain hash (32 zero bytes when there is none), lowercase hex.
+	Hash string `json:"hash"`
+	Seq  int64  `json:"seq"`
+}
+
+// AuditVerification defines model for AuditVerification.
+type AuditVerification struct {
+	Detail      *string `json:"detail,omitempty"`
+	Entries     *int64  `json:"entries,omitempty"`
+	FirstBadSeq *int64  `json:"first_bad_seq,omitempty"`
+	Head        *string `json:"head,omitempty"`
+	Ok          bool    `json:"ok"`
+	Problem     *string `json:"problem,omitempty"`
+}
+
 // BatchItem defines model for BatchItem.
 type BatchItem struct {
 	// Authority policy, instruction, evidence (default), hypothesis.
@@ -802,6 +847,15 @@ type PutProjectParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ListAuditEntriesParams defines parameters for ListAuditEntries.
+type ListAuditEntriesParams struct {
+	// After The last seq already read (default 0).
+	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListHandoffsParams defines parameters for ListHandoffs.
 type ListHandoffsParams struct {
 	TaskId        *string `form:"task_id,omitempty" json:"task_id,omitempty"`
@@ -1004,6 +1058,12 @@ type ServerInterface interface {
 	// PutProject Create or update a project (admin).
 	// (PUT /v1/projects/{project})
 	PutProject(ctx echo.Context, project ProjectPath, params PutProjectParams) error
+	// ListAuditEntries A page of the project's audit chain, with everything needed to recompute it.
+	// (GET /v1/projects/{project}/audit/entries)
+	ListAuditEntries(ctx echo.Context, project ProjectPath, params ListAuditEntriesParams) error
+	// VerifyAudit Recompute the project's chain from its entries and the rows they cover, on the server.
+	// (GET /v1/projects/{project}/audit/verify)
+	VerifyAudit(ctx echo.Context, project ProjectPath) error
 	// ListHandoffs Handoffs of the project, newest first.
 	// (GET /v1/projects/{project}/handoffs)
 	ListHandoffs(ctx echo.Context, project ProjectPath, params ListHandoffsParams) error
@@ -1226,6 +1286,54 @@ func (w *ServerInterfaceWrapper) PutProject(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.PutProject(ctx, project, params)
+	return err
+}
+
+// ListAuditEntries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAuditEntries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAuditEntriesParams
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAuditEntries(ctx, project, params)
+	return err
+}
+
+// VerifyAudit converts echo context to params.
+func (w *ServerInterfaceWrapper) VerifyAudit(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.VerifyAudit(ctx, project)
 	return err
 }
 
@@ -2226,6 +2334,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/attribute", wrapper.AttributePacket, options.OperationMiddlewares["attributePacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/audit/entries", wrapper.ListAuditEntries, options.OperationMiddlewares["listAuditEntries"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/audit/verify", wrapper.VerifyAudit, options.OperationMiddlewares["verifyAudit"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.ListHandoffs, options.OperationMiddlewares["listHandoffs"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.CreateHandoff, options.OperationMiddlewares["createHandoff"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/handoffs/events", wrapper.StreamHandoffEvents, options.OperationMiddlewares["streamHandoffEvents"]...)
@@ -2502,6 +2612,85 @@ type PutProjectdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response PutProjectdefaultApplicationProblemPlusJSONResponse) VisitPutProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntriesRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  ListAuditEntriesParams
+}
+
+type ListAuditEntriesResponseObject interface {
+	VisitListAuditEntriesResponse(w http.ResponseWriter) error
+}
+
+type ListAuditEntries200JSONResponse AuditEntryList
+
+func (response ListAuditEntries200JSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEntriesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListAuditEntriesdefaultApplicationProblemPlusJSONResponse) VisitListAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyAuditRequestObject struct {
+	Project ProjectPath `json:"project"`
+}
+
+type VerifyAuditResponseObject interface {
+	VisitVerifyAuditResponse(w http.ResponseWriter) error
+}
+
+type VerifyAudit200JSONResponse AuditVerification
+
+func (response VerifyAudit200JSONResponse) VisitVerifyAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyAuditdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response VerifyAuditdefaultApplicationProblemPlusJSONResponse) VisitVerifyAuditResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3568,6 +3757,12 @@ type StrictServerInterface interface {
 	// PutProject Create or update a project (admin).
 	// (PUT /v1/projects/{project})
 	PutProject(ctx context.Context, request PutProjectRequestObject) (PutProjectResponseObject, error)
+	// ListAuditEntries A page of the project's audit chain, with everything needed to recompute it.
+	// (GET /v1/projects/{project}/audit/entries)
+	ListAuditEntries(ctx context.Context, request ListAuditEntriesRequestObject) (ListAuditEntriesResponseObject, error)
+	// VerifyAudit Recompute the project's chain from its entries and the rows they cover, on the server.
+	// (GET /v1/projects/{project}/audit/verify)
+	VerifyAudit(ctx context.Context, request VerifyAuditRequestObject) (VerifyAuditResponseObject, error)
 	// ListHandoffs Handoffs of the project, newest first.
 	// (GET /v1/projects/{project}/handoffs)
 	ListHandoffs(ctx context.Context, request ListHandoffsRequestObject) (ListHandoffsResponseObject, error)
@@ -3866,6 +4061,57 @@ func (sh *strictHandler) PutProject(ctx echo.Context, project ProjectPath, param
 		return err
 	} else if validResponse, ok := response.(PutProjectResponseObject); ok {
 		return validResponse.VisitPutProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAuditEntries operation middleware
+func (sh *strictHandler) ListAuditEntries(ctx echo.Context, project ProjectPath, params ListAuditEntriesParams) error {
+	var request ListAuditEntriesRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAuditEntries(ctx.Request().Context(), request.(ListAuditEntriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAuditEntries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAuditEntriesResponseObject); ok {
+		return validResponse.VisitListAuditEntriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// VerifyAudit operation middleware
+func (sh *strictHandler) VerifyAudit(ctx echo.Context, project ProjectPath) error {
+	var request VerifyAuditRequestObject
+
+	request.Project = project
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.VerifyAudit(ctx.Request().Context(), request.(VerifyAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "VerifyAudit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(VerifyAuditResponseObject); ok {
+		return validResponse.VisitVerifyAuditResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -68,13 +68,13 @@ INSERT INTO item_versions (
     priority, authority, confidence, state_key, valid_from, valid_until, slot,
     trigger, visible_to, hidden_from, template, metadata, provenance,
     fields_sha256, content_sha256, tokens_o200k, tokens_cl100k,
-    block_tokens_o200k, block_tokens_cl100k, created_by
+    block_tokens_o200k, block_tokens_cl100k, created_by, created_at
 ) VALUES (
     @project, @key, @version, @deleted, @kind, @source, @title, @summary, @content,
     @priority, @authority, @confidence, @state_key, @valid_from, @valid_until, @slot,
     @trigger, @visible_to, @hidden_from, @template, @metadata, @provenance,
     @fields_sha256, @content_sha256, @tokens_o200k, @tokens_cl100k,
-    @block_tokens_o200k, @block_tokens_cl100k, @created_by
+    @block_tokens_o200k, @block_tokens_cl100k, @created_by, @created_at
 );
 
 -- name: ItemVersionInsertMany :copyfrom
@@ -83,11 +83,31 @@ INSERT INTO item_versions (
     priority, authority, confidence, state_key, valid_from, valid_until, slot,
     trigger, visible_to, hidden_from, template, metadata, provenance,
     fields_sha256, content_sha256, tokens_o200k, tokens_cl100k,
-    block_tokens_o200k, block_tokens_cl100k, created_by
+    block_tokens_o200k, block_tokens_cl100k, created_by, created_at
 ) VALUES (
     @project, @key, @version, @deleted, @kind, @source, @title, @summary, @content,
     @priority, @authority, @confidence, @state_key, @valid_from, @valid_until, @slot,
     @trigger, @visible_to, @hidden_from, @template, @metadata, @provenance,
     @fields_sha256, @content_sha256, @tokens_o200k, @tokens_cl100k,
-    @block_tokens_o200k, @block_tokens_cl100k, @created_by
+    @block_tokens_o200k, @block_tokens_cl100k, @created_by, @created_at
 );
+
+-- name: ItemVersionAuditRows :many
+-- The item versions audit entries cover, as stored, by (key, version).
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content,
+       v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot,
+       v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance,
+       v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_by, v.created_at
+FROM item_versions v
+JOIN (SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version) s
+  ON v.key = s.key AND v.version = s.version
+WHERE v.project = @project;
+
+-- name: ItemVersionKeysPage :many
+-- A page of a project's item versions by (key, version), for the audit's
+-- check that every version has an entry.
+SELECT key, version FROM item_versions
+WHERE project = @project AND (key, version) > (@after_key::text, @after_version::integer)
+ORDER BY key, version
+LIMIT @lim;

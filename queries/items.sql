@@ -5,7 +5,7 @@
 -- fields hash). A key with no row is new. The rows alone, not a join: after
 -- waiting for a lock, read committed gives the newest row, where a joined
 -- table would still be read in the statement's older snapshot.
-SELECT key, current_version, live, visible_to, hidden_from, fields_sha256, trigger_kind, trigger_tool, open
+SELECT key, current_version, live, visible_to, hidden_from, fields_sha256, trigger_kind, trigger_tool, open, rank_time
 FROM items
 WHERE project = @project AND key = ANY(@keys::text[])
 ORDER BY key

@@ -7,6 +7,7 @@ package app
 
 import (
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
@@ -22,6 +23,7 @@ type App struct {
 	Items    *item.Service
 	Packets  *packet.Service
 	Handoffs *handoff.Service
+	Evidence *evidence.Service
 }
 
 // New builds the services over st.
@@ -35,5 +37,6 @@ func New(st *store.Store) *App {
 		Items:    item.NewService(st, projects),
 		Packets:  packet.NewService(st, projects, handoffs),
 		Handoffs: handoffs,
+		Evidence: evidence.NewService(st, projects),
 	}
 }

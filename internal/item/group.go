@@ -189,7 +189,7 @@ func (s *Service) putMany(ctx context.Context, tx *store.Tx, proj string, calls 
 		written = append(written, c.p.key)
 		if changed {
 			nv := newVersion(c.p, e.Version)
-			nv.Was, nv.CreatedBy = cur.Counted, c.agent.ID
+			nv.Was, nv.CreatedBy, nv.After = cur.Counted, c.agent.ID, cur.CreatedAt
 			news = append(news, nv)
 		}
 	}

@@ -390,7 +390,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 		out[i] = e
 		if changed {
 			nv := newVersion(p, e.Version)
-			nv.Was, nv.CreatedBy = cur.Counted, agent.ID
+			nv.Was, nv.CreatedBy, nv.After = cur.Counted, agent.ID, cur.CreatedAt
 			news = append(news, nv)
 		}
 	}
@@ -515,7 +515,7 @@ func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent
 	}
 	next := cur.Version + 1
 	err = tx.ItemVersionsAppend(ctx, proj, []store.NewVersion{{
-		Key: key, Version: next, Deleted: true, CreatedBy: agent.ID, Fields: f, FieldsSHA256: tombstoneHash[:], ContentSHA: empty[:],
+		Key: key, Version: next, Deleted: true, CreatedBy: agent.ID, After: head.CreatedAt, Fields: f, FieldsSHA256: tombstoneHash[:], ContentSHA: empty[:],
 		Was: head.Counted,
 	}})
 	if err != nil {

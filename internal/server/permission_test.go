@@ -250,6 +250,8 @@ var walkCases = map[string]walkCase{
 	"listItemVersions":   {perm: "read", ok: 200, call: at(home + "/items/fact/versions")},
 	"getItemVersion":     {perm: "read", ok: 200, call: at(home + "/items/fact/versions/1")},
 	"listItemInjections": {perm: "read", ok: 200, call: at(home + "/items/fact/injections")},
+	"listAuditEntries":   {perm: "admin", ok: 200, call: at(home + "/audit/entries")},
+	"verifyAudit":        {perm: "admin", ok: 200, call: at(home + "/audit/verify")},
 	"assemblePacket": {perm: "read", ok: 201, call: func(*world, identity) (string, any) {
 		// Non-admins assemble for their own role only (a service rule);
 		// every agent of the walk is a worker.

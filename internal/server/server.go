@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"github.com/contextd/contextd/internal/evidence"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -58,6 +59,7 @@ type Server struct {
 	items      *item.Service
 	packets    *packet.Service
 	handoffs   *handoff.Service
+	evidence   *evidence.Service
 }
 
 // New builds the Echo instance serving the whole API.
@@ -77,7 +79,7 @@ func New(cfg Config) *echo.Echo {
 	}
 	s := &Server{
 		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
-		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs,
+		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence,
 	}
 	e := echo.New()
 	e.HideBanner = true

@@ -180,10 +180,14 @@ func (tx *Tx) ItemLockCurrent(ctx context.Context, project string, keys []string
 	for _, r := range rows {
 		out[r.Key] = CurrentItem{Version: int(r.CurrentVersion), Live: r.Live,
 			Roles: ctxtype.Roles{VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom}, FieldsSHA256: r.FieldsSha256,
-			Counted: countedOf(r.Live, r.Open, r.TriggerKind, r.TriggerTool)}
+			Counted: countedOf(r.Live, r.Open, r.TriggerKind, r.TriggerTool), CreatedAt: rankTime(r.RankTime)}
 	}
 	return out, nil
 }
+
+// rankTime is the creation time of an item's current version, from the
+// item row's rank_time (minus its microseconds since the epoch).
+func rankTime(rt int64) time.Time { return time.UnixMicro(-rt).UTC() }
 
 // CurrentItem is what a write compares with: the item's current version
 // number, whether it is live (not a tombstone), the version's roles (a
@@ -195,6 +199,7 @@ type CurrentItem struct {
 	Roles        ctxtype.Roles
 	FieldsSHA256 []byte
 	Counted      Counted
+	CreatedAt    time.Time // of the current version
 }
 
 // Counted is what an item adds to the derived rows of migration 00005:
@@ -232,6 +237,7 @@ type ItemHead struct {
 	Key            string
 	CurrentVersion int
 	Counted        Counted
+	CreatedAt      time.Time // of the current version
 }
 
 // ItemLock locks an existing item row (fault.ErrNotFound if there is none).
@@ -240,16 +246,21 @@ func (tx *Tx) ItemLock(ctx context.Context, project, key string) (ItemHead, erro
 	if err != nil {
 		return ItemHead{}, interpret(err)
 	}
-	return ItemHead{Key: r.Key, CurrentVersion: int(r.CurrentVersion), Counted: countedOf(r.Live, r.Open, r.TriggerKind, r.TriggerTool)}, nil
+	return ItemHead{Key: r.Key, CurrentVersion: int(r.CurrentVersion), Counted: countedOf(r.Live, r.Open, r.TriggerKind, r.TriggerTool),
+		CreatedAt: rankTime(r.RankTime)}, nil
 }
 
 // NewVersion is one version to append, with what the item service
 // computed before the transaction (hashes, exact token counts).
 type NewVersion struct {
-	Key          string
-	Version      int
-	Deleted      bool
-	CreatedBy    string // the writing agent's id
+	Key       string
+	Version   int
+	Deleted   bool
+	CreatedBy string // the writing agent's id
+	// After is the creation time of the version this one follows (zero
+	// for a new item): a version is written later than the one before it,
+	// whatever the clocks of the processes that wrote them.
+	After        time.Time
 	Fields       ctxtype.Fields
 	FieldsSHA256 []byte
 	ContentSHA   []byte
@@ -283,8 +294,13 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 	vs = slices.SortedFunc(slices.Values(vs), func(a, b NewVersion) int { return strings.Compare(a.Key, b.Key) })
 	rows := make([]dbsqlc.ItemVersionInsertManyParams, len(vs))
 	set := dbsqlc.ItemSetCurrentManyParams{Project: project}
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	for i, v := range vs {
 		rows[i] = insertParams(project, v)
+		rows[i].CreatedAt = now
+		if !now.After(v.After) {
+			rows[i].CreatedAt = v.After.Add(time.Microsecond)
+		}
 		set.Keys = append(set.Keys, v.Key)
 		set.Versions = append(set.Versions, int32(v.Version))
 		set.Lives = append(set.Lives, !v.Deleted)
@@ -309,7 +325,10 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 		if err := tx.rewriteTerms(ctx, project, vs); err != nil {
 			return err
 		}
-		return tx.countersAtCommit(ctx, project, vs)
+		if err := tx.countersAtCommit(ctx, project, vs); err != nil {
+			return err
+		}
+		return tx.auditItemVersions(ctx, project, rows)
 	})
 }
 

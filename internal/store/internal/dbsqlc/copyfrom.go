@@ -58,6 +58,7 @@ func (r iteratorForItemVersionInsertMany) Values() ([]interface{}, error) {
 		r.rows[0].BlockTokensO200k,
 		r.rows[0].BlockTokensCl100k,
 		r.rows[0].CreatedBy,
+		r.rows[0].CreatedAt,
 	}, nil
 }
 
@@ -66,7 +67,7 @@ func (r iteratorForItemVersionInsertMany) Err() error {
 }
 
 func (q *Queries) ItemVersionInsertMany(ctx context.Context, db DBTX, arg []ItemVersionInsertManyParams) (int64, error) {
-	return db.CopyFrom(ctx, []string{"item_versions"}, []string{"project", "key", "version", "deleted", "kind", "source", "title", "summary", "content", "priority", "authority", "confidence", "state_key", "valid_from", "valid_until", "slot", "trigger", "visible_to", "hidden_from", "template", "metadata", "provenance", "fields_sha256", "content_sha256", "tokens_o200k", "tokens_cl100k", "block_tokens_o200k", "block_tokens_cl100k", "created_by"}, &iteratorForItemVersionInsertMany{rows: arg})
+	return db.CopyFrom(ctx, []string{"item_versions"}, []string{"project", "key", "version", "deleted", "kind", "source", "title", "summary", "content", "priority", "authority", "confidence", "state_key", "valid_from", "valid_until", "slot", "trigger", "visible_to", "hidden_from", "template", "metadata", "provenance", "fields_sha256", "content_sha256", "tokens_o200k", "tokens_cl100k", "block_tokens_o200k", "block_tokens_cl100k", "created_by", "created_at"}, &iteratorForItemVersionInsertMany{rows: arg})
 }
 
 // iteratorForPacketRecordInsertMany implements pgx.CopyFromSource.

@@ -63,6 +63,109 @@ func (q *Queries) ItemVersionAsOf(ctx context.Context, db DBTX, arg ItemVersionA
 	return i, err
 }
 
+const itemVersionAuditRows = `-- name: ItemVersionAuditRows :many
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content,
+       v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot,
+       v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance,
+       v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_by, v.created_at
+FROM item_versions v
+JOIN (SELECT unnest($1::text[]) AS key, unnest($2::integer[]) AS version) s
+  ON v.key = s.key AND v.version = s.version
+WHERE v.project = $3
+`
+
+type ItemVersionAuditRowsParams struct {
+	Keys     []string
+	Versions []int32
+	Project  string
+}
+
+type ItemVersionAuditRowsRow struct {
+	Project           string
+	Key               string
+	Version           int32
+	Deleted           bool
+	Kind              string
+	Source            string
+	Title             string
+	Summary           string
+	Content           string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	StateKey          string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	Slot              string
+	Trigger           json.RawMessage
+	VisibleTo         []string
+	HiddenFrom        []string
+	Template          bool
+	Metadata          json.RawMessage
+	Provenance        json.RawMessage
+	FieldsSha256      []byte
+	ContentSha256     []byte
+	TokensO200k       int32
+	TokensCl100k      int32
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	CreatedBy         string
+	CreatedAt         time.Time
+}
+
+// The item versions audit entries cover, as stored, by (key, version).
+func (q *Queries) ItemVersionAuditRows(ctx context.Context, db DBTX, arg ItemVersionAuditRowsParams) ([]ItemVersionAuditRowsRow, error) {
+	rows, err := db.Query(ctx, itemVersionAuditRows, arg.Keys, arg.Versions, arg.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemVersionAuditRowsRow{}
+	for rows.Next() {
+		var i ItemVersionAuditRowsRow
+		if err := rows.Scan(
+			&i.Project,
+			&i.Key,
+			&i.Version,
+			&i.Deleted,
+			&i.Kind,
+			&i.Source,
+			&i.Title,
+			&i.Summary,
+			&i.Content,
+			&i.Priority,
+			&i.Authority,
+			&i.Confidence,
+			&i.StateKey,
+			&i.ValidFrom,
+			&i.ValidUntil,
+			&i.Slot,
+			&i.Trigger,
+			&i.VisibleTo,
+			&i.HiddenFrom,
+			&i.Template,
+			&i.Metadata,
+			&i.Provenance,
+			&i.FieldsSha256,
+			&i.ContentSha256,
+			&i.TokensO200k,
+			&i.TokensCl100k,
+			&i.BlockTokensO200k,
+			&i.BlockTokensCl100k,
+			&i.CreatedBy,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const itemVersionCurrent = `-- name: ItemVersionCurrent :one
 SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
 JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
@@ -232,13 +335,13 @@ INSERT INTO item_versions (
     priority, authority, confidence, state_key, valid_from, valid_until, slot,
     trigger, visible_to, hidden_from, template, metadata, provenance,
     fields_sha256, content_sha256, tokens_o200k, tokens_cl100k,
-    block_tokens_o200k, block_tokens_cl100k, created_by
+    block_tokens_o200k, block_tokens_cl100k, created_by, created_at
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9,
     $10, $11, $12, $13, $14, $15, $16,
     $17, $18, $19, $20, $21, $22,
     $23, $24, $25, $26,
-    $27, $28, $29
+    $27, $28, $29, $30
 )
 `
 
@@ -272,6 +375,7 @@ type ItemVersionInsertParams struct {
 	BlockTokensO200k  int32
 	BlockTokensCl100k int32
 	CreatedBy         string
+	CreatedAt         time.Time
 }
 
 // One version, as ItemVersionInsertMany writes many: a single write sends
@@ -307,6 +411,7 @@ func (q *Queries) ItemVersionInsert(ctx context.Context, db DBTX, arg ItemVersio
 		arg.BlockTokensO200k,
 		arg.BlockTokensCl100k,
 		arg.CreatedBy,
+		arg.CreatedAt,
 	)
 	return err
 }
@@ -341,6 +446,53 @@ type ItemVersionInsertManyParams struct {
 	BlockTokensO200k  int32
 	BlockTokensCl100k int32
 	CreatedBy         string
+	CreatedAt         time.Time
+}
+
+const itemVersionKeysPage = `-- name: ItemVersionKeysPage :many
+SELECT key, version FROM item_versions
+WHERE project = $1 AND (key, version) > ($2::text, $3::integer)
+ORDER BY key, version
+LIMIT $4
+`
+
+type ItemVersionKeysPageParams struct {
+	Project      string
+	AfterKey     string
+	AfterVersion int32
+	Lim          int32
+}
+
+type ItemVersionKeysPageRow struct {
+	Key     string
+	Version int32
+}
+
+// A page of a project's item versions by (key, version), for the audit's
+// check that every version has an entry.
+func (q *Queries) ItemVersionKeysPage(ctx context.Context, db DBTX, arg ItemVersionKeysPageParams) ([]ItemVersionKeysPageRow, error) {
+	rows, err := db.Query(ctx, itemVersionKeysPage,
+		arg.Project,
+		arg.AfterKey,
+		arg.AfterVersion,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemVersionKeysPageRow{}
+	for rows.Next() {
+		var i ItemVersionKeysPageRow
+		if err := rows.Scan(&i.Key, &i.Version); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const itemVersionList = `-- name: ItemVersionList :many

@@ -50,7 +50,7 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 }
 
 const itemLockCurrentMany = `-- name: ItemLockCurrentMany :many
-SELECT key, current_version, live, visible_to, hidden_from, fields_sha256, trigger_kind, trigger_tool, open
+SELECT key, current_version, live, visible_to, hidden_from, fields_sha256, trigger_kind, trigger_tool, open, rank_time
 FROM items
 WHERE project = $1 AND key = ANY($2::text[])
 ORDER BY key
@@ -72,6 +72,7 @@ type ItemLockCurrentManyRow struct {
 	TriggerKind    string
 	TriggerTool    *string
 	Open           bool
+	RankTime       int64
 }
 
 // The write path's one read: locks the item rows of the keys that exist, in
@@ -99,6 +100,7 @@ func (q *Queries) ItemLockCurrentMany(ctx context.Context, db DBTX, arg ItemLock
 			&i.TriggerKind,
 			&i.TriggerTool,
 			&i.Open,
+			&i.RankTime,
 		); err != nil {
 			return nil, err
 		}

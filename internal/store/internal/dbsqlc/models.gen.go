@@ -21,6 +21,22 @@ type Agent struct {
 	RevokedAt  *time.Time
 }
 
+type AuditEntry struct {
+	Chain     string
+	Seq       int64
+	Kind      string
+	Subject   string
+	Body      []byte
+	EntryHash []byte
+	ChainHash []byte
+}
+
+type AuditHead struct {
+	Chain string
+	Seq   int64
+	Hash  []byte
+}
+
 type Handoff struct {
 	Project          string
 	ID               string

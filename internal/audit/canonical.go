@@ -1,0 +1,146 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// CanonicalJSON is the one encoding of a JSON value whatever wrote it:
+// objects with their members sorted by key (bytewise), no white space,
+// strings escaped only where JSON requires it (", \ and control
+// characters; everything else as UTF-8), numbers as their exact decimal
+// value in shortest form (mantissa digits without leading or trailing
+// zeros, and an exponent: 1.50, 15e-1 and 0.15e1 are all "15e-1"; 100 is
+// "1e2"; 0 is "0"). PostgreSQL's jsonb keeps neither member order nor
+// white space, and the service and the database write numbers differently;
+// their canonical forms are equal when the values are.
+func CanonicalJSON(raw []byte) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	if d.More() {
+		return nil, fmt.Errorf("canonical json: more than one value")
+	}
+	var b bytes.Buffer
+	if err := canonical(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func canonical(b *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if v {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case json.Number:
+		n, err := canonicalNumber(string(v))
+		if err != nil {
+			return err
+		}
+		b.WriteString(n)
+	case string:
+		canonicalString(b, v)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := canonical(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			canonicalString(b, k)
+			b.WriteByte(':')
+			if err := canonical(b, v[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("canonical json: unexpected %T", v)
+	}
+	return nil
+}
+
+func canonicalString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(byte(r))
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[r>>4])
+			b.WriteByte(hex[r&0xf])
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}
+
+// canonicalNumber is a JSON number's exact value as digits and exponent
+// (see CanonicalJSON).
+func canonicalNumber(s string) (string, error) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		if _, err := fmt.Sscan(s[i+1:], &exp); err != nil {
+			return "", fmt.Errorf("canonical json: number %q", s)
+		}
+	}
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		exp -= len(mant) - i - 1
+		mant = mant[:i] + mant[i+1:]
+	}
+	mant = strings.TrimLeft(mant, "0")
+	for strings.HasSuffix(mant, "0") {
+		mant = mant[:len(mant)-1]
+		exp++
+	}
+	if mant == "" {
+		return "0", nil
+	}
+	out := mant
+	if neg {
+		out = "-" + out
+	}
+	if exp != 0 {
+		out += fmt.Sprintf("e%d", exp)
+	}
+	return out, nil
+}

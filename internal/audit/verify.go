@@ -1,0 +1,188 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// Problem is the first thing a verification found wrong.
+type Problem struct {
+	Seq    int64  // the first bad seq
+	Code   string // ContentChanged, EntryMissing, ...
+	Detail string
+}
+
+func (p *Problem) Error() string { return fmt.Sprintf("seq %d: %s: %s", p.Seq, p.Code, p.Detail) }
+
+// Verifier checks one chain, entry by entry in seq order, then the rows
+// the chain says exist (Covered) and the mutable state its entries imply
+// (ItemState). It stops at the first problem.
+type Verifier struct {
+	prev    []byte
+	seq     int64
+	problem *Problem
+	// versions are the (key, version) the entries cover; items the last
+	// version of each key with its seq.
+	versions map[string]bool
+	items    map[string]itemHead
+}
+
+type itemHead struct {
+	seq     int64
+	version int
+	deleted bool
+}
+
+// NewVerifier starts at the genesis of a chain.
+func NewVerifier() *Verifier {
+	return &Verifier{prev: Genesis, versions: map[string]bool{}, items: map[string]itemHead{}}
+}
+
+// Problem is the first problem found, or nil.
+func (v *Verifier) Problem() *Problem { return v.problem }
+
+// Entries is how many entries were checked, and Head the chain hash of
+// the last.
+func (v *Verifier) Entries() int64 { return v.seq }
+
+// Head is the chain hash after the last entry checked (Genesis before any).
+func (v *Verifier) Head() []byte { return v.prev }
+
+func (v *Verifier) fail(seq int64, code, format string, args ...any) bool {
+	if v.problem == nil {
+		v.problem = &Problem{Seq: seq, Code: code, Detail: fmt.Sprintf(format, args...)}
+	}
+	return false
+}
+
+// Entry checks the next entry. now is the body recomputed from the row it
+// covers as that row is now, nil when the row is gone. It reports whether
+// the chain is still sound.
+func (v *Verifier) Entry(e Entry, now []byte) bool {
+	if v.problem != nil {
+		return false
+	}
+	want := v.seq + 1
+	switch {
+	case e.Seq > want:
+		return v.fail(want, EntryMissing, "the chain goes from seq %d to %d", v.seq, e.Seq)
+	case e.Seq < want:
+		return v.fail(e.Seq, OrderChanged, "seq %d comes again after seq %d", e.Seq, v.seq)
+	}
+	if !bytes.Equal(Hash(e.Body), e.EntryHash) {
+		return v.fail(e.Seq, ContentChanged, "the entry's body does not hash to its entry hash (%s %s)", e.Kind, e.Subject)
+	}
+	if now == nil {
+		return v.fail(e.Seq, ContentChanged, "%s %s is gone", e.Kind, e.Subject)
+	}
+	if !bytes.Equal(now, e.Body) {
+		return v.fail(e.Seq, ContentChanged, "%s %s is not what was written: %s", e.Kind, e.Subject, firstDiff(e.Body, now))
+	}
+	if !bytes.Equal(Link(v.prev, e.EntryHash), e.ChainHash) {
+		return v.fail(e.Seq, OrderChanged, "the entry's chain hash does not follow from seq %d's (%s %s)", v.seq, e.Kind, e.Subject)
+	}
+	if e.Kind == KindItemVersion {
+		var b struct {
+			Key     string `json:"key"`
+			Version int    `json:"version"`
+			Deleted bool   `json:"deleted"`
+		}
+		if err := json.Unmarshal(e.Body, &b); err != nil || ItemVersionSubject(b.Key, b.Version) != e.Subject {
+			return v.fail(e.Seq, ContentChanged, "the entry's body does not name its subject %s", e.Subject)
+		}
+		if h, ok := v.items[b.Key]; ok && b.Version != h.version+1 || !ok && b.Version != 1 {
+			return v.fail(e.Seq, OrderChanged, "%s follows version %d", e.Subject, v.items[b.Key].version)
+		}
+		v.versions[e.Subject] = true
+		v.items[b.Key] = itemHead{seq: e.Seq, version: b.Version, deleted: b.Deleted}
+	}
+	v.prev, v.seq = e.ChainHash, e.Seq
+	return true
+}
+
+// Covered checks that an item version row that exists has an entry.
+func (v *Verifier) Covered(key string, version int) bool {
+	if v.problem != nil {
+		return false
+	}
+	if !v.versions[ItemVersionSubject(key, version)] {
+		return v.fail(v.seq+1, EntryMissing, "item version %s has no entry", ItemVersionSubject(key, version))
+	}
+	return true
+}
+
+// ItemState checks an item row's current version and liveness against
+// the entries of its versions.
+func (v *Verifier) ItemState(key string, current int, live bool) bool {
+	if v.problem != nil {
+		return false
+	}
+	h, ok := v.items[key]
+	switch {
+	case !ok:
+		return v.fail(v.seq+1, StateMismatch, "item %s has a row but no version in the chain", key)
+	case h.version != current:
+		return v.fail(h.seq, StateMismatch, "item %s is at version %d, its chain at %d", key, current, h.version)
+	case live == h.deleted:
+		return v.fail(h.seq, StateMismatch, "item %s is live=%t, but version %d is %s", key, live, h.version, map[bool]string{true: "a tombstone", false: "live"}[h.deleted])
+	}
+	return true
+}
+
+// Items is how many items the chain says exist; after every item row
+// passed ItemState, a smaller count of rows means rows were removed.
+func (v *Verifier) Items() int { return len(v.items) }
+
+// MissingItem reports the first item the chain has that the rows lacked,
+// given the keys of every row seen.
+func (v *Verifier) MissingItem(seen map[string]bool) bool {
+	if v.problem != nil {
+		return false
+	}
+	var first string
+	var firstSeq int64
+	for k, h := range v.items {
+		if !seen[k] && (first == "" || h.seq < firstSeq) {
+			first, firstSeq = k, h.seq
+		}
+	}
+	if first != "" {
+		return v.fail(firstSeq, StateMismatch, "item %s is in the chain but has no row", first)
+	}
+	return true
+}
+
+// firstDiff says where two bodies part, for a problem's detail.
+func firstDiff(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-24)
+	clip := func(s []byte) string { return string(s[from:min(len(s), i+24)]) }
+	return fmt.Sprintf("at byte %d, written …%s…, now …%s…", i, clip(a), clip(b))
+}
+
+// HexHead is a head as the API shows it.
+func HexHead(h []byte) string { return hex.EncodeToString(h) }
+
+// Extra reports an entry past the head the chain's head row names.
+func (v *Verifier) Extra(seq, head int64) bool {
+	return v.fail(seq, ExtraEntry, "an entry at seq %d is past the head at seq %d", seq, head)
+}
+
+// AtHead checks, after the last entry, that the head row names it.
+func (v *Verifier) AtHead(seq int64, hash []byte) bool {
+	if v.problem != nil {
+		return false
+	}
+	switch {
+	case v.seq < seq:
+		return v.fail(v.seq+1, EntryMissing, "the head is at seq %d, the entries end at seq %d", seq, v.seq)
+	case !bytes.Equal(v.prev, hash):
+		return v.fail(seq, ContentChanged, "the head's hash %s is not the last entry's chain hash %s", HexHead(hash), HexHead(v.prev))
+	}
+	return true
+}

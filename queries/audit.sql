@@ -1,0 +1,20 @@
+-- name: AuditAppend :exec
+-- Appends entries to a chain under its head's lock (migration 00011);
+-- item writes send it with COMMIT, so the lock is held for the commit.
+SELECT contextd_audit_append(@chain::text, @kinds::text[], @subjects::text[], @bodies::bytea[]);
+
+-- name: AuditEntriesPage :many
+SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
+WHERE chain = @chain AND seq > @after
+ORDER BY seq
+LIMIT @lim;
+
+-- name: AuditHead :one
+SELECT seq, hash FROM audit_heads WHERE chain = @chain;
+
+-- name: ItemStatePage :many
+-- A page of a project's item rows by key, for the audit's state check.
+SELECT key, current_version, live FROM items
+WHERE project = @project AND key > @after_key
+ORDER BY key
+LIMIT @lim;
