@@ -65,7 +65,12 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- The chain's head is the project's head now: every write of a project
+-- adds an entry.
+ALTER TABLE project_counters DROP COLUMN write_seq;
+
 -- +goose Down
+ALTER TABLE project_counters ADD COLUMN write_seq bigint NOT NULL DEFAULT 0;
 DROP FUNCTION contextd_audit_append(text, text[], text[], bytea[]);
 DROP TABLE audit_heads;
 DROP TABLE audit_entries;

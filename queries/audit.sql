@@ -18,3 +18,21 @@ SELECT key, current_version, live FROM items
 WHERE project = @project AND key > @after_key
 ORDER BY key
 LIMIT @lim;
+
+-- name: PacketAuditRows :many
+SELECT * FROM packets WHERE project = @project AND id = ANY(@ids::text[]);
+
+-- name: PacketRecordAuditRows :many
+SELECT * FROM packet_records WHERE project = @project AND packet_id = ANY(@ids::text[]) ORDER BY packet_id, ord;
+
+-- name: HandoffEventAuditRows :many
+SELECT * FROM handoff_events WHERE project = @project AND seq = ANY(@seqs::bigint[]);
+
+-- name: HandoffAuditPage :many
+SELECT * FROM handoffs WHERE project = @project AND id > @after_id ORDER BY id LIMIT @lim;
+
+-- name: PacketIDPage :many
+SELECT id FROM packets WHERE project = @project AND id > @after_id ORDER BY id LIMIT @lim;
+
+-- name: HandoffEventSeqPage :many
+SELECT seq FROM handoff_events WHERE project = @project AND seq > @after ORDER BY seq LIMIT @lim;

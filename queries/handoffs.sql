@@ -54,7 +54,7 @@ SELECT project, id, status, source_role, target_role, created_at, depth FROM cha
 UPDATE handoffs
 SET status = 'superseded', superseded_by = @new_id::text, status_reason = 'superseded by ' || @new_id::text, updated_at = clock_timestamp()
 WHERE project = @project AND task_id = @task_id AND target_role = @target_role AND status = 'pending' AND id <> @new_id::text
-RETURNING id;
+RETURNING *;
 
 -- name: HandoffTransition :one
 -- The conditional update that makes exactly one of racing transitions win.

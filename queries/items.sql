@@ -63,13 +63,10 @@ SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_ki
     search = EXCLUDED.search, updated_at = now();
 
 -- name: ProjectCountersAdd :exec
--- Moves the project's count of open always-on items by @always_open and
--- advances its head: every write of a project moves the head, under this
--- row's lock, so writes of one project are ordered. Item writes send it
--- with COMMIT, so that lock is held for the commit alone.
-INSERT INTO project_counters (project, always_open, write_seq) VALUES (@project, @always_open, 1)
-ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open,
-                                    write_seq = project_counters.write_seq + 1;
+-- Moves the project's count of open always-on items by @always_open. Item
+-- writes send it with COMMIT, and only when the count moves.
+INSERT INTO project_counters (project, always_open) VALUES (@project, @always_open)
+ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open;
 
 -- name: ToolCountersAdd :exec
 -- Moves the counts of open items of tools, in tool order (one lock order

@@ -4,6 +4,3 @@
 INSERT INTO project_counters (project, handoff_seq) VALUES (@project, 1)
 ON CONFLICT (project) DO UPDATE SET handoff_seq = project_counters.handoff_seq + 1
 RETURNING handoff_seq;
-
--- name: ProjectCounterHead :one
-SELECT coalesce((SELECT write_seq FROM project_counters WHERE project = @project), 0)::bigint AS write_seq;

@@ -14,11 +14,7 @@
 package audit
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -93,81 +89,28 @@ func ItemVersionSubject(key string, version int) string {
 	return key + "@" + strconv.Itoa(version)
 }
 
-// ItemVersionBody is an item version's entry body: a JSON object with
-// exactly these members in this order, no white space, strings as
-// encoding/json writes them, times as RFC 3339 UTC with six fractional
-// digits, binary values as lowercase hex, the jsonb columns in
-// CanonicalJSON, and for the content its SHA-256 instead of its text
-// ("content_sha256_of", next to the stored "content_sha256"):
+// ItemVersionBody is an item version's entry body (see object for the
+// encoding), with these members in this order; the content is there as its
+// SHA-256 ("content_sha256_of"), next to the stored "content_sha256":
 //
-//	{"entry":"item_version","project":…,"key":…,"version":…,"deleted":…,
-//	 "kind":…,"source":…,"title":…,"summary":…,"content_sha256_of":…,
-//	 "priority":…,"authority":…,"confidence":…,"state_key":…,
-//	 "valid_from":…|null,"valid_until":…|null,"slot":…,"trigger":{…},
-//	 "visible_to":[…],"hidden_from":[…],"template":…,"metadata":{…},
-//	 "provenance":{…},"fields_sha256":…,"content_sha256":…,
-//	 "tokens_o200k":…,"tokens_cl100k":…,"block_tokens_o200k":…,
-//	 "block_tokens_cl100k":…,"created_at":…,"created_by":…}
+//	entry ("item_version"), project, key, version, deleted, kind, source,
+//	title, summary, content_sha256_of, priority, authority, confidence,
+//	state_key, valid_from, valid_until, slot, trigger, visible_to,
+//	hidden_from, template, metadata, provenance, fields_sha256,
+//	content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k,
+//	block_tokens_cl100k, created_at, created_by
 func ItemVersionBody(r ItemVersionRow) ([]byte, error) {
-	trig, err := CanonicalJSON(r.Trigger)
-	if err != nil {
-		return nil, fmt.Errorf("trigger: %w", err)
-	}
-	meta, err := CanonicalJSON(r.Metadata)
-	if err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
-	}
-	prov, err := CanonicalJSON(r.Provenance)
-	if err != nil {
-		return nil, fmt.Errorf("provenance: %w", err)
-	}
-	content := sha256.Sum256([]byte(r.Content))
-	body := struct {
-		Entry             string          `json:"entry"`
-		Project           string          `json:"project"`
-		Key               string          `json:"key"`
-		Version           int             `json:"version"`
-		Deleted           bool            `json:"deleted"`
-		Kind              string          `json:"kind"`
-		Source            string          `json:"source"`
-		Title             string          `json:"title"`
-		Summary           string          `json:"summary"`
-		ContentOf         string          `json:"content_sha256_of"`
-		Priority          int             `json:"priority"`
-		Authority         string          `json:"authority"`
-		Confidence        string          `json:"confidence"`
-		StateKey          string          `json:"state_key"`
-		ValidFrom         *string         `json:"valid_from"`
-		ValidUntil        *string         `json:"valid_until"`
-		Slot              string          `json:"slot"`
-		Trigger           json.RawMessage `json:"trigger"`
-		VisibleTo         []string        `json:"visible_to"`
-		HiddenFrom        []string        `json:"hidden_from"`
-		Template          bool            `json:"template"`
-		Metadata          json.RawMessage `json:"metadata"`
-		Provenance        json.RawMessage `json:"provenance"`
-		FieldsSHA256      string          `json:"fields_sha256"`
-		ContentSHA256     string          `json:"content_sha256"`
-		TokensO200k       int             `json:"tokens_o200k"`
-		TokensCl100k      int             `json:"tokens_cl100k"`
-		BlockTokensO200k  int             `json:"block_tokens_o200k"`
-		BlockTokensCl100k int             `json:"block_tokens_cl100k"`
-		CreatedAt         string          `json:"created_at"`
-		CreatedBy         string          `json:"created_by"`
-	}{
-		KindItemVersion, r.Project, r.Key, r.Version, r.Deleted, r.Kind, r.Source, r.Title, r.Summary,
-		hex.EncodeToString(content[:]), r.Priority, r.Authority, r.Confidence, r.StateKey,
-		Time(r.ValidFrom), Time(r.ValidUntil), r.Slot, trig, nonNil(r.VisibleTo), nonNil(r.HiddenFrom), r.Template,
-		meta, prov, hex.EncodeToString(r.FieldsSHA256), hex.EncodeToString(r.ContentSHA256),
-		r.TokensO200k, r.TokensCl100k, r.BlockTokensO200k, r.BlockTokensCl100k, *Time(&r.CreatedAt), r.CreatedBy,
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return newObject(KindItemVersion).str("project", r.Project).str("key", r.Key).int("version", int64(r.Version)).
+		bool("deleted", r.Deleted).str("kind", r.Kind).str("source", r.Source).str("title", r.Title).
+		str("summary", r.Summary).sha("content_sha256_of", r.Content).int("priority", int64(r.Priority)).
+		str("authority", r.Authority).str("confidence", r.Confidence).str("state_key", r.StateKey).
+		time("valid_from", r.ValidFrom).time("valid_until", r.ValidUntil).str("slot", r.Slot).
+		json("trigger", r.Trigger).strs("visible_to", r.VisibleTo).strs("hidden_from", r.HiddenFrom).
+		bool("template", r.Template).json("metadata", r.Metadata).json("provenance", r.Provenance).
+		hex("fields_sha256", r.FieldsSHA256).hex("content_sha256", r.ContentSHA256).
+		int("tokens_o200k", int64(r.TokensO200k)).int("tokens_cl100k", int64(r.TokensCl100k)).
+		int("block_tokens_o200k", int64(r.BlockTokensO200k)).int("block_tokens_cl100k", int64(r.BlockTokensCl100k)).
+		time("created_at", &r.CreatedAt).str("created_by", r.CreatedBy).bytes()
 }
 
 // Time is a time as bodies hold it: RFC 3339 in UTC with microseconds,
@@ -179,11 +122,4 @@ func Time(t *time.Time) *string {
 	}
 	s := t.UTC().Truncate(time.Microsecond).Format("2006-01-02T15:04:05.000000Z")
 	return &s
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Problem is the first thing a verification found wrong.
@@ -23,11 +24,20 @@ type Verifier struct {
 	prev    []byte
 	seq     int64
 	problem *Problem
-	// versions are the (key, version) the entries cover; items the last
-	// version of each key with its seq.
-	versions map[string]bool
-	items    map[string]itemHead
+	// covered are the subjects of append-only kinds the entries cover
+	// (by ref); latest the last entry of each subject of a mutable kind;
+	// items the last version of each key with its seq.
+	covered map[string]bool
+	latest  map[string]latestEntry
+	items   map[string]itemHead
 }
+
+type latestEntry struct {
+	seq  int64
+	body []byte
+}
+
+func ref(kind, subject string) string { return kind + "\x00" + subject }
 
 type itemHead struct {
 	seq     int64
@@ -37,7 +47,7 @@ type itemHead struct {
 
 // NewVerifier starts at the genesis of a chain.
 func NewVerifier() *Verifier {
-	return &Verifier{prev: Genesis, versions: map[string]bool{}, items: map[string]itemHead{}}
+	return &Verifier{prev: Genesis, covered: map[string]bool{}, latest: map[string]latestEntry{}, items: map[string]itemHead{}}
 }
 
 // Problem is the first problem found, or nil.
@@ -74,11 +84,13 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 	if !bytes.Equal(Hash(e.Body), e.EntryHash) {
 		return v.fail(e.Seq, ContentChanged, "the entry's body does not hash to its entry hash (%s %s)", e.Kind, e.Subject)
 	}
-	if now == nil {
-		return v.fail(e.Seq, ContentChanged, "%s %s is gone", e.Kind, e.Subject)
-	}
-	if !bytes.Equal(now, e.Body) {
-		return v.fail(e.Seq, ContentChanged, "%s %s is not what was written: %s", e.Kind, e.Subject, firstDiff(e.Body, now))
+	if !Mutable(e.Kind) {
+		if now == nil {
+			return v.fail(e.Seq, ContentChanged, "%s %s is gone", e.Kind, e.Subject)
+		}
+		if !bytes.Equal(now, e.Body) {
+			return v.fail(e.Seq, ContentChanged, "%s %s is not what was written: %s", e.Kind, e.Subject, firstDiff(e.Body, now))
+		}
 	}
 	if !bytes.Equal(Link(v.prev, e.EntryHash), e.ChainHash) {
 		return v.fail(e.Seq, OrderChanged, "the entry's chain hash does not follow from seq %d's (%s %s)", v.seq, e.Kind, e.Subject)
@@ -95,20 +107,61 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 		if h, ok := v.items[b.Key]; ok && b.Version != h.version+1 || !ok && b.Version != 1 {
 			return v.fail(e.Seq, OrderChanged, "%s follows version %d", e.Subject, v.items[b.Key].version)
 		}
-		v.versions[e.Subject] = true
 		v.items[b.Key] = itemHead{seq: e.Seq, version: b.Version, deleted: b.Deleted}
+	}
+	if Mutable(e.Kind) {
+		v.latest[ref(e.Kind, e.Subject)] = latestEntry{seq: e.Seq, body: e.Body}
+	} else {
+		v.covered[ref(e.Kind, e.Subject)] = true
 	}
 	v.prev, v.seq = e.ChainHash, e.Seq
 	return true
 }
 
-// Covered checks that an item version row that exists has an entry.
-func (v *Verifier) Covered(key string, version int) bool {
+// Covered checks that a row of an append-only kind that exists has an
+// entry.
+func (v *Verifier) Covered(kind, subject string) bool {
 	if v.problem != nil {
 		return false
 	}
-	if !v.versions[ItemVersionSubject(key, version)] {
-		return v.fail(v.seq+1, EntryMissing, "item version %s has no entry", ItemVersionSubject(key, version))
+	if !v.covered[ref(kind, subject)] {
+		return v.fail(v.seq+1, EntryMissing, "%s %s has no entry", kind, subject)
+	}
+	return true
+}
+
+// Current checks a row of a mutable kind, as its body now, against the
+// last entry of its subject.
+func (v *Verifier) Current(kind, subject string, now []byte) bool {
+	if v.problem != nil {
+		return false
+	}
+	l, ok := v.latest[ref(kind, subject)]
+	switch {
+	case !ok:
+		return v.fail(v.seq+1, StateMismatch, "%s %s has a row but no entry", kind, subject)
+	case !bytes.Equal(l.body, now):
+		return v.fail(l.seq, StateMismatch, "%s %s is not what its last entry says: %s", kind, subject, firstDiff(l.body, now))
+	}
+	return true
+}
+
+// MissingCurrent reports the first subject of a mutable kind that has
+// entries but no row among seen.
+func (v *Verifier) MissingCurrent(kind string, seen map[string]bool) bool {
+	if v.problem != nil {
+		return false
+	}
+	var first string
+	var firstSeq int64
+	prefix := ref(kind, "")
+	for r, l := range v.latest {
+		if s, ok := strings.CutPrefix(r, prefix); ok && !seen[s] && (first == "" || l.seq < firstSeq) {
+			first, firstSeq = s, l.seq
+		}
+	}
+	if first != "" {
+		return v.fail(firstSeq, StateMismatch, "%s %s is in the chain but has no row", kind, first)
 	}
 	return true
 }

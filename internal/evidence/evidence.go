@@ -115,14 +115,7 @@ func verifyChain(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifi
 		if len(es) == 0 {
 			break
 		}
-		var keys []string
-		var versions []int32
-		for _, e := range es {
-			if k, n, ok := splitSubject(e); ok {
-				keys, versions = append(keys, k), append(versions, int32(n))
-			}
-		}
-		bodies, err := tx.ItemVersionBodies(ctx, proj, keys, versions)
+		now, err := rowBodies(ctx, tx, proj, es)
 		if err != nil {
 			return err
 		}
@@ -131,7 +124,7 @@ func verifyChain(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifi
 				v.Extra(e.Seq, headSeq)
 				return nil
 			}
-			if !v.Entry(e, bodies[e.Subject]) {
+			if !v.Entry(e, now[e.Kind][e.Subject]) {
 				return nil
 			}
 		}
@@ -141,54 +134,166 @@ func verifyChain(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifi
 	return nil
 }
 
-// splitSubject is the key and version an item version entry covers.
-func splitSubject(e audit.Entry) (string, int, bool) {
-	if e.Kind != audit.KindItemVersion {
-		return "", 0, false
+// rowBodies recomputes, for a page of entries of append-only kinds, the
+// bodies of the rows they cover as those rows are now, by kind and
+// subject.
+func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry) (map[string]map[string][]byte, error) {
+	var keys, packets []string
+	var versions []int32
+	var events []int64
+	for _, e := range es {
+		switch e.Kind {
+		case audit.KindItemVersion:
+			if k, n, ok := splitSubject(e.Subject); ok {
+				keys, versions = append(keys, k), append(versions, int32(n))
+			}
+		case audit.KindPacket:
+			packets = append(packets, e.Subject)
+		case audit.KindHandoffEvent:
+			if n, err := strconv.ParseInt(e.Subject, 10, 64); err == nil {
+				events = append(events, n)
+			}
+		}
 	}
-	i := strings.LastIndexByte(e.Subject, '@')
+	out := map[string]map[string][]byte{}
+	var err error
+	if out[audit.KindItemVersion], err = tx.ItemVersionBodies(ctx, proj, keys, versions); err != nil {
+		return nil, err
+	}
+	if out[audit.KindPacket], err = tx.PacketBodies(ctx, proj, packets); err != nil {
+		return nil, err
+	}
+	if out[audit.KindHandoffEvent], err = tx.HandoffEventBodies(ctx, proj, events); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// splitSubject is the key and version an item version's subject names.
+func splitSubject(subject string) (string, int, bool) {
+	i := strings.LastIndexByte(subject, '@')
 	if i < 0 {
 		return "", 0, false
 	}
-	n, err := strconv.Atoi(e.Subject[i+1:])
-	return e.Subject[:i], n, err == nil
+	n, err := strconv.Atoi(subject[i+1:])
+	return subject[:i], n, err == nil
 }
 
+// verifyRows checks the rows against the chain: every row of an
+// append-only kind has an entry, every row of a mutable kind is what its
+// last entry says, every item's state follows its versions' entries, and
+// nothing the chain has is missing.
 func verifyRows(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) error {
+	for _, check := range []func(context.Context, *store.Tx, string, *audit.Verifier) (bool, error){
+		coveredVersions, coveredPackets, coveredEvents, currentHandoffs, currentProject, itemStates,
+	} {
+		if ok, err := check(ctx, tx, proj, v); err != nil || !ok {
+			return err
+		}
+	}
+	return nil
+}
+
+func coveredVersions(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
 	for after := (store.VersionKey{}); ; {
 		page, err := tx.ItemVersionKeys(ctx, proj, after.Key, after.Version, verifyPage)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, k := range page {
-			if !v.Covered(k.Key, k.Version) {
-				return nil
+			if !v.Covered(audit.KindItemVersion, audit.ItemVersionSubject(k.Key, k.Version)) {
+				return false, nil
 			}
 		}
 		if len(page) < verifyPage {
-			break
+			return true, nil
 		}
 		after = page[len(page)-1]
 	}
+}
+
+func coveredPackets(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
+	for after := ""; ; {
+		page, err := tx.PacketIDs(ctx, proj, after, verifyPage)
+		if err != nil {
+			return false, err
+		}
+		for _, id := range page {
+			if !v.Covered(audit.KindPacket, id) {
+				return false, nil
+			}
+		}
+		if len(page) < verifyPage {
+			return true, nil
+		}
+		after = page[len(page)-1]
+	}
+}
+
+func coveredEvents(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
+	for after := int64(0); ; {
+		page, err := tx.HandoffEventSeqs(ctx, proj, after, verifyPage)
+		if err != nil {
+			return false, err
+		}
+		for _, seq := range page {
+			if !v.Covered(audit.KindHandoffEvent, audit.HandoffEventSubject(seq)) {
+				return false, nil
+			}
+		}
+		if len(page) < verifyPage {
+			return true, nil
+		}
+		after = page[len(page)-1]
+	}
+}
+
+func currentHandoffs(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
+	seen := map[string]bool{}
+	for after := ""; ; {
+		page, err := tx.HandoffBodies(ctx, proj, after, verifyPage)
+		if err != nil {
+			return false, err
+		}
+		for _, h := range page {
+			seen[h.Subject] = true
+			if !v.Current(audit.KindHandoff, h.Subject, h.Body) {
+				return false, nil
+			}
+		}
+		if len(page) < verifyPage {
+			return v.MissingCurrent(audit.KindHandoff, seen), nil
+		}
+		after = page[len(page)-1].Subject
+	}
+}
+
+func currentProject(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
+	body, err := tx.ProjectBody(ctx, proj)
+	if err != nil {
+		return false, err
+	}
+	return v.Current(audit.KindProject, proj, body), nil
+}
+
+func itemStates(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
 	seen := map[string]bool{}
 	for after := ""; ; {
 		page, err := tx.ItemStates(ctx, proj, after, verifyPage)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, it := range page {
 			seen[it.Key] = true
 			if !v.ItemState(it.Key, it.Current, it.Live) {
-				return nil
+				return false, nil
 			}
 		}
 		if len(page) < verifyPage {
-			break
+			return v.MissingItem(seen), nil
 		}
 		after = page[len(page)-1].Key
 	}
-	v.MissingItem(seen)
-	return nil
 }
 
 // String is a result as the CLI prints it.

@@ -61,8 +61,8 @@ func TestAuditChainCoversEveryItemVersion(t *testing.T) {
 	e := auditFixture(t)
 	r := e.verify()
 	require.Equal(t, true, r.json["ok"], r.text)
-	// refunds v1, v2; shipping v1, v2 (tombstone); b1, b2: six versions.
-	require.Equal(t, 6, r.num("entries"))
+	// The project; refunds v1, v2; shipping v1, v2 (tombstone); b1, b2.
+	require.Equal(t, 7, r.num("entries"))
 
 	// The entries page recomputes to the head the verification reported.
 	page := e.do("GET", "/v1/projects/acme/audit/entries?limit=4", e.admin, nil)
@@ -86,7 +86,7 @@ func TestAuditChainCoversEveryItemVersion(t *testing.T) {
 			prev = ch[:]
 		}
 	}
-	require.Equal(t, 6, seq)
+	require.Equal(t, 7, seq)
 	require.Equal(t, hex.EncodeToString(prev), r.json["head"])
 	require.Equal(t, r.json["head"], page.json["head"].(map[string]any)["hash"])
 
@@ -106,27 +106,27 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		problem string
 		seq     int
 	}{
-		{"a byte of a version's content", `UPDATE item_versions SET content = 'refunds take five dayz' WHERE project = 'acme' AND key = 'refunds' AND version = 1`, "content_changed", 1},
-		{"content and its stored hash", `UPDATE item_versions SET content = 'x', content_sha256 = sha256('x') WHERE project = 'acme' AND key = 'refunds' AND version = 2`, "content_changed", 2},
-		{"a version's author", `UPDATE item_versions SET created_by = 'agt_someone' WHERE project = 'acme' AND key = 'b1'`, "content_changed", 5},
-		{"a version's metadata", `UPDATE item_versions SET metadata = '{"n": 2}' WHERE project = 'acme' AND key = 'refunds' AND version = 1`, "content_changed", 1},
-		{"a version row deleted", `DELETE FROM item_versions WHERE project = 'acme' AND key = 'shipping' AND version = 2`, "content_changed", 4},
+		{"a byte of a version's content", `UPDATE item_versions SET content = 'refunds take five dayz' WHERE project = 'acme' AND key = 'refunds' AND version = 1`, "content_changed", 2},
+		{"content and its stored hash", `UPDATE item_versions SET content = 'x', content_sha256 = sha256('x') WHERE project = 'acme' AND key = 'refunds' AND version = 2`, "content_changed", 3},
+		{"a version's author", `UPDATE item_versions SET created_by = 'agt_someone' WHERE project = 'acme' AND key = 'b1'`, "content_changed", 6},
+		{"a version's metadata", `UPDATE item_versions SET metadata = '{"n": 2}' WHERE project = 'acme' AND key = 'refunds' AND version = 1`, "content_changed", 2},
+		{"a version row deleted", `DELETE FROM item_versions WHERE project = 'acme' AND key = 'shipping' AND version = 2`, "content_changed", 5},
 		{"an entry deleted", `DELETE FROM audit_entries WHERE chain = 'acme' AND seq = 3`, "entry_missing", 3},
 		{"two entries swapped", `UPDATE audit_entries SET seq = 1000 WHERE chain = 'acme' AND seq = 2;
 			UPDATE audit_entries SET seq = 2 WHERE chain = 'acme' AND seq = 3;
 			UPDATE audit_entries SET seq = 3 WHERE chain = 'acme' AND seq = 1000`, "order_changed", 2},
-		{"the tail cut, head moved back", `DELETE FROM audit_entries WHERE chain = 'acme' AND seq = 6;
-			UPDATE audit_heads SET seq = 5, hash = (SELECT chain_hash FROM audit_entries WHERE chain = 'acme' AND seq = 5) WHERE chain = 'acme'`, "entry_missing", 6},
-		{"the tail cut, head kept", `DELETE FROM audit_entries WHERE chain = 'acme' AND seq = 6`, "entry_missing", 6},
+		{"the tail cut, head moved back", `DELETE FROM audit_entries WHERE chain = 'acme' AND seq = 7;
+			UPDATE audit_heads SET seq = 6, hash = (SELECT chain_hash FROM audit_entries WHERE chain = 'acme' AND seq = 6) WHERE chain = 'acme'`, "entry_missing", 7},
+		{"the tail cut, head kept", `DELETE FROM audit_entries WHERE chain = 'acme' AND seq = 7`, "entry_missing", 7},
 		{"an entry's body rewritten and rehashed", `UPDATE audit_entries SET body = convert_to(replace(convert_from(body, 'UTF8'), 'refunds', 'refundz'), 'UTF8'),
-			entry_hash = sha256(convert_to(replace(convert_from(body, 'UTF8'), 'refunds', 'refundz'), 'UTF8')) WHERE chain = 'acme' AND seq = 1`, "content_changed", 1},
-		{"an extra entry", `INSERT INTO audit_entries SELECT chain, 7, kind, subject, body, entry_hash, chain_hash FROM audit_entries WHERE chain = 'acme' AND seq = 6`, "extra_entry", 7},
-		{"an item hidden (items.live)", `UPDATE items SET live = false WHERE project = 'acme' AND key = 'refunds'`, "state_mismatch", 2},
-		{"an item brought back (items.live)", `UPDATE items SET live = true WHERE project = 'acme' AND key = 'shipping'`, "state_mismatch", 4},
-		{"an item moved to an older version", `UPDATE items SET current_version = 1 WHERE project = 'acme' AND key = 'refunds'`, "state_mismatch", 2},
-		{"an item row deleted", `DELETE FROM items WHERE project = 'acme' AND key = 'b2'`, "state_mismatch", 6},
+			entry_hash = sha256(convert_to(replace(convert_from(body, 'UTF8'), 'refunds', 'refundz'), 'UTF8')) WHERE chain = 'acme' AND seq = 2`, "content_changed", 2},
+		{"an extra entry", `INSERT INTO audit_entries SELECT chain, 8, kind, subject, body, entry_hash, chain_hash FROM audit_entries WHERE chain = 'acme' AND seq = 7`, "extra_entry", 8},
+		{"an item hidden (items.live)", `UPDATE items SET live = false WHERE project = 'acme' AND key = 'refunds'`, "state_mismatch", 3},
+		{"an item brought back (items.live)", `UPDATE items SET live = true WHERE project = 'acme' AND key = 'shipping'`, "state_mismatch", 5},
+		{"an item moved to an older version", `UPDATE items SET current_version = 1 WHERE project = 'acme' AND key = 'refunds'`, "state_mismatch", 3},
+		{"an item row deleted", `DELETE FROM items WHERE project = 'acme' AND key = 'b2'`, "state_mismatch", 7},
 		{"a version added without an entry", `INSERT INTO item_versions (project, key, version, kind, source, content, authority, confidence, slot, trigger, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_by)
-			SELECT project, key, 3, kind, source, 'forged', authority, confidence, slot, trigger, fields_sha256, content_sha256, 1, 1, created_by FROM item_versions WHERE project = 'acme' AND key = 'refunds' AND version = 2`, "entry_missing", 7},
+			SELECT project, key, 3, kind, source, 'forged', authority, confidence, slot, trigger, fields_sha256, content_sha256, 1, 1, created_by FROM item_versions WHERE project = 'acme' AND key = 'refunds' AND version = 2`, "entry_missing", 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := auditFixture(t)
@@ -153,5 +153,70 @@ func TestAuditTriggerDisabledAroundAnUpdate(t *testing.T) {
 	r := e.verify()
 	require.Equal(t, false, r.json["ok"], r.text)
 	require.Equal(t, "content_changed", r.json["problem"])
-	require.Equal(t, float64(6), r.json["first_bad_seq"])
+	require.Equal(t, float64(7), r.json["first_bad_seq"])
+}
+
+// TestAuditVerifyCatchesTamperingOfPacketsAndHandoffs: packets (their
+// rendered text and their records), handoffs and their events, and the
+// project row are in the chain too.
+func TestAuditVerifyCatchesTamperingOfPacketsAndHandoffs(t *testing.T) {
+	fixture := func(t *testing.T) (*env, map[string]int) {
+		e := setup(t)
+		e.project("acme")
+		writer := e.agent("planner", "edit", "acme")
+		critic := e.agent("critic", "edit", "acme")
+		require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/refunds", writer, map[string]any{
+			"content": "refunds take five days", "trigger": map[string]any{"always": true}}).status)
+		p := e.do("POST", "/v1/projects/acme/packets", writer, map[string]any{"target_role": "planner", "token_budget": 2000})
+		require.Equal(t, 201, p.status, p.text)
+		h := e.do("POST", "/v1/projects/acme/handoffs", writer, map[string]any{
+			"task_id": "T-1", "intent": "request_review", "target": map[string]any{"role": "critic"}, "summary": "ready"})
+		require.Equal(t, 201, h.status, h.text)
+		a := e.do("POST", "/v1/projects/acme/handoffs/"+h.json["id"].(string)+"/accept", critic, map[string]any{})
+		require.Equal(t, 200, a.status, a.text)
+		seqs := map[string]int{}
+		page := e.do("GET", "/v1/projects/acme/audit/entries", e.admin, nil)
+		for _, ent := range page.json["data"].([]any) {
+			en := ent.(map[string]any)
+			seqs[en["kind"].(string)+" "+en["subject"].(string)] = int(en["seq"].(float64))
+		}
+		require.Equal(t, true, e.verify().json["ok"])
+		return e, seqs
+	}
+	_, seqs := fixture(t)
+	var packetSeq, handoffSeq, acceptSeq int
+	for k, s := range seqs {
+		switch {
+		case len(k) > 7 && k[:7] == "packet ":
+			packetSeq = s
+		case len(k) > 8 && k[:8] == "handoff " && s > handoffSeq:
+			handoffSeq = s // the handoff's last entry: accepted
+		case len(k) > 14 && k[:14] == "handoff_event " && s > acceptSeq:
+			acceptSeq = s
+		}
+	}
+	require.NotZero(t, packetSeq)
+	require.NotZero(t, acceptSeq)
+	require.Equal(t, 1, seqs["project acme"])
+	for _, tc := range []struct {
+		name, sql, problem string
+		seq                int
+	}{
+		{"a byte of a packet's rendered text", `UPDATE packets SET rendered = overlay(rendered placing 'X' from 3 for 1) WHERE project = 'acme'`, "content_changed", packetSeq},
+		{"a packet's record", `UPDATE packet_records SET reason = 'forged' WHERE project = 'acme' AND ord = 0`, "content_changed", packetSeq},
+		{"a packet's record deleted", `DELETE FROM packet_records WHERE project = 'acme' AND ord = 0`, "content_changed", packetSeq},
+		{"a handoff's status", `UPDATE handoffs SET status = 'pending' WHERE project = 'acme'`, "state_mismatch", handoffSeq},
+		{"the accepted event deleted and the handoff set back to pending", `DELETE FROM handoff_events WHERE project = 'acme' AND event = 'accepted';
+			UPDATE handoffs SET status = 'pending', status_reason = '' WHERE project = 'acme'`, "content_changed", acceptSeq},
+		{"the project's description", `UPDATE projects SET description = 'forged' WHERE project = 'acme'`, "state_mismatch", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := fixture(t)
+			e.tamper(tc.sql)
+			r := e.verify()
+			require.Equal(t, false, r.json["ok"], r.text)
+			require.Equal(t, tc.problem, r.json["problem"], r.text)
+			require.Equal(t, float64(tc.seq), r.json["first_bad_seq"], r.text)
+		})
+	}
 }

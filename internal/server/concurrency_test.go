@@ -77,7 +77,7 @@ func TestSixteenWritersOfOneProject(t *testing.T) {
 	wg.Wait()
 	require.Empty(t, bad, "no 5xx under concurrent writers")
 	var head int64
-	require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT write_seq FROM project_counters WHERE project = 'acme'").Scan(&head))
+	require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT seq FROM audit_heads WHERE chain = 'acme'").Scan(&head))
 	retries := e.app.Store.Retries()
 	t.Logf("%d writes advanced the head to %d; %d transactions retried", writers*rounds, head, retries)
 	require.GreaterOrEqual(t, head, int64(writers*rounds), "every write advanced the project's head")

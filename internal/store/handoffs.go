@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"github.com/contextd/contextd/internal/audit"
 	"time"
 
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
@@ -149,8 +150,18 @@ func (tx *Tx) HandoffLockTaskTarget(ctx context.Context, project, taskID, target
 // HandoffSupersedePending supersedes every pending handoff of the task to
 // the target role by newID and returns their ids.
 func (tx *Tx) HandoffSupersedePending(ctx context.Context, project, taskID, targetRole, newID string) ([]string, error) {
-	ids, err := q.HandoffSupersedePending(ctx, tx.ex, dbsqlc.HandoffSupersedePendingParams{NewID: newID, Project: project, TaskID: taskID, TargetRole: targetRole})
-	return ids, interpret(err)
+	rows, err := q.HandoffSupersedePending(ctx, tx.ex, dbsqlc.HandoffSupersedePendingParams{NewID: newID, Project: project, TaskID: taskID, TargetRole: targetRole})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		if err := tx.auditHandoff(r); err != nil {
+			return nil, err
+		}
+		ids[i] = r.ID
+	}
+	return ids, nil
 }
 
 // HandoffInsert stores a new pending handoff.
@@ -162,6 +173,9 @@ func (tx *Tx) HandoffInsert(ctx context.Context, h Handoff) (Handoff, error) {
 	})
 	if err != nil {
 		return Handoff{}, interpret(err)
+	}
+	if err := tx.auditHandoff(r); err != nil {
+		return Handoff{}, err
 	}
 	return handoffOf(r), nil
 }
@@ -175,11 +189,14 @@ func (tx *Tx) HandoffTransition(ctx context.Context, project, id, toStatus, reas
 	if err != nil {
 		return Handoff{}, interpret(err)
 	}
+	if err := tx.auditHandoff(r); err != nil {
+		return Handoff{}, err
+	}
 	return handoffOf(r), nil
 }
 
 // HandoffEventAppend numbers an event from the project's counter (in
-// commit order), appends it, advances the project's head and notifies the
+// commit order), appends it with its audit entry and notifies the
 // listeners on channel (delivered when the transaction commits).
 func (tx *Tx) HandoffEventAppend(ctx context.Context, e HandoffEvent, channel string) (HandoffEvent, error) {
 	seq, err := q.ProjectCounterNextHandoffSeq(ctx, tx.ex, e.Project)
@@ -193,7 +210,8 @@ func (tx *Tx) HandoffEventAppend(ctx context.Context, e HandoffEvent, channel st
 	if err != nil {
 		return HandoffEvent{}, interpret(err)
 	}
-	if err := tx.advanceHead(ctx, e.Project); err != nil {
+	body, err := audit.HandoffEventBody(handoffEventRow(r))
+	if err := tx.entry(r.Project, audit.KindHandoffEvent, audit.HandoffEventSubject(r.Seq), body, err); err != nil {
 		return HandoffEvent{}, err
 	}
 	if err := q.HandoffNotify(ctx, tx.ex, dbsqlc.HandoffNotifyParams{Channel: channel, Project: e.Project}); err != nil {

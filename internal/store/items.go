@@ -328,7 +328,7 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 		if err := tx.countersAtCommit(ctx, project, vs); err != nil {
 			return err
 		}
-		return tx.auditItemVersions(ctx, project, rows)
+		return tx.auditItemVersions(project, rows)
 	})
 }
 
@@ -357,8 +357,8 @@ func (tx *Tx) rewriteTerms(ctx context.Context, project string, vs []NewVersion)
 	return nil
 }
 
-// countersAtCommit queues for COMMIT the moves of the project's counters
-// (and its head) and of the tools' counters that vs make.
+// countersAtCommit queues for COMMIT the moves of the project's counter of
+// always-on items and of the tools' counters that vs make.
 func (tx *Tx) countersAtCommit(ctx context.Context, project string, vs []NewVersion) error {
 	always := int64(0)
 	tools := map[string]int64{}
@@ -373,8 +373,10 @@ func (tx *Tx) countersAtCommit(ctx context.Context, project string, vs []NewVers
 		}
 	}
 	ex := atCommitExec{tx.tc}
-	if err := q.ProjectCountersAdd(ctx, ex, dbsqlc.ProjectCountersAddParams{Project: project, AlwaysOpen: always}); err != nil {
-		return interpret(err)
+	if always != 0 {
+		if err := q.ProjectCountersAdd(ctx, ex, dbsqlc.ProjectCountersAddParams{Project: project, AlwaysOpen: always}); err != nil {
+			return interpret(err)
+		}
 	}
 	p := dbsqlc.ToolCountersAddParams{Project: project}
 	for _, t := range slices.Sorted(maps.Keys(tools)) {

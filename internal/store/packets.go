@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/contextd/contextd/internal/audit"
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
@@ -110,8 +111,8 @@ func (db DB) PacketListTask(ctx context.Context, project, taskID string) ([]Pack
 	return out, nil
 }
 
-// PacketInsert stores a packet and its records (with COPY) and advances the
-// project's head.
+// PacketInsert stores a packet and its records (with COPY), with its audit
+// entry.
 func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Record) error {
 	err := q.PacketInsert(ctx, tx.ex, dbsqlc.PacketInsertParams{
 		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
@@ -141,7 +142,15 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Reco
 	if _, err := q.PacketRecordInsertMany(ctx, tx.ex, rows); err != nil {
 		return interpret(err)
 	}
-	return tx.advanceHead(ctx, p.Project)
+	recs := make([]audit.RecordRow, len(rows))
+	for i, r := range rows {
+		recs[i] = recordRow(dbsqlc.PacketRecord{Ord: r.Ord, SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject,
+			SubjectKey: r.SubjectKey, SubjectVersion: r.SubjectVersion, Decision: r.Decision, Section: r.Section,
+			Position: r.Position, SpanStart: r.SpanStart, SpanEnd: r.SpanEnd, Tokens: r.Tokens, Rank: r.Rank,
+			Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly})
+	}
+	body, err := audit.PacketBody(packetRow(p), recs)
+	return tx.entry(p.Project, audit.KindPacket, p.ID, body, err)
 }
 
 // Injection is one packet that included an item.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"github.com/contextd/contextd/internal/audit"
 	"time"
 
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
@@ -50,28 +51,23 @@ func (db DB) ProjectList(ctx context.Context, p ProjectListParams) ([]Project, e
 }
 
 // ProjectUpsert creates or changes a project and reports whether it was
-// created; it advances the project's head.
+// created, with the project's audit entry.
 func (tx *Tx) ProjectUpsert(ctx context.Context, name, description string) (Project, bool, error) {
 	r, err := q.ProjectUpsert(ctx, tx.ex, dbsqlc.ProjectUpsertParams{Project: name, Description: description})
 	if err != nil {
 		return Project{}, false, interpret(err)
 	}
-	if err := tx.advanceHead(ctx, name); err != nil {
+	row := dbsqlc.Project{Project: r.Project, Description: r.Description, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	body, err := audit.ProjectBody(projectRow(row))
+	if err := tx.entry(name, audit.KindProject, name, body, err); err != nil {
 		return Project{}, false, err
 	}
-	return Project{Name: r.Project, Description: r.Description, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, r.Inserted, nil
+	return projectOf(row), r.Inserted, nil
 }
 
-// advanceHead moves the project's head one step: every write of a project
-// does it in its transaction, from the one store method per written table.
-// Writers of one project queue on the head row's lock until commit.
-func (tx *Tx) advanceHead(ctx context.Context, project string) error {
-	err := q.ProjectCountersAdd(ctx, tx.ex, dbsqlc.ProjectCountersAddParams{Project: project})
-	return interpret(err)
-}
-
-// ProjectHead is how many writes the project has had.
+// ProjectHead is how many entries the project's audit chain holds: every
+// write of a project adds at least one.
 func (db DB) ProjectHead(ctx context.Context, project string) (int64, error) {
-	n, err := q.ProjectCounterHead(ctx, db.ex, project)
-	return n, interpret(err)
+	seq, _, err := db.AuditHead(ctx, project)
+	return seq, err
 }

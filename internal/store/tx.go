@@ -107,6 +107,9 @@ func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
 // client retries through its Idempotency-Key.
 func (t *Tx) Commit(ctx context.Context) error {
 	defer t.release()
+	if err := t.appendEntries(ctx); err != nil {
+		return err
+	}
 	if err := t.tc.commit(ctx); err != nil {
 		err = interpret(err)
 		if lost(err) {
@@ -150,7 +153,7 @@ func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
 	defers := t.tc.defers
 	t.tc.defers = 0 // the savepoint's own statements go at once
 	defer func() { t.tc.defers = defers }()
-	atCommit := len(t.tc.atCommit)
+	atCommit, entries := len(t.tc.atCommit), len(t.tc.entries)
 	t.tc.savepoints++
 	name := fmt.Sprintf("contextd_sp_%d", t.tc.savepoints)
 	if _, err := t.tc.Exec(ctx, "savepoint "+name); err != nil {
@@ -159,6 +162,7 @@ func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := fn(t); err != nil {
 		t.tc.waiting = nil
 		t.tc.atCommit = t.tc.atCommit[:atCommit] // what fn left for COMMIT is undone with it
+		t.tc.entries = t.tc.entries[:entries]
 		t.tc.trips.Add(1)
 		if _, rbErr := t.tc.c.Exec(context.WithoutCancel(ctx), "rollback to savepoint "+name); rbErr != nil {
 			return errors.Join(err, retryableIfLost(interpret(rbErr)))

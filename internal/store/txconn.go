@@ -39,6 +39,14 @@ type txConn struct {
 	// every writer of a project must lock, so the lock is held only as long
 	// as the commit.
 	atCommit []queued
+	// entries are the audit chain entries of the transaction's writes,
+	// appended with COMMIT (Tx.Commit), each chain under its head's lock.
+	entries []pendingEntry
+}
+
+type pendingEntry struct {
+	chain, kind, subject string
+	body                 []byte
 }
 
 type queued struct {

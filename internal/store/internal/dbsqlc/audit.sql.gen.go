@@ -97,6 +97,125 @@ func (q *Queries) AuditHead(ctx context.Context, db DBTX, chain string) (AuditHe
 	return i, err
 }
 
+const handoffAuditPage = `-- name: HandoffAuditPage :many
+SELECT project, id, task_id, workflow_run_id, rework_of, source_role, source_agent_id, target_role, target_permission, intent, packet_id, manifest, created_by, created_at, status, status_reason, superseded_by, updated_at FROM handoffs WHERE project = $1 AND id > $2 ORDER BY id LIMIT $3
+`
+
+type HandoffAuditPageParams struct {
+	Project string
+	AfterID string
+	Lim     int32
+}
+
+func (q *Queries) HandoffAuditPage(ctx context.Context, db DBTX, arg HandoffAuditPageParams) ([]Handoff, error) {
+	rows, err := db.Query(ctx, handoffAuditPage, arg.Project, arg.AfterID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Handoff{}
+	for rows.Next() {
+		var i Handoff
+		if err := rows.Scan(
+			&i.Project,
+			&i.ID,
+			&i.TaskID,
+			&i.WorkflowRunID,
+			&i.ReworkOf,
+			&i.SourceRole,
+			&i.SourceAgentID,
+			&i.TargetRole,
+			&i.TargetPermission,
+			&i.Intent,
+			&i.PacketID,
+			&i.Manifest,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.Status,
+			&i.StatusReason,
+			&i.SupersededBy,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const handoffEventAuditRows = `-- name: HandoffEventAuditRows :many
+SELECT project, seq, handoff_id, event, from_status, to_status, actor, actor_role, reason, created_at FROM handoff_events WHERE project = $1 AND seq = ANY($2::bigint[])
+`
+
+type HandoffEventAuditRowsParams struct {
+	Project string
+	Seqs    []int64
+}
+
+func (q *Queries) HandoffEventAuditRows(ctx context.Context, db DBTX, arg HandoffEventAuditRowsParams) ([]HandoffEvent, error) {
+	rows, err := db.Query(ctx, handoffEventAuditRows, arg.Project, arg.Seqs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HandoffEvent{}
+	for rows.Next() {
+		var i HandoffEvent
+		if err := rows.Scan(
+			&i.Project,
+			&i.Seq,
+			&i.HandoffID,
+			&i.Event,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.Actor,
+			&i.ActorRole,
+			&i.Reason,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const handoffEventSeqPage = `-- name: HandoffEventSeqPage :many
+SELECT seq FROM handoff_events WHERE project = $1 AND seq > $2 ORDER BY seq LIMIT $3
+`
+
+type HandoffEventSeqPageParams struct {
+	Project string
+	After   int64
+	Lim     int32
+}
+
+func (q *Queries) HandoffEventSeqPage(ctx context.Context, db DBTX, arg HandoffEventSeqPageParams) ([]int64, error) {
+	rows, err := db.Query(ctx, handoffEventSeqPage, arg.Project, arg.After, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		items = append(items, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const itemStatePage = `-- name: ItemStatePage :many
 SELECT key, current_version, live FROM items
 WHERE project = $1 AND key > $2
@@ -127,6 +246,136 @@ func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageP
 	for rows.Next() {
 		var i ItemStatePageRow
 		if err := rows.Scan(&i.Key, &i.CurrentVersion, &i.Live); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const packetAuditRows = `-- name: PacketAuditRows :many
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more FROM packets WHERE project = $1 AND id = ANY($2::text[])
+`
+
+type PacketAuditRowsParams struct {
+	Project string
+	Ids     []string
+}
+
+func (q *Queries) PacketAuditRows(ctx context.Context, db DBTX, arg PacketAuditRowsParams) ([]Packet, error) {
+	rows, err := db.Query(ctx, packetAuditRows, arg.Project, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Packet{}
+	for rows.Next() {
+		var i Packet
+		if err := rows.Scan(
+			&i.Project,
+			&i.ID,
+			&i.CreatedAt,
+			&i.CreatedBy,
+			&i.TargetRole,
+			&i.TaskID,
+			&i.Request,
+			&i.Predecessors,
+			&i.Format,
+			&i.Tokenizer,
+			&i.Rendered,
+			&i.RenderedSha256,
+			&i.TokenBudget,
+			&i.TokensUsed,
+			&i.Gaps,
+			&i.ProvenanceSummary,
+			&i.Snapshot,
+			&i.Pipeline,
+			&i.BudgetCutoff,
+			&i.GapsMore,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const packetIDPage = `-- name: PacketIDPage :many
+SELECT id FROM packets WHERE project = $1 AND id > $2 ORDER BY id LIMIT $3
+`
+
+type PacketIDPageParams struct {
+	Project string
+	AfterID string
+	Lim     int32
+}
+
+func (q *Queries) PacketIDPage(ctx context.Context, db DBTX, arg PacketIDPageParams) ([]string, error) {
+	rows, err := db.Query(ctx, packetIDPage, arg.Project, arg.AfterID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const packetRecordAuditRows = `-- name: PacketRecordAuditRows :many
+SELECT project, packet_id, ord, subject_kind, subject_project, subject_key, subject_version, decision, section, position, span_start, span_end, tokens, rank, rule, reason, detail, layer, admin_only, created_at FROM packet_records WHERE project = $1 AND packet_id = ANY($2::text[]) ORDER BY packet_id, ord
+`
+
+type PacketRecordAuditRowsParams struct {
+	Project string
+	Ids     []string
+}
+
+func (q *Queries) PacketRecordAuditRows(ctx context.Context, db DBTX, arg PacketRecordAuditRowsParams) ([]PacketRecord, error) {
+	rows, err := db.Query(ctx, packetRecordAuditRows, arg.Project, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PacketRecord{}
+	for rows.Next() {
+		var i PacketRecord
+		if err := rows.Scan(
+			&i.Project,
+			&i.PacketID,
+			&i.Ord,
+			&i.SubjectKind,
+			&i.SubjectProject,
+			&i.SubjectKey,
+			&i.SubjectVersion,
+			&i.Decision,
+			&i.Section,
+			&i.Position,
+			&i.SpanStart,
+			&i.SpanEnd,
+			&i.Tokens,
+			&i.Rank,
+			&i.Rule,
+			&i.Reason,
+			&i.Detail,
+			&i.Layer,
+			&i.AdminOnly,
+			&i.CreatedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

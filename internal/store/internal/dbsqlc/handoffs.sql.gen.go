@@ -377,7 +377,7 @@ const handoffSupersedePending = `-- name: HandoffSupersedePending :many
 UPDATE handoffs
 SET status = 'superseded', superseded_by = $1::text, status_reason = 'superseded by ' || $1::text, updated_at = clock_timestamp()
 WHERE project = $2 AND task_id = $3 AND target_role = $4 AND status = 'pending' AND id <> $1::text
-RETURNING id
+RETURNING project, id, task_id, workflow_run_id, rework_of, source_role, source_agent_id, target_role, target_permission, intent, packet_id, manifest, created_by, created_at, status, status_reason, superseded_by, updated_at
 `
 
 type HandoffSupersedePendingParams struct {
@@ -388,7 +388,7 @@ type HandoffSupersedePendingParams struct {
 }
 
 // Every other pending handoff of the task to the target role.
-func (q *Queries) HandoffSupersedePending(ctx context.Context, db DBTX, arg HandoffSupersedePendingParams) ([]string, error) {
+func (q *Queries) HandoffSupersedePending(ctx context.Context, db DBTX, arg HandoffSupersedePendingParams) ([]Handoff, error) {
 	rows, err := db.Query(ctx, handoffSupersedePending,
 		arg.NewID,
 		arg.Project,
@@ -399,13 +399,32 @@ func (q *Queries) HandoffSupersedePending(ctx context.Context, db DBTX, arg Hand
 		return nil, err
 	}
 	defer rows.Close()
-	items := []string{}
+	items := []Handoff{}
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var i Handoff
+		if err := rows.Scan(
+			&i.Project,
+			&i.ID,
+			&i.TaskID,
+			&i.WorkflowRunID,
+			&i.ReworkOf,
+			&i.SourceRole,
+			&i.SourceAgentID,
+			&i.TargetRole,
+			&i.TargetPermission,
+			&i.Intent,
+			&i.PacketID,
+			&i.Manifest,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.Status,
+			&i.StatusReason,
+			&i.SupersededBy,
+			&i.UpdatedAt,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -185,9 +185,8 @@ func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCu
 }
 
 const projectCountersAdd = `-- name: ProjectCountersAdd :exec
-INSERT INTO project_counters (project, always_open, write_seq) VALUES ($1, $2, 1)
-ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open,
-                                    write_seq = project_counters.write_seq + 1
+INSERT INTO project_counters (project, always_open) VALUES ($1, $2)
+ON CONFLICT (project) DO UPDATE SET always_open = project_counters.always_open + EXCLUDED.always_open
 `
 
 type ProjectCountersAddParams struct {
@@ -195,10 +194,8 @@ type ProjectCountersAddParams struct {
 	AlwaysOpen int64
 }
 
-// Moves the project's count of open always-on items by @always_open and
-// advances its head: every write of a project moves the head, under this
-// row's lock, so writes of one project are ordered. Item writes send it
-// with COMMIT, so that lock is held for the commit alone.
+// Moves the project's count of open always-on items by @always_open. Item
+// writes send it with COMMIT, and only when the count moves.
 func (q *Queries) ProjectCountersAdd(ctx context.Context, db DBTX, arg ProjectCountersAddParams) error {
 	_, err := db.Exec(ctx, projectCountersAdd, arg.Project, arg.AlwaysOpen)
 	return err

@@ -241,7 +241,6 @@ type Project struct {
 type ProjectCounter struct {
 	Project    string
 	HandoffSeq int64
-	WriteSeq   int64
 	AlwaysOpen int64
 }
 

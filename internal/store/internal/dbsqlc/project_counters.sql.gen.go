@@ -9,17 +9,6 @@ import (
 	"context"
 )
 
-const projectCounterHead = `-- name: ProjectCounterHead :one
-SELECT coalesce((SELECT write_seq FROM project_counters WHERE project = $1), 0)::bigint AS write_seq
-`
-
-func (q *Queries) ProjectCounterHead(ctx context.Context, db DBTX, project string) (int64, error) {
-	row := db.QueryRow(ctx, projectCounterHead, project)
-	var write_seq int64
-	err := row.Scan(&write_seq)
-	return write_seq, err
-}
-
 const projectCounterNextHandoffSeq = `-- name: ProjectCounterNextHandoffSeq :one
 INSERT INTO project_counters (project, handoff_seq) VALUES ($1, 1)
 ON CONFLICT (project) DO UPDATE SET handoff_seq = project_counters.handoff_seq + 1

@@ -1,0 +1,153 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"strconv"
+	"time"
+)
+
+// Kinds of entries beyond item versions. Packets and handoff events are
+// append-only: a body is checked against its row. Handoffs and projects
+// change: their entries are the row after each change, and the last entry
+// of each is checked against the row as it is now (Verifier.Current).
+const (
+	KindPacket       = "packet"
+	KindHandoff      = "handoff"
+	KindHandoffEvent = "handoff_event"
+	KindProject      = "project"
+)
+
+// Mutable reports whether entries of kind stand for a row that changes.
+func Mutable(kind string) bool { return kind == KindHandoff || kind == KindProject }
+
+// PacketRow is a packet as stored, with its records' bodies in order.
+type PacketRow struct {
+	Project, ID, CreatedBy, TargetRole, TaskID string
+	CreatedAt                                  time.Time
+	Request, Predecessors                      []byte
+	Format, Tokenizer, Rendered                string
+	RenderedSHA256                             []byte
+	TokenBudget, TokensUsed                    int
+	Gaps, ProvenanceSummary                    []byte
+	Snapshot                                   string
+	Pipeline                                   int
+	BudgetCutoff                               []byte // JSON, or nil
+	GapsMore                                   int
+}
+
+// RecordRow is one decision record of a packet as stored.
+type RecordRow struct {
+	Ord                                     int
+	SubjectKind, SubjectProject, SubjectKey string
+	SubjectVersion                          int
+	Decision, Section                       string
+	Position                                int
+	SpanStart, SpanEnd                      *int32
+	Tokens, Rank                            int
+	Rule, Reason, Detail, Layer             string
+	AdminOnly                               bool
+}
+
+// RecordsDigest is the SHA-256 of a packet's records: the concatenation of
+// each record's canonical object (members in RecordRow's order, "entry"
+// being "record") followed by a line feed, in ord order.
+func RecordsDigest(rs []RecordRow) ([]byte, error) {
+	h := sha256.New()
+	for _, r := range rs {
+		b, err := newObject("record").int("ord", int64(r.Ord)).str("subject_kind", r.SubjectKind).
+			str("subject_project", r.SubjectProject).str("subject_key", r.SubjectKey).
+			int("subject_version", int64(r.SubjectVersion)).str("decision", r.Decision).str("section", r.Section).
+			int("position", int64(r.Position)).optInt("span_start", r.SpanStart).optInt("span_end", r.SpanEnd).
+			int("tokens", int64(r.Tokens)).int("rank", int64(r.Rank)).str("rule", r.Rule).str("reason", r.Reason).
+			str("detail", r.Detail).str("layer", r.Layer).bool("admin_only", r.AdminOnly).bytes()
+		if err != nil {
+			return nil, err
+		}
+		h.Write(b)
+		h.Write([]byte{'\n'})
+	}
+	return h.Sum(nil), nil
+}
+
+// PacketBody is a packet's entry body: its columns in PacketRow's order,
+// the rendered text as its SHA-256 ("rendered_sha256_of") next to the
+// stored "rendered_sha256", and "records_sha256" (RecordsDigest).
+func PacketBody(p PacketRow, records []RecordRow) ([]byte, error) {
+	digest, err := RecordsDigest(records)
+	if err != nil {
+		return nil, err
+	}
+	o := newObject(KindPacket).str("project", p.Project).str("id", p.ID).str("created_by", p.CreatedBy).
+		str("target_role", p.TargetRole).str("task_id", p.TaskID).time("created_at", &p.CreatedAt).
+		json("request", p.Request).json("predecessors", p.Predecessors).str("format", p.Format).
+		str("tokenizer", p.Tokenizer).sha("rendered_sha256_of", p.Rendered).hex("rendered_sha256", p.RenderedSHA256).
+		int("token_budget", int64(p.TokenBudget)).int("tokens_used", int64(p.TokensUsed)).json("gaps", p.Gaps).
+		json("provenance_summary", p.ProvenanceSummary).str("snapshot", p.Snapshot).int("pipeline", int64(p.Pipeline))
+	if p.BudgetCutoff == nil {
+		o.raw("budget_cutoff", []byte("null"))
+	} else {
+		o.json("budget_cutoff", p.BudgetCutoff)
+	}
+	return o.int("gaps_more", int64(p.GapsMore)).hex("records_sha256", digest).bytes()
+}
+
+// HandoffRow is a handoff as stored.
+type HandoffRow struct {
+	Project, ID, TaskID, WorkflowRunID    string
+	ReworkOf                              *string
+	SourceRole, SourceAgentID, TargetRole string
+	TargetPermission, Intent              string
+	PacketID                              *string
+	Manifest                              []byte
+	CreatedBy                             string
+	CreatedAt                             time.Time
+	Status, StatusReason                  string
+	SupersededBy                          *string
+	UpdatedAt                             time.Time
+}
+
+// HandoffBody is a handoff's entry body: its columns in HandoffRow's order.
+func HandoffBody(h HandoffRow) ([]byte, error) {
+	return newObject(KindHandoff).str("project", h.Project).str("id", h.ID).str("task_id", h.TaskID).
+		str("workflow_run_id", h.WorkflowRunID).optStr("rework_of", h.ReworkOf).str("source_role", h.SourceRole).
+		str("source_agent_id", h.SourceAgentID).str("target_role", h.TargetRole).
+		str("target_permission", h.TargetPermission).str("intent", h.Intent).optStr("packet_id", h.PacketID).
+		json("manifest", h.Manifest).str("created_by", h.CreatedBy).time("created_at", &h.CreatedAt).
+		str("status", h.Status).str("status_reason", h.StatusReason).optStr("superseded_by", h.SupersededBy).
+		time("updated_at", &h.UpdatedAt).bytes()
+}
+
+// HandoffEventRow is a handoff event as stored.
+type HandoffEventRow struct {
+	Project                    string
+	Seq                        int64
+	HandoffID, Event           string
+	FromStatus                 *string
+	ToStatus, Actor, ActorRole string
+	Reason                     string
+	CreatedAt                  time.Time
+}
+
+// HandoffEventSubject names a handoff event: its seq among the project's
+// events.
+func HandoffEventSubject(seq int64) string { return strconv.FormatInt(seq, 10) }
+
+// HandoffEventBody is a handoff event's entry body: its columns in
+// HandoffEventRow's order.
+func HandoffEventBody(e HandoffEventRow) ([]byte, error) {
+	return newObject(KindHandoffEvent).str("project", e.Project).int("seq", e.Seq).str("handoff_id", e.HandoffID).
+		str("event", e.Event).optStr("from_status", e.FromStatus).str("to_status", e.ToStatus).str("actor", e.Actor).
+		str("actor_role", e.ActorRole).str("reason", e.Reason).time("created_at", &e.CreatedAt).bytes()
+}
+
+// ProjectRow is a project as stored.
+type ProjectRow struct {
+	Project, Description string
+	CreatedAt, UpdatedAt time.Time
+}
+
+// ProjectBody is a project's entry body: its columns in ProjectRow's order.
+func ProjectBody(p ProjectRow) ([]byte, error) {
+	return newObject(KindProject).str("project", p.Project).str("description", p.Description).
+		time("created_at", &p.CreatedAt).time("updated_at", &p.UpdatedAt).bytes()
+}

@@ -1,0 +1,117 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+)
+
+// object writes an entry body: a JSON object whose members are in the
+// order written, without white space, strings as CanonicalJSON writes
+// them, times as RFC 3339 UTC with six fractional digits (Time), binary
+// values as lowercase hex and JSON values in CanonicalJSON. The first
+// member is always "entry", the entry's kind.
+type object struct {
+	b   bytes.Buffer
+	err error
+}
+
+func newObject(kind string) *object {
+	o := &object{}
+	o.b.WriteString(`{"entry":`)
+	canonicalString(&o.b, kind)
+	return o
+}
+
+func (o *object) name(n string) *object {
+	o.b.WriteByte(',')
+	canonicalString(&o.b, n)
+	o.b.WriteByte(':')
+	return o
+}
+
+func (o *object) str(n, v string) *object {
+	canonicalString(&o.name(n).b, v)
+	return o
+}
+
+func (o *object) optStr(n string, v *string) *object {
+	if v == nil {
+		o.name(n).b.WriteString("null")
+		return o
+	}
+	return o.str(n, *v)
+}
+
+func (o *object) int(n string, v int64) *object {
+	o.name(n).b.WriteString(strconv.FormatInt(v, 10))
+	return o
+}
+
+func (o *object) optInt(n string, v *int32) *object {
+	if v == nil {
+		o.name(n).b.WriteString("null")
+		return o
+	}
+	return o.int(n, int64(*v))
+}
+
+func (o *object) bool(n string, v bool) *object {
+	o.name(n).b.WriteString(strconv.FormatBool(v))
+	return o
+}
+
+func (o *object) time(n string, t *time.Time) *object {
+	if s := Time(t); s != nil {
+		return o.str(n, *s)
+	}
+	o.name(n).b.WriteString("null")
+	return o
+}
+
+func (o *object) hex(n string, b []byte) *object { return o.str(n, hex.EncodeToString(b)) }
+
+// sha is the SHA-256 of a text, for members that stand for a large one.
+func (o *object) sha(n, text string) *object {
+	s := sha256.Sum256([]byte(text))
+	return o.hex(n, s[:])
+}
+
+func (o *object) json(n string, raw []byte) *object {
+	c, err := CanonicalJSON(raw)
+	if err != nil {
+		if o.err == nil {
+			o.err = err
+		}
+		c = []byte("null")
+	}
+	o.name(n).b.Write(c)
+	return o
+}
+
+func (o *object) strs(n string, v []string) *object {
+	o.name(n).b.WriteByte('[')
+	for i, s := range v {
+		if i > 0 {
+			o.b.WriteByte(',')
+		}
+		canonicalString(&o.b, s)
+	}
+	o.b.WriteByte(']')
+	return o
+}
+
+func (o *object) raw(n string, v []byte) *object {
+	o.name(n).b.Write(v)
+	return o
+}
+
+func (o *object) bytes() ([]byte, error) {
+	if o.err != nil {
+		return nil, o.err
+	}
+	o.b.WriteByte('}')
+	return o.b.Bytes(), nil
+}
