@@ -81,6 +81,16 @@ type AttributeResult struct {
 	Matches []AttributeMatch `json:"matches"`
 }
 
+// AuditCheckpoint defines model for AuditCheckpoint.
+type AuditCheckpoint struct {
+	Head      string `json:"head"`
+	Project   string `json:"project"`
+	PublicKey string `json:"public_key"`
+	Seq       int64  `json:"seq"`
+	Signature string `json:"signature"`
+	Time      string `json:"time"`
+}
+
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
 	// Body The entry's canonical encoding, base64.
@@ -1058,6 +1068,9 @@ type ServerInterface interface {
 	// PutProject Create or update a project (admin).
 	// (PUT /v1/projects/{project})
 	PutProject(ctx echo.Context, project ProjectPath, params PutProjectParams) error
+	// GetAuditCheckpoint A signed checkpoint of the project's chain head, to keep outside the database.
+	// (GET /v1/projects/{project}/audit/checkpoint)
+	GetAuditCheckpoint(ctx echo.Context, project ProjectPath) error
 	// ListAuditEntries A page of the project's audit chain, with everything needed to recompute it.
 	// (GET /v1/projects/{project}/audit/entries)
 	ListAuditEntries(ctx echo.Context, project ProjectPath, params ListAuditEntriesParams) error
@@ -1286,6 +1299,22 @@ func (w *ServerInterfaceWrapper) PutProject(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.PutProject(ctx, project, params)
+	return err
+}
+
+// GetAuditCheckpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAuditCheckpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAuditCheckpoint(ctx, project)
 	return err
 }
 
@@ -2335,6 +2364,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/entries", wrapper.ListAuditEntries, options.OperationMiddlewares["listAuditEntries"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/audit/checkpoint", wrapper.GetAuditCheckpoint, options.OperationMiddlewares["getAuditCheckpoint"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/verify", wrapper.VerifyAudit, options.OperationMiddlewares["verifyAudit"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.ListHandoffs, options.OperationMiddlewares["listHandoffs"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.CreateHandoff, options.OperationMiddlewares["createHandoff"]...)
@@ -2612,6 +2642,45 @@ type PutProjectdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response PutProjectdefaultApplicationProblemPlusJSONResponse) VisitPutProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAuditCheckpointRequestObject struct {
+	Project ProjectPath `json:"project"`
+}
+
+type GetAuditCheckpointResponseObject interface {
+	VisitGetAuditCheckpointResponse(w http.ResponseWriter) error
+}
+
+type GetAuditCheckpoint200JSONResponse AuditCheckpoint
+
+func (response GetAuditCheckpoint200JSONResponse) VisitGetAuditCheckpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAuditCheckpointdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetAuditCheckpointdefaultApplicationProblemPlusJSONResponse) VisitGetAuditCheckpointResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3757,6 +3826,9 @@ type StrictServerInterface interface {
 	// PutProject Create or update a project (admin).
 	// (PUT /v1/projects/{project})
 	PutProject(ctx context.Context, request PutProjectRequestObject) (PutProjectResponseObject, error)
+	// GetAuditCheckpoint A signed checkpoint of the project's chain head, to keep outside the database.
+	// (GET /v1/projects/{project}/audit/checkpoint)
+	GetAuditCheckpoint(ctx context.Context, request GetAuditCheckpointRequestObject) (GetAuditCheckpointResponseObject, error)
 	// ListAuditEntries A page of the project's audit chain, with everything needed to recompute it.
 	// (GET /v1/projects/{project}/audit/entries)
 	ListAuditEntries(ctx context.Context, request ListAuditEntriesRequestObject) (ListAuditEntriesResponseObject, error)
@@ -4061,6 +4133,31 @@ func (sh *strictHandler) PutProject(ctx echo.Context, project ProjectPath, param
 		return err
 	} else if validResponse, ok := response.(PutProjectResponseObject); ok {
 		return validResponse.VisitPutProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAuditCheckpoint operation middleware
+func (sh *strictHandler) GetAuditCheckpoint(ctx echo.Context, project ProjectPath) error {
+	var request GetAuditCheckpointRequestObject
+
+	request.Project = project
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAuditCheckpoint(ctx.Request().Context(), request.(GetAuditCheckpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAuditCheckpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAuditCheckpointResponseObject); ok {
+		return validResponse.VisitGetAuditCheckpointResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

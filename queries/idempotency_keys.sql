@@ -7,12 +7,12 @@ WHERE agent_id = @agent_id AND key = @key AND created_at >= now() - interval '24
 
 -- name: IdempotencyKeyUpsert :exec
 -- An expired row for the same key is replaced: keys are kept 24 hours.
-INSERT INTO idempotency_keys (agent_id, key, request_sha256, status, content_type, headers, body)
-VALUES (@agent_id, @key, @request_sha256, @status, @content_type, @headers, @body)
+INSERT INTO idempotency_keys (agent_id, key, request_sha256, status, content_type, headers, body, mac)
+VALUES (@agent_id, @key, @request_sha256, @status, @content_type, @headers, @body, @mac)
 ON CONFLICT (agent_id, key) DO UPDATE
     SET request_sha256 = EXCLUDED.request_sha256, status = EXCLUDED.status,
         content_type = EXCLUDED.content_type, headers = EXCLUDED.headers,
-        body = EXCLUDED.body, created_at = now();
+        body = EXCLUDED.body, mac = EXCLUDED.mac, created_at = now();
 
 -- name: IdempotencyKeyTryLock :one
 -- Claims (agent, key) for this transaction; false while another attempt runs.

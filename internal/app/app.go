@@ -24,19 +24,33 @@ type App struct {
 	Packets  *packet.Service
 	Handoffs *handoff.Service
 	Evidence *evidence.Service
+	// Keys are the deployment's audit secret (checkpoints, idempotency
+	// answers); nil when none is configured.
+	Keys *evidence.Keys
 }
 
+// Option configures New.
+type Option func(*App)
+
+// WithKeys gives the services the deployment's audit secret.
+func WithKeys(k *evidence.Keys) Option { return func(a *App) { a.Keys = k } }
+
 // New builds the services over st.
-func New(st *store.Store) *App {
+func New(st *store.Store, opts ...Option) *App {
+	var o App
+	for _, opt := range opts {
+		opt(&o)
+	}
 	projects := project.NewService(st)
 	handoffs := handoff.NewService(st, projects, handoff.NewHub(st))
 	return &App{
+		Keys:     o.Keys,
 		Store:    st,
 		Agents:   auth.NewService(st),
 		Projects: projects,
 		Items:    item.NewService(st, projects),
 		Packets:  packet.NewService(st, projects, handoffs),
 		Handoffs: handoffs,
-		Evidence: evidence.NewService(st, projects),
+		Evidence: evidence.NewService(st, projects, o.Keys),
 	}
 }

@@ -30,6 +30,12 @@ type Config struct {
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	ShutdownTimeout   time.Duration
+	// AuditKeyFile holds the deployment's audit key (checkpoints and
+	// idempotency answers); AuditKey is the key itself, from the
+	// environment. Neither set: the embedded default keeps one in its data
+	// directory; a server on another database runs without.
+	AuditKeyFile string
+	AuditKey     string
 
 	logLevel string
 }
@@ -57,6 +63,9 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "longest time to read a request's headers")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "longest wait for requests to finish on shutdown")
+	fs.StringVar(&c.AuditKeyFile, "audit-key-file", os.Getenv("CONTEXTD_AUDIT_KEY_FILE"),
+		"file with the audit key: base64 of 32 bytes, the same for every process (env CONTEXTD_AUDIT_KEY_FILE, or the key itself in CONTEXTD_AUDIT_KEY)")
+	c.AuditKey = os.Getenv("CONTEXTD_AUDIT_KEY")
 }
 
 // Validate checks the parsed values and fills derived ones.

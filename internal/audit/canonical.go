@@ -144,3 +144,10 @@ func canonicalNumber(s string) (string, error) {
 	}
 	return out, nil
 }
+
+// String is a string as bodies and CanonicalJSON write it.
+func String(s string) []byte {
+	var b bytes.Buffer
+	canonicalString(&b, s)
+	return b.Bytes()
+}

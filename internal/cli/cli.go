@@ -36,7 +36,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(), newMigrate(), newAgents(), newWhy(), newPacket(), newHandoffs(), newBench())
+	root.AddCommand(newServe(), newMigrate(), newAgents(), newWhy(), newPacket(), newHandoffs(), newAudit(), newBench())
 	return root
 }
 

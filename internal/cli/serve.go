@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/pgcluster"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
@@ -82,7 +83,11 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 		return err
 	}
 	defer st.Close()
-	a := app.New(st)
+	keys, err := auditKeys(cmd, cfg, cluster, log)
+	if err != nil {
+		return err
+	}
+	a := app.New(st, app.WithKeys(keys))
 	if err := bootstrap(ctx, cmd, a, cluster); err != nil {
 		return err
 	}
@@ -116,6 +121,29 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// auditKeys is the deployment's audit key: CONTEXTD_AUDIT_KEY, else
+// --audit-key-file, else, for the embedded default, audit.key in its data
+// directory (made on first start). A server on another database without
+// one runs, but signs no checkpoints and stores idempotency answers
+// without their HMAC; it says so at start.
+func auditKeys(cmd *cobra.Command, cfg app.Config, cluster *pgcluster.Cluster, log *slog.Logger) (*evidence.Keys, error) {
+	switch {
+	case cfg.AuditKey != "":
+		return evidence.ParseKey(cfg.AuditKey)
+	case cfg.AuditKeyFile != "":
+		return evidence.LoadKeyFile(cfg.AuditKeyFile)
+	case cluster != nil:
+		path := filepath.Join(cluster.DataDir(), "audit.key")
+		k, made, err := evidence.EnsureKeyFile(path)
+		if made {
+			fmt.Fprintf(cmd.OutOrStdout(), "Created the audit key in %s (mode 0600): checkpoints are signed with it.\n", path)
+		}
+		return k, err
+	}
+	log.Warn("no audit key (--audit-key-file or CONTEXTD_AUDIT_KEY): checkpoints are refused and idempotency answers are stored without an HMAC")
+	return nil, nil
 }
 
 // bootstrap makes the first admin on an empty database and shows its key once.

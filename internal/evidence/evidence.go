@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
@@ -28,11 +30,37 @@ const (
 type Service struct {
 	store    *store.Store
 	projects *project.Service
+	keys     *Keys // nil: no checkpoints
 }
 
-// NewService returns an evidence service.
-func NewService(st *store.Store, projects *project.Service) *Service {
-	return &Service{store: st, projects: projects}
+// NewService returns an evidence service; keys may be nil (checkpoints
+// then answer ErrNoKey).
+func NewService(st *store.Store, projects *project.Service, keys *Keys) *Service {
+	return &Service{store: st, projects: projects, keys: keys}
+}
+
+// ErrNoKey: the deployment has no audit key to sign with.
+var ErrNoKey = fmt.Errorf("%w: no audit key is configured (--audit-key-file or CONTEXTD_AUDIT_KEY)", fault.ErrUnavailable)
+
+// Checkpoint signs the head of proj's chain as it is now (admin).
+func (s *Service) Checkpoint(ctx context.Context, agent *auth.Agent, proj string) (Checkpoint, error) {
+	var seq int64
+	var head []byte
+	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
+		if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Admin); err != nil {
+			return err
+		}
+		var err error
+		seq, head, err = tx.AuditHead(ctx, proj)
+		return err
+	})
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if s.keys == nil {
+		return Checkpoint{}, ErrNoKey
+	}
+	return s.keys.Sign(proj, seq, head, time.Now()), nil
 }
 
 // Page is a page of a chain with its head, as of one snapshot.

@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/audit"
+	"github.com/contextd/contextd/internal/evidence"
 )
 
 // ListAuditEntries implements api.StrictServerInterface.
@@ -41,4 +43,17 @@ func (s *Server) VerifyAudit(ctx context.Context, r api.VerifyAuditRequestObject
 	}
 	head := audit.HexHead(res.Head)
 	return api.VerifyAudit200JSONResponse{Ok: true, Entries: &res.Entries, Head: &head}, nil
+}
+
+// GetAuditCheckpoint implements api.StrictServerInterface.
+func (s *Server) GetAuditCheckpoint(ctx context.Context, r api.GetAuditCheckpointRequestObject) (api.GetAuditCheckpointResponseObject, error) {
+	c, err := s.evidence.Checkpoint(ctx, agentFrom(ctx), r.Project)
+	if errors.Is(err, evidence.ErrNoKey) {
+		return nil, problem(503, "audit_key_missing", "no audit key is configured: start the server with --audit-key-file or CONTEXTD_AUDIT_KEY")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return api.GetAuditCheckpoint200JSONResponse{Project: c.Project, Seq: c.Seq, Head: c.Head, Time: c.Time,
+		Signature: c.Signature, PublicKey: c.PublicKey}, nil
 }

@@ -2,13 +2,21 @@ package server_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/server"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // auditFixture is a project with a few items written through the API:
@@ -219,4 +227,63 @@ func TestAuditVerifyCatchesTamperingOfPacketsAndHandoffs(t *testing.T) {
 			require.Equal(t, float64(tc.seq), r.json["first_bad_seq"], r.text)
 		})
 	}
+}
+
+func TestAuditCheckpointIsSignedOverItsDocumentedMessage(t *testing.T) {
+	e := auditFixture(t)
+	r := e.do("GET", "/v1/projects/acme/audit/checkpoint", e.admin, nil)
+	require.Equal(t, 200, r.status, r.text)
+	v := e.verify()
+	require.Equal(t, "acme", r.json["project"])
+	require.Equal(t, float64(7), r.json["seq"])
+	require.Equal(t, v.json["head"], r.json["head"])
+	at, err := time.Parse(time.RFC3339, r.json["time"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), at, time.Minute)
+	require.True(t, strings.HasSuffix(r.json["time"].(string), "Z"))
+	pub, err := base64.StdEncoding.DecodeString(r.json["public_key"].(string))
+	require.NoError(t, err)
+	require.Equal(t, []byte(testKeys.PublicKey()), pub)
+	sig, err := base64.StdEncoding.DecodeString(r.json["signature"].(string))
+	require.NoError(t, err)
+	msg := fmt.Sprintf("contextd-checkpoint v1\nacme\n7\n%s\n%s\n", r.json["head"], r.json["time"])
+	require.True(t, ed25519.Verify(pub, []byte(msg), sig))
+	require.False(t, ed25519.Verify(pub, []byte(strings.Replace(msg, "\n7\n", "\n6\n", 1)), sig))
+
+	// A server without a key signs nothing.
+	bare := httptest.NewServer(server.New(server.Config{App: app.New(store.New(e.pool, 0))}))
+	defer bare.Close()
+	e2 := *e
+	e2.url = bare.URL
+	r = e2.do("GET", "/v1/projects/acme/audit/checkpoint", e.admin, nil)
+	require.Equal(t, 503, r.status, r.text)
+	require.Equal(t, "audit_key_missing", r.json["code"])
+}
+
+// TestForgedIdempotencyAnswerIsNeverServed: an answer rewritten in the
+// table fails its HMAC, and the retry is refused, not replayed.
+func TestForgedIdempotencyAnswerIsNeverServed(t *testing.T) {
+	e := auditFixture(t)
+	writer := e.agent("planner", "edit", "acme")
+	body := map[string]any{"content": "refunds take two days"}
+	first := e.do("PUT", "/v1/projects/acme/items/idem", writer, body, "Idempotency-Key", "k-1")
+	require.Equal(t, 201, first.status, first.text)
+	again := e.do("PUT", "/v1/projects/acme/items/idem", writer, body, "Idempotency-Key", "k-1")
+	require.Equal(t, 201, again.status, again.text)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, first.text, again.text)
+
+	e.tamper(`UPDATE idempotency_keys SET body = convert_to(replace(convert_from(body, 'UTF8'), 'two days', 'no days'), 'UTF8') WHERE key = 'k-1'`)
+	forged := e.do("PUT", "/v1/projects/acme/items/idem", writer, body, "Idempotency-Key", "k-1")
+	require.Equal(t, 500, forged.status, forged.text)
+	require.Equal(t, "idempotency_answer_tampered", forged.json["code"])
+	require.NotContains(t, forged.text, "no days")
+
+	// A mac removed is no better.
+	second := e.do("PUT", "/v1/projects/acme/items/idem2", writer, body, "Idempotency-Key", "k-2")
+	require.Equal(t, 201, second.status, second.text)
+	e.tamper(`UPDATE idempotency_keys SET mac = NULL WHERE key = 'k-2'`)
+	r := e.do("PUT", "/v1/projects/acme/items/idem2", writer, body, "Idempotency-Key", "k-2")
+	require.Equal(t, 500, r.status, r.text)
+	require.Equal(t, "idempotency_answer_tampered", r.json["code"])
 }

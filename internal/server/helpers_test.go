@@ -15,6 +15,7 @@ import (
 
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
@@ -23,6 +24,9 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // env is a server on a database of its own, with an admin key.
+// testKeys is the servers' audit key in tests.
+var testKeys, _ = evidence.ParseKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+
 type env struct {
 	t      *testing.T
 	url    string
@@ -39,7 +43,7 @@ func setup(t *testing.T) *env {
 func setupWith(t *testing.T, cfg server.Config) *env {
 	t.Helper()
 	pool := pgtest.New(t)
-	a := app.New(store.New(pool, 0))
+	a := app.New(store.New(pool, 0), app.WithKeys(testKeys))
 	cfg.App = a
 	ts := httptest.NewServer(server.New(cfg))
 	t.Cleanup(ts.Close)

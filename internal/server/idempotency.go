@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -211,11 +212,15 @@ func (u *unit) commit(ctx context.Context, route string, status int, rec *buffer
 			hdr[k] = v
 		}
 	}
-	err := u.tx.IdempotencyKeyPut(ctx, store.IdempotentAnswer{
+	a := store.IdempotentAnswer{
 		AgentID: u.agentID, Key: u.key, RequestSHA256: u.fingerprint, Status: status,
 		ContentType: rec.header.Get(echo.HeaderContentType), Headers: hdr,
 		Body: redact(rec.body.Bytes(), secretMembers[route]),
-	})
+	}
+	if u.s.keys != nil {
+		a.MAC = u.s.keys.MAC(a.Message())
+	}
+	err := u.tx.IdempotencyKeyPut(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -227,6 +232,12 @@ func (u *unit) commit(ctx context.Context, route string, status int, rec *buffer
 // replay answers with a stored answer, or 422 if the key was used for
 // another request.
 func replay(c echo.Context, u *unit, prev *store.IdempotentAnswer) error {
+	if k := u.s.keys; k != nil && !hmac.Equal(prev.MAC, k.MAC(prev.Message())) {
+		// Written by someone without the key: never served, never run
+		// again (the request may have taken effect).
+		u.s.log.Error("stored idempotency answer fails its HMAC; refused", "agent", prev.AgentID, "idempotency_key", prev.Key)
+		return problem(500, "idempotency_answer_tampered", "the stored answer to this Idempotency-Key fails its integrity check and is not replayed; an operator has been told")
+	}
 	if !bytes.Equal(prev.RequestSHA256, u.fingerprint) {
 		return problem(422, "validation_failed", "this Idempotency-Key was used for a different request; use a new key")
 	}

@@ -252,6 +252,7 @@ var walkCases = map[string]walkCase{
 	"listItemInjections": {perm: "read", ok: 200, call: at(home + "/items/fact/injections")},
 	"listAuditEntries":   {perm: "admin", ok: 200, call: at(home + "/audit/entries")},
 	"verifyAudit":        {perm: "admin", ok: 200, call: at(home + "/audit/verify")},
+	"getAuditCheckpoint": {perm: "admin", ok: 200, call: at(home + "/audit/checkpoint")},
 	"assemblePacket": {perm: "read", ok: 201, call: func(*world, identity) (string, any) {
 		// Non-admins assemble for their own role only (a service rule);
 		// every agent of the walk is a worker.

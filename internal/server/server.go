@@ -60,6 +60,7 @@ type Server struct {
 	packets    *packet.Service
 	handoffs   *handoff.Service
 	evidence   *evidence.Service
+	keys       *evidence.Keys // nil: answers are stored without an HMAC
 }
 
 // New builds the Echo instance serving the whole API.
@@ -79,7 +80,7 @@ func New(cfg Config) *echo.Echo {
 	}
 	s := &Server{
 		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
-		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence,
+		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence, keys: a.Keys,
 	}
 	e := echo.New()
 	e.HideBanner = true

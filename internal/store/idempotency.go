@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
 )
@@ -16,6 +17,18 @@ type IdempotentAnswer struct {
 	ContentType   string
 	Headers       map[string]string
 	Body          []byte
+	// MAC is the HMAC of the rest (Message), nil when the deployment has
+	// no audit key.
+	MAC []byte
+}
+
+// Message is the bytes an answer's MAC covers: "contextd-idempotency
+// v1\n", then the agent, the key, the request's hash in hex, the status
+// and the content type, each followed by a line feed (none of them can
+// hold one), the headers as sorted JSON and a line feed, then the body.
+func (a IdempotentAnswer) Message() []byte {
+	hb, _ := json.Marshal(a.Headers) // map keys sorted
+	return fmt.Appendf(nil, "contextd-idempotency v1\n%s\n%s\n%x\n%d\n%s\n%s\n%s", a.AgentID, a.Key, a.RequestSHA256, a.Status, a.ContentType, hb, a.Body)
 }
 
 // IdempotencyKeyTryLock claims (agent, key) for the transaction; false
@@ -31,7 +44,7 @@ func (db DB) IdempotencyKeyGet(ctx context.Context, agentID, key string) (Idempo
 	if err != nil {
 		return IdempotentAnswer{}, interpret(err)
 	}
-	a := IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status), ContentType: r.ContentType, Body: r.Body}
+	a := IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status), ContentType: r.ContentType, Body: r.Body, MAC: r.Mac}
 	_ = json.Unmarshal(r.Headers, &a.Headers)
 	return a, nil
 }
@@ -41,7 +54,7 @@ func (tx *Tx) IdempotencyKeyPut(ctx context.Context, a IdempotentAnswer) error {
 	hb, _ := json.Marshal(a.Headers)
 	return interpret(q.IdempotencyKeyUpsert(ctx, tx.ex, dbsqlc.IdempotencyKeyUpsertParams{
 		AgentID: a.AgentID, Key: a.Key, RequestSha256: a.RequestSHA256, Status: int32(a.Status),
-		ContentType: a.ContentType, Headers: hb, Body: a.Body,
+		ContentType: a.ContentType, Headers: hb, Body: a.Body, Mac: a.MAC,
 	}))
 }
 

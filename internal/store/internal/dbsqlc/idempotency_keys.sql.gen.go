@@ -23,7 +23,7 @@ func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, db DBTX) (int
 }
 
 const idempotencyKeyGet = `-- name: IdempotencyKeyGet :one
-SELECT agent_id, key, request_sha256, status, content_type, headers, body, created_at FROM idempotency_keys
+SELECT agent_id, key, request_sha256, status, content_type, headers, body, created_at, mac FROM idempotency_keys
 WHERE agent_id = $1 AND key = $2 AND created_at >= now() - interval '24 hours'
 `
 
@@ -44,6 +44,7 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, db DBTX, arg Idempotenc
 		&i.Headers,
 		&i.Body,
 		&i.CreatedAt,
+		&i.Mac,
 	)
 	return i, err
 }
@@ -61,12 +62,12 @@ func (q *Queries) IdempotencyKeyTryLock(ctx context.Context, db DBTX, agentKey s
 }
 
 const idempotencyKeyUpsert = `-- name: IdempotencyKeyUpsert :exec
-INSERT INTO idempotency_keys (agent_id, key, request_sha256, status, content_type, headers, body)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO idempotency_keys (agent_id, key, request_sha256, status, content_type, headers, body, mac)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (agent_id, key) DO UPDATE
     SET request_sha256 = EXCLUDED.request_sha256, status = EXCLUDED.status,
         content_type = EXCLUDED.content_type, headers = EXCLUDED.headers,
-        body = EXCLUDED.body, created_at = now()
+        body = EXCLUDED.body, mac = EXCLUDED.mac, created_at = now()
 `
 
 type IdempotencyKeyUpsertParams struct {
@@ -77,6 +78,7 @@ type IdempotencyKeyUpsertParams struct {
 	ContentType   string
 	Headers       json.RawMessage
 	Body          []byte
+	Mac           []byte
 }
 
 // An expired row for the same key is replaced: keys are kept 24 hours.
@@ -89,6 +91,7 @@ func (q *Queries) IdempotencyKeyUpsert(ctx context.Context, db DBTX, arg Idempot
 		arg.ContentType,
 		arg.Headers,
 		arg.Body,
+		arg.Mac,
 	)
 	return err
 }

@@ -80,6 +80,7 @@ type IdempotencyKey struct {
 	Headers       json.RawMessage
 	Body          []byte
 	CreatedAt     time.Time
+	Mac           []byte
 }
 
 type Item struct {

@@ -1,0 +1,343 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/audit"
+	"github.com/contextd/contextd/internal/evidence"
+)
+
+func newAudit() *cobra.Command {
+	cmd := &cobra.Command{Use: "audit", Short: "Verify a project's audit chain and keep checkpoints of it"}
+	cmd.AddCommand(newAuditVerify(), newAuditCheckpoint())
+	return cmd
+}
+
+func newAuditCheckpoint() *cobra.Command {
+	var f clientFlags
+	var out string
+	cmd := &cobra.Command{
+		Use:   "checkpoint",
+		Short: "Save a signed checkpoint of a project's chain head (keep it outside the database)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := auditClient(&f)
+			if err != nil {
+				return err
+			}
+			var cp api.AuditCheckpoint
+			if err := c.get(cmd.Context(), auditPath(f.project, "checkpoint"), &cp); err != nil {
+				return err
+			}
+			ck := evidence.Checkpoint{Project: cp.Project, Seq: cp.Seq, Head: cp.Head, Time: cp.Time, Signature: cp.Signature, PublicKey: cp.PublicKey}
+			if err := ck.VerifySignature(nil); err != nil {
+				return err
+			}
+			b, _ := json.MarshalIndent(ck, "", "  ") // plain strings and a number
+			if out == "" || out == "-" {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
+			if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "checkpoint %s seq=%d head=%s saved to %s\n", ck.Project, ck.Seq, ck.Head, out)
+			return nil
+		},
+	}
+	f.registerWith(cmd, "project (env CONTEXTD_PROJECT), required")
+	cmd.Flags().StringVar(&out, "out", "", "file to save the checkpoint to (default: print it)")
+	return cmd
+}
+
+func newAuditVerify() *cobra.Command {
+	var f clientFlags
+	var checkpoint string
+	var rows bool
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Recompute a project's chain on this side from the server's pages, and check it against a checkpoint",
+		Long: `verify pages through the project's audit entries and recomputes every hash
+here: each entry's hash from its body, each chain hash from the one before,
+the seqs without a gap, and the head. With --rows (default) it also fetches
+each item version and packet an entry covers and compares it with the entry.
+With --checkpoint it checks the checkpoint's signature and that today's chain
+still passes through its head, so a truncated or wholly rewritten chain is
+caught even when every hash in it was recomputed. Last, it asks the server
+to check the mutable rows (items, handoffs) against the chain.
+
+It prints "ok entries=N head=HEX", or "bad seq=N problem=CODE: detail" and
+exits non-zero.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := auditClient(&f)
+			if err != nil {
+				return err
+			}
+			var cp *evidence.Checkpoint
+			if checkpoint != "" {
+				if cp, err = readCheckpoint(checkpoint, f.project); err != nil {
+					return err
+				}
+			}
+			res, err := verifyRemote(cmd.Context(), c, f.project, cp, rows)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.String())
+			if res.Problem != nil {
+				return errSilentFailure
+			}
+			return nil
+		},
+	}
+	f.registerWith(cmd, "project (env CONTEXTD_PROJECT), required")
+	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "a checkpoint saved by `contextd audit checkpoint` the chain must still extend")
+	cmd.Flags().BoolVar(&rows, "rows", true, "also compare every item version and packet with its entry (one request each)")
+	return cmd
+}
+
+// errSilentFailure exits non-zero after the command printed why.
+var errSilentFailure = errors.New("audit verification failed")
+
+func auditClient(f *clientFlags) (*client, error) {
+	if f.project == "" {
+		return nil, errors.New("--project is required (or set CONTEXTD_PROJECT)")
+	}
+	return f.client()
+}
+
+func auditPath(project, what string) string {
+	return "/v1/projects/" + url.PathEscape(project) + "/audit/" + what
+}
+
+func readCheckpoint(path, project string) (*evidence.Checkpoint, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cp evidence.Checkpoint
+	if err := json.Unmarshal(b, &cp); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if cp.Project != project {
+		return nil, fmt.Errorf("checkpoint %s is of project %q, not %q", path, cp.Project, project)
+	}
+	if err := cp.VerifySignature(nil); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return &cp, nil
+}
+
+// verifyRemote recomputes the chain from the server's pages: see
+// newAuditVerify.
+func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.Checkpoint, rows bool) (evidence.Result, error) {
+	v := audit.NewVerifier()
+	var headSeq int64
+	var headHash string
+	for after := int64(0); ; {
+		var page api.AuditEntryList
+		if err := c.get(ctx, auditPath(project, "entries")+"?limit=1000&after="+strconv.FormatInt(after, 10), &page); err != nil {
+			return evidence.Result{}, err
+		}
+		if after == 0 {
+			headSeq, headHash = page.Head.Seq, page.Head.Hash // entries written while paging are left out
+		}
+		for _, ae := range page.Data {
+			if ae.Seq > headSeq {
+				break
+			}
+			e, err := entryOf(ae)
+			if err != nil {
+				return problemAt(ae.Seq, audit.ContentChanged, err.Error()), nil
+			}
+			now := e.Body // without --rows, only the chain itself is checked
+			if rows {
+				if now, err = remoteBody(ctx, c, project, e); err != nil {
+					return evidence.Result{}, err
+				}
+			}
+			if !v.Entry(e, now) {
+				return evidence.Result{Problem: v.Problem()}, nil
+			}
+			if cp != nil && e.Seq == cp.Seq && hex.EncodeToString(e.ChainHash) != cp.Head {
+				return problemAt(e.Seq, audit.ContentChanged, fmt.Sprintf("the chain no longer passes through the checkpoint's head %s of %s", cp.Head, cp.Time)), nil
+			}
+		}
+		if len(page.Data) == 0 || page.NextAfter == nil || page.Data[len(page.Data)-1].Seq >= headSeq {
+			break
+		}
+		after = *page.NextAfter
+	}
+	head, _ := hex.DecodeString(headHash)
+	if !v.AtHead(headSeq, head) {
+		return evidence.Result{Problem: v.Problem()}, nil
+	}
+	if cp != nil && cp.Seq > headSeq {
+		return problemAt(headSeq+1, audit.EntryMissing, fmt.Sprintf("the checkpoint of %s is at seq %d, the chain ends at seq %d", cp.Time, cp.Seq, headSeq)), nil
+	}
+	var server api.AuditVerification
+	if err := c.get(ctx, auditPath(project, "verify"), &server); err != nil {
+		return evidence.Result{}, err
+	}
+	if !server.Ok && server.Problem != nil && *server.Problem == audit.StateMismatch {
+		return problemAt(derefInt(server.FirstBadSeq), audit.StateMismatch, deref(server.Detail)), nil
+	}
+	return evidence.Result{Entries: v.Entries(), Head: v.Head()}, nil
+}
+
+func problemAt(seq int64, code, detail string) evidence.Result {
+	return evidence.Result{Problem: &audit.Problem{Seq: seq, Code: code, Detail: detail}}
+}
+
+func derefInt(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func entryOf(ae api.AuditEntry) (audit.Entry, error) {
+	eh, err1 := hex.DecodeString(ae.EntryHash)
+	ch, err2 := hex.DecodeString(ae.ChainHash)
+	if err := errors.Join(err1, err2); err != nil {
+		return audit.Entry{}, fmt.Errorf("entry %d: hashes are not hex", ae.Seq)
+	}
+	return audit.Entry{Seq: ae.Seq, Kind: ae.Kind, Subject: ae.Subject, Body: ae.Body, EntryHash: eh, ChainHash: ch}, nil
+}
+
+// remoteBody is the body an entry should have, with the members the API
+// shows of the row it covers put in from the API's answer: equal to the
+// entry's body when the row still says what was written. Entries of other
+// kinds (handoffs, events, the project) are checked by their hashes here
+// and against their rows by the server.
+func remoteBody(ctx context.Context, c *client, project string, e audit.Entry) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Body, &fields); err != nil {
+		return []byte("unreadable body"), nil
+	}
+	var err error
+	switch e.Kind {
+	case audit.KindItemVersion:
+		err = fillItemVersion(ctx, c, project, e.Subject, fields)
+	case audit.KindPacket:
+		err = fillPacket(ctx, c, project, e.Subject, fields)
+	default:
+		return e.Body, nil
+	}
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return nil, nil // gone
+	}
+	if err != nil {
+		return nil, err
+	}
+	return reencode(e.Body, fields), nil
+}
+
+func fillItemVersion(ctx context.Context, c *client, project, subject string, f map[string]json.RawMessage) error {
+	i := strings.LastIndexByte(subject, '@')
+	if i < 0 {
+		return nil
+	}
+	var deleted bool
+	_ = json.Unmarshal(f["deleted"], &deleted)
+	if deleted {
+		return nil // a tombstone has no answer of its own; its hashes are checked
+	}
+	var it api.Item
+	path := "/v1/projects/" + url.PathEscape(project) + "/items/" + url.PathEscape(subject[:i]) + "/versions/" + subject[i+1:]
+	if err := c.get(ctx, path, &it); err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(it.Content))
+	set(f, "key", it.Key)
+	set(f, "version", it.Version)
+	set(f, "kind", it.Kind)
+	set(f, "source", it.Source)
+	set(f, "title", it.Title)
+	set(f, "summary", it.Summary)
+	set(f, "content_sha256_of", hex.EncodeToString(sum[:]))
+	set(f, "content_sha256", it.ContentSha256)
+	set(f, "priority", it.Priority)
+	set(f, "authority", it.Authority)
+	set(f, "confidence", it.Confidence)
+	set(f, "state_key", it.StateKey)
+	set(f, "slot", it.Slot)
+	set(f, "template", it.Template)
+	set(f, "tokens_o200k", it.Tokens)
+	set(f, "tokens_cl100k", it.TokensCl100kBase)
+	set(f, "created_by", it.CreatedBy)
+	set(f, "created_at", *audit.Time(&it.CreatedAt))
+	if m, err := audit.CanonicalJSON(it.Metadata); err == nil {
+		f["metadata"] = m
+	}
+	return nil
+}
+
+func fillPacket(ctx context.Context, c *client, project, id string, f map[string]json.RawMessage) error {
+	var p api.Packet
+	if err := c.get(ctx, "/v1/projects/"+url.PathEscape(project)+"/packets/"+url.PathEscape(id), &p); err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(p.Rendered))
+	set(f, "id", p.PacketId)
+	set(f, "rendered_sha256_of", hex.EncodeToString(sum[:]))
+	set(f, "rendered_sha256", p.RenderedSha256)
+	set(f, "target_role", p.TargetRole)
+	return nil
+}
+
+// set puts a member in as an entry body writes it.
+func set(f map[string]json.RawMessage, name string, v any) {
+	switch v := v.(type) {
+	case string:
+		f[name] = audit.String(v)
+	case int32:
+		f[name] = strconv.AppendInt(nil, int64(v), 10)
+	case bool:
+		f[name] = strconv.AppendBool(nil, v)
+	}
+}
+
+// reencode writes fields back in the order of the members of body.
+func reencode(body []byte, fields map[string]json.RawMessage) []byte {
+	d := json.NewDecoder(bytes.NewReader(body))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return []byte("unreadable body")
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	for first := true; d.More(); first = false {
+		t, err := d.Token()
+		if err != nil {
+			return []byte("unreadable body")
+		}
+		name, _ := t.(string)
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return []byte("unreadable body")
+		}
+		if !first {
+			out.WriteByte(',')
+		}
+		nb, _ := json.Marshal(name)
+		out.Write(nb)
+		out.WriteByte(':')
+		out.Write(fields[name])
+	}
+	out.WriteByte('}')
+	return out.Bytes()
+}

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/evidence"
+	"github.com/contextd/contextd/internal/pgtest"
+)
+
+func testAuditKey(t *testing.T) string {
+	seed := make([]byte, 32)
+	_, err := rand.Read(seed)
+	require.NoError(t, err)
+	return base64.StdEncoding.EncodeToString(seed)
+}
+
+// tamper runs SQL on the server's database as its superuser, triggers off.
+func tamper(t *testing.T, dbURL, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SET session_replication_role = replica; "+sql)
+	require.NoError(t, err)
+}
+
+func TestAuditVerifyAndCheckpointFromTheClientSide(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+	base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/refund.rules", key, `{"content":"Refunds over 500 EUR need a manager.","metadata":{"n":1.50},"trigger":{"always":true}}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/refund.rules", key, `{"content":"Refunds over 900 EUR need a manager.","trigger":{"always":true}}`)
+	send(t, "POST", base+"/v1/projects/acme/packets", key, `{"target_role":"implementer"}`)
+	args := func(extra ...string) []string {
+		return append([]string{"--project", "acme", "--url", base, "--key", key}, extra...)
+	}
+
+	stdout, errs, code := run(t, append([]string{"audit", "verify"}, args()...)...)
+	require.Equal(t, 0, code, errs)
+	require.Regexp(t, `^ok entries=4 head=[0-9a-f]{64}\n$`, stdout)
+
+	cpFile := filepath.Join(t.TempDir(), "cp.json")
+	stdout, errs, code = run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args()...)...)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "seq=4")
+	var cp evidence.Checkpoint
+	b, err := os.ReadFile(cpFile)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &cp))
+	require.NoError(t, cp.VerifySignature(nil))
+	require.Equal(t, int64(4), cp.Seq)
+
+	// Later writes extend the checkpointed chain.
+	send(t, "PUT", base+"/v1/projects/acme/items/shipping", key, `{"content":"Ships in two days."}`)
+	stdout, errs, code = run(t, append([]string{"audit", "verify", "--checkpoint", cpFile}, args()...)...)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "ok entries=5 ")
+
+	// A version's content rewritten: found from this side.
+	tamper(t, dbURL, `UPDATE item_versions SET content = 'Refunds over 50 EUR need a manager.' WHERE key = 'refund.rules' AND version = 1`)
+	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=true"}, args()...)...)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stdout, "bad seq=2 problem=content_changed")
+}
+
+// TestAuditVerifyCatchesAChainRewrittenWhole: every hash recomputed after a
+// rewrite still fails against a checkpoint saved before it.
+func TestAuditVerifyCatchesAChainRewrittenWhole(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	base, out, stop := serve(t, "--database-url", dbURL)
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/a", key, `{"content":"first"}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/b", key, `{"content":"second"}`)
+	args := []string{"--project", "acme", "--url", base, "--key", key}
+	// Without an audit key the server signs nothing.
+	_, errs, code := run(t, append([]string{"audit", "checkpoint"}, args...)...)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errs, "audit_key_missing")
+	require.Equal(t, 0, stop())
+
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+	base, _, stop = serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	defer stop()
+	args = []string{"--project", "acme", "--url", base, "--key", key}
+	cpFile := filepath.Join(t.TempDir(), "cp.json")
+	_, errs, code = run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
+	require.Equal(t, 0, code, errs)
+
+	// Rewrite item b's only version and recompute every hash after it,
+	// as someone with the database but not the key would.
+	tamper(t, dbURL, `UPDATE item_versions SET title = 'rewritten' WHERE key = 'b'`)
+	rehash(t, dbURL, "acme")
+	stdout, _, code := run(t, append([]string{"audit", "verify", "--rows=false"}, args...)...)
+	require.Equal(t, 0, code, "without the checkpoint the rehashed chain holds together: %s", stdout)
+	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=false", "--checkpoint", cpFile}, args...)...)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stdout, "bad seq=3 problem=content_changed")
+	require.Contains(t, stdout, "checkpoint")
+}
+
+// rehash rewrites a chain's bodies from their rows and recomputes every
+// hash and the head, the whole rewrite a checkpoint exists to catch.
+func rehash(t *testing.T, dbURL, chain string) {
+	t.Helper()
+	tamper(t, dbURL, `
+		UPDATE audit_entries e SET body = convert_to(replace(convert_from(e.body, 'UTF8'), '"title":""', '"title":"rewritten"'), 'UTF8')
+		WHERE chain = '`+chain+`' AND kind = 'item_version' AND subject = 'b@1';
+		DO $$
+		DECLARE r record; h bytea := '\x0000000000000000000000000000000000000000000000000000000000000000';
+		BEGIN
+			FOR r IN SELECT seq, body FROM audit_entries WHERE chain = '`+chain+`' ORDER BY seq LOOP
+				h := sha256(h || sha256(r.body));
+				UPDATE audit_entries SET entry_hash = sha256(r.body), chain_hash = h WHERE chain = '`+chain+`' AND seq = r.seq;
+			END LOOP;
+			UPDATE audit_heads SET hash = h WHERE chain = '`+chain+`';
+		END $$;`)
+}
