@@ -842,6 +842,15 @@ type CreateAgentParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ListGlobalAuditEntriesParams defines parameters for ListGlobalAuditEntries.
+type ListGlobalAuditEntriesParams struct {
+	// After The last seq already read (default 0).
+	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
 	// Limit Page size, 1 to 1000 (default 100).
@@ -1062,6 +1071,15 @@ type ServerInterface interface {
 	// RevokeAgent Revoke an agent's key (admin); this process refuses it at once, every other within a second.
 	// (DELETE /v1/agents/{id})
 	RevokeAgent(ctx echo.Context, id string) error
+	// GetGlobalAuditCheckpoint A signed checkpoint of the global chain's head (its project is the empty string).
+	// (GET /v1/audit/checkpoint)
+	GetGlobalAuditCheckpoint(ctx echo.Context) error
+	// ListGlobalAuditEntries A page of the global audit chain (agents and their keys), for admins of every project.
+	// (GET /v1/audit/entries)
+	ListGlobalAuditEntries(ctx echo.Context, params ListGlobalAuditEntriesParams) error
+	// VerifyGlobalAudit Recompute the global chain and check every agent row against its last entry.
+	// (GET /v1/audit/verify)
+	VerifyGlobalAudit(ctx echo.Context) error
 	// ListProjects The projects the caller may see.
 	// (GET /v1/projects)
 	ListProjects(ctx echo.Context, params ListProjectsParams) error
@@ -1238,6 +1256,49 @@ func (w *ServerInterfaceWrapper) RevokeAgent(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeAgent(ctx, id)
+	return err
+}
+
+// GetGlobalAuditCheckpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) GetGlobalAuditCheckpoint(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetGlobalAuditCheckpoint(ctx)
+	return err
+}
+
+// ListGlobalAuditEntries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListGlobalAuditEntries(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListGlobalAuditEntriesParams
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListGlobalAuditEntries(ctx, params)
+	return err
+}
+
+// VerifyGlobalAudit converts echo context to params.
+func (w *ServerInterfaceWrapper) VerifyGlobalAudit(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.VerifyGlobalAudit(ctx)
 	return err
 }
 
@@ -2363,6 +2424,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/attribute", wrapper.AttributePacket, options.OperationMiddlewares["attributePacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
+	router.GET(options.BaseURL+"/v1/audit/entries", wrapper.ListGlobalAuditEntries, options.OperationMiddlewares["listGlobalAuditEntries"]...)
+	router.GET(options.BaseURL+"/v1/audit/verify", wrapper.VerifyGlobalAudit, options.OperationMiddlewares["verifyGlobalAudit"]...)
+	router.GET(options.BaseURL+"/v1/audit/checkpoint", wrapper.GetGlobalAuditCheckpoint, options.OperationMiddlewares["getGlobalAuditCheckpoint"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/entries", wrapper.ListAuditEntries, options.OperationMiddlewares["listAuditEntries"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/checkpoint", wrapper.GetAuditCheckpoint, options.OperationMiddlewares["getAuditCheckpoint"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/verify", wrapper.VerifyAudit, options.OperationMiddlewares["verifyAudit"]...)
@@ -2548,6 +2612,121 @@ type RevokeAgentdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RevokeAgentdefaultApplicationProblemPlusJSONResponse) VisitRevokeAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGlobalAuditCheckpointRequestObject struct {
+}
+
+type GetGlobalAuditCheckpointResponseObject interface {
+	VisitGetGlobalAuditCheckpointResponse(w http.ResponseWriter) error
+}
+
+type GetGlobalAuditCheckpoint200JSONResponse AuditCheckpoint
+
+func (response GetGlobalAuditCheckpoint200JSONResponse) VisitGetGlobalAuditCheckpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGlobalAuditCheckpointdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetGlobalAuditCheckpointdefaultApplicationProblemPlusJSONResponse) VisitGetGlobalAuditCheckpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGlobalAuditEntriesRequestObject struct {
+	Params ListGlobalAuditEntriesParams
+}
+
+type ListGlobalAuditEntriesResponseObject interface {
+	VisitListGlobalAuditEntriesResponse(w http.ResponseWriter) error
+}
+
+type ListGlobalAuditEntries200JSONResponse AuditEntryList
+
+func (response ListGlobalAuditEntries200JSONResponse) VisitListGlobalAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGlobalAuditEntriesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ListGlobalAuditEntriesdefaultApplicationProblemPlusJSONResponse) VisitListGlobalAuditEntriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyGlobalAuditRequestObject struct {
+}
+
+type VerifyGlobalAuditResponseObject interface {
+	VisitVerifyGlobalAuditResponse(w http.ResponseWriter) error
+}
+
+type VerifyGlobalAudit200JSONResponse AuditVerification
+
+func (response VerifyGlobalAudit200JSONResponse) VisitVerifyGlobalAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyGlobalAuditdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response VerifyGlobalAuditdefaultApplicationProblemPlusJSONResponse) VisitVerifyGlobalAuditResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3820,6 +3999,15 @@ type StrictServerInterface interface {
 	// RevokeAgent Revoke an agent's key (admin); this process refuses it at once, every other within a second.
 	// (DELETE /v1/agents/{id})
 	RevokeAgent(ctx context.Context, request RevokeAgentRequestObject) (RevokeAgentResponseObject, error)
+	// GetGlobalAuditCheckpoint A signed checkpoint of the global chain's head (its project is the empty string).
+	// (GET /v1/audit/checkpoint)
+	GetGlobalAuditCheckpoint(ctx context.Context, request GetGlobalAuditCheckpointRequestObject) (GetGlobalAuditCheckpointResponseObject, error)
+	// ListGlobalAuditEntries A page of the global audit chain (agents and their keys), for admins of every project.
+	// (GET /v1/audit/entries)
+	ListGlobalAuditEntries(ctx context.Context, request ListGlobalAuditEntriesRequestObject) (ListGlobalAuditEntriesResponseObject, error)
+	// VerifyGlobalAudit Recompute the global chain and check every agent row against its last entry.
+	// (GET /v1/audit/verify)
+	VerifyGlobalAudit(ctx context.Context, request VerifyGlobalAuditRequestObject) (VerifyGlobalAuditResponseObject, error)
 	// ListProjects The projects the caller may see.
 	// (GET /v1/projects)
 	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
@@ -4056,6 +4244,77 @@ func (sh *strictHandler) RevokeAgent(ctx echo.Context, id string) error {
 		return err
 	} else if validResponse, ok := response.(RevokeAgentResponseObject); ok {
 		return validResponse.VisitRevokeAgentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetGlobalAuditCheckpoint operation middleware
+func (sh *strictHandler) GetGlobalAuditCheckpoint(ctx echo.Context) error {
+	var request GetGlobalAuditCheckpointRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGlobalAuditCheckpoint(ctx.Request().Context(), request.(GetGlobalAuditCheckpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGlobalAuditCheckpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetGlobalAuditCheckpointResponseObject); ok {
+		return validResponse.VisitGetGlobalAuditCheckpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListGlobalAuditEntries operation middleware
+func (sh *strictHandler) ListGlobalAuditEntries(ctx echo.Context, params ListGlobalAuditEntriesParams) error {
+	var request ListGlobalAuditEntriesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListGlobalAuditEntries(ctx.Request().Context(), request.(ListGlobalAuditEntriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListGlobalAuditEntries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListGlobalAuditEntriesResponseObject); ok {
+		return validResponse.VisitListGlobalAuditEntriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// VerifyGlobalAudit operation middleware
+func (sh *strictHandler) VerifyGlobalAudit(ctx echo.Context) error {
+	var request VerifyGlobalAuditRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.VerifyGlobalAudit(ctx.Request().Context(), request.(VerifyGlobalAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "VerifyGlobalAudit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(VerifyGlobalAuditResponseObject); ok {
+		return validResponse.VisitVerifyGlobalAuditResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -36,3 +36,26 @@ SELECT id FROM packets WHERE project = @project AND id > @after_id ORDER BY id L
 
 -- name: HandoffEventSeqPage :many
 SELECT seq FROM handoff_events WHERE project = @project AND seq > @after ORDER BY seq LIMIT @lim;
+
+-- name: ItemVersionAuditPage :many
+-- A project's item versions in the order they were written, for the
+-- backfill of a chain older data has none of.
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content,
+       v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot,
+       v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance,
+       v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_by, v.created_at
+FROM item_versions v
+WHERE v.project = @project AND (v.created_at, v.key, v.version) > (@after_time::timestamptz, @after_key::text, @after_version::integer)
+ORDER BY v.created_at, v.key, v.version
+LIMIT @lim;
+
+-- name: AuditUnchained :many
+-- The projects whose chain has no entry yet.
+SELECT p.project FROM projects p
+WHERE NOT EXISTS (SELECT 1 FROM audit_heads h WHERE h.chain = p.project)
+ORDER BY p.project;
+
+-- name: AuditBackfillLock :exec
+-- Serialises the backfill of one chain among processes starting at once.
+SELECT pg_advisory_xact_lock(hashtext('contextd.audit.backfill'), hashtext(@chain::text));

@@ -19,6 +19,11 @@ type Config struct {
 	Listen   string
 	LogLevel slog.Level
 	Migrate  bool
+	// MigrateURL is the owner's login, for migrations; the server itself
+	// then connects with Store.URL, a member of contextd_app only. Empty:
+	// migrations use Store.URL (the embedded default uses its superuser
+	// and makes the server a login of its own).
+	MigrateURL string
 	// Store is the database connection: URL (empty for the embedded
 	// default), pool size and timeouts.
 	Store store.Config
@@ -53,6 +58,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", EnvOr("CONTEXTD_LISTEN", "127.0.0.1:8080"), "address to listen on (env CONTEXTD_LISTEN)")
 	fs.StringVar(&c.logLevel, "log-level", EnvOr("CONTEXTD_LOG_LEVEL", "info"), "debug, info, warn or error (env CONTEXTD_LOG_LEVEL)")
 	fs.BoolVar(&c.Migrate, "migrate", true, "apply pending migrations on start; with false, refuse to start on a stale schema")
+	fs.StringVar(&c.MigrateURL, "migrate-database-url", os.Getenv("CONTEXTD_MIGRATE_DATABASE_URL"),
+		"the owner's URL, for migrations; the server then connects with --database-url, a login of contextd_app (env CONTEXTD_MIGRATE_DATABASE_URL)")
 	fs.Int64Var(&c.BodyLimit, "body-limit", DefaultBodyLimit, "largest request body, in bytes")
 	fs.Int64Var(&c.BatchBodyLimit, "batch-body-limit", DefaultBatchBodyLimit, "largest body of a batch of items (POST /v1/projects/{p}/items), in bytes")
 	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", int32(envInt("CONTEXTD_DB_MAX_CONNS", 0)), "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")

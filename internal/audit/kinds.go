@@ -18,7 +18,9 @@ const (
 )
 
 // Mutable reports whether entries of kind stand for a row that changes.
-func Mutable(kind string) bool { return kind == KindHandoff || kind == KindProject }
+func Mutable(kind string) bool {
+	return kind == KindHandoff || kind == KindProject || kind == KindAgent
+}
 
 // PacketRow is a packet as stored, with its records' bodies in order.
 type PacketRow struct {
@@ -150,4 +152,29 @@ type ProjectRow struct {
 func ProjectBody(p ProjectRow) ([]byte, error) {
 	return newObject(KindProject).str("project", p.Project).str("description", p.Description).
 		time("created_at", &p.CreatedAt).time("updated_at", &p.UpdatedAt).bytes()
+}
+
+// KindAgent is an agent (its authority and its key's hash) in the global
+// chain, GlobalChain; like handoffs its entries are the row after each
+// change.
+const (
+	KindAgent   = "agent"
+	GlobalChain = ""
+)
+
+// AgentRow is an agent as stored.
+type AgentRow struct {
+	ID, Name, Role, Permission string
+	Projects                   []string
+	KeySHA256                  []byte
+	CreatedAt                  time.Time
+	CreatedBy                  *string
+	RevokedAt                  *time.Time
+}
+
+// AgentBody is an agent's entry body: its columns in AgentRow's order.
+func AgentBody(a AgentRow) ([]byte, error) {
+	return newObject(KindAgent).str("id", a.ID).str("name", a.Name).str("role", a.Role).str("permission", a.Permission).
+		strs("projects", a.Projects).hex("key_sha256", a.KeySHA256).time("created_at", &a.CreatedAt).
+		optStr("created_by", a.CreatedBy).time("revoked_at", a.RevokedAt).bytes()
 }

@@ -30,11 +30,12 @@ func newAudit() *cobra.Command {
 func newAuditCheckpoint() *cobra.Command {
 	var f clientFlags
 	var out string
+	var global bool
 	cmd := &cobra.Command{
 		Use:   "checkpoint",
 		Short: "Save a signed checkpoint of a project's chain head (keep it outside the database)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := auditClient(&f)
+			c, err := auditClient(&f, global)
 			if err != nil {
 				return err
 			}
@@ -60,13 +61,14 @@ func newAuditCheckpoint() *cobra.Command {
 	}
 	f.registerWith(cmd, "project (env CONTEXTD_PROJECT), required")
 	cmd.Flags().StringVar(&out, "out", "", "file to save the checkpoint to (default: print it)")
+	cmd.Flags().BoolVar(&global, "global", false, "the global chain (agents and keys) instead of a project's")
 	return cmd
 }
 
 func newAuditVerify() *cobra.Command {
 	var f clientFlags
 	var checkpoint string
-	var rows bool
+	var rows, global bool
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Recompute a project's chain on this side from the server's pages, and check it against a checkpoint",
@@ -82,7 +84,7 @@ to check the mutable rows (items, handoffs) against the chain.
 It prints "ok entries=N head=HEX", or "bad seq=N problem=CODE: detail" and
 exits non-zero.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := auditClient(&f)
+			c, err := auditClient(&f, global)
 			if err != nil {
 				return err
 			}
@@ -106,20 +108,28 @@ exits non-zero.`,
 	f.registerWith(cmd, "project (env CONTEXTD_PROJECT), required")
 	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "a checkpoint saved by `contextd audit checkpoint` the chain must still extend")
 	cmd.Flags().BoolVar(&rows, "rows", true, "also compare every item version and packet with its entry (one request each)")
+	cmd.Flags().BoolVar(&global, "global", false, "the global chain (agents and keys) instead of a project's")
 	return cmd
 }
 
 // errSilentFailure exits non-zero after the command printed why.
 var errSilentFailure = errors.New("audit verification failed")
 
-func auditClient(f *clientFlags) (*client, error) {
-	if f.project == "" {
-		return nil, errors.New("--project is required (or set CONTEXTD_PROJECT)")
+// auditClient is the client of an audit command: of a project's chain, or
+// with --global of the global chain (agents and keys), whose project is "".
+func auditClient(f *clientFlags, global bool) (*client, error) {
+	if global {
+		f.project = audit.GlobalChain
+	} else if f.project == "" {
+		return nil, errors.New("--project is required (or set CONTEXTD_PROJECT), or --global for the chain of agents")
 	}
 	return f.client()
 }
 
 func auditPath(project, what string) string {
+	if project == audit.GlobalChain {
+		return "/v1/audit/" + what
+	}
 	return "/v1/projects/" + url.PathEscape(project) + "/audit/" + what
 }
 

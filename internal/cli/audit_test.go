@@ -71,6 +71,10 @@ func TestAuditVerifyAndCheckpointFromTheClientSide(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, stdout, "ok entries=5 ")
 
+	stdout, errs, code = run(t, "audit", "verify", "--global", "--url", base, "--key", key)
+	require.Equal(t, 0, code, errs)
+	require.Regexp(t, `^ok entries=1 head=`, stdout, "the bootstrap admin")
+
 	// A version's content rewritten: found from this side.
 	tamper(t, dbURL, `UPDATE item_versions SET content = 'Refunds over 50 EUR need a manager.' WHERE key = 'refund.rules' AND version = 1`)
 	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=true"}, args()...)...)

@@ -39,6 +39,14 @@ func newMigrate() *cobra.Command {
 					return err
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), "schema is current")
+				grants, err := store.AppGrants(ctx, url)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "privileges of %s (grant it to the server's login: GRANT %s TO <login>):\n", store.AppRole, store.AppRole)
+				for _, g := range grants {
+					fmt.Fprintln(cmd.OutOrStdout(), "  "+g)
+				}
 				return nil
 			})
 		}}

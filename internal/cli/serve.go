@@ -68,16 +68,11 @@ func newServe() *cobra.Command {
 // runServer migrates, opens the store, builds the services once (package app)
 // and runs the HTTP transport over them until ctx ends.
 func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster *pgcluster.Cluster, log *slog.Logger) error {
-	url := cfg.Store.URL
-	if cfg.Migrate {
-		if err := store.MigrateUp(ctx, url); err != nil {
-			return err
-		}
-	} else if pending, err := store.MigrationsPending(ctx, url); err != nil {
+	url, err := migrateAndLogin(ctx, cfg, cluster, log)
+	if err != nil {
 		return err
-	} else if pending {
-		return errors.New("the database schema is not current and --migrate=false: run `contextd migrate up` first")
 	}
+	cfg.Store.URL = url
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
 		return err
@@ -121,6 +116,43 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// migrateAndLogin migrates with the owner's login (--migrate-database-url,
+// or the one URL there is) and returns the URL the server connects with:
+// --database-url, or for the embedded default a login of contextd_app made
+// by its superuser. A server that still runs as a superuser or an owner
+// says at start what that allows.
+func migrateAndLogin(ctx context.Context, cfg app.Config, cluster *pgcluster.Cluster, log *slog.Logger) (string, error) {
+	url, owner := cfg.Store.URL, cfg.MigrateURL
+	if owner == "" {
+		owner = url
+	}
+	if cfg.Migrate {
+		if err := store.MigrateUp(ctx, owner); err != nil {
+			return "", err
+		}
+	} else if pending, err := store.MigrationsPending(ctx, owner); err != nil {
+		return "", err
+	} else if pending {
+		return "", errors.New("the database schema is not current and --migrate=false: run `contextd migrate up` first")
+	}
+	if cluster != nil && cfg.MigrateURL == "" {
+		var err error
+		if url, err = store.EnsureLogin(ctx, owner, store.ServerLogin); err != nil {
+			return "", err
+		}
+	}
+	user, super, owns, err := store.Standing(ctx, url)
+	if err != nil {
+		return "", fmt.Errorf("database login: %w", err)
+	}
+	if super || owns {
+		log.Warn("the server's database login can rewrite history: it is a superuser or owns the tables, so it may switch the append-only triggers off; "+
+			"give it a login that is only a member of "+store.AppRole+" and migrate with --migrate-database-url (the audit chain still detects a rewrite)",
+			slog.String("login", user), slog.Bool("superuser", super), slog.Bool("owner", owns))
+	}
+	return url, nil
 }
 
 // auditKeys is the deployment's audit key: CONTEXTD_AUDIT_KEY, else

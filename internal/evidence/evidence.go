@@ -47,7 +47,7 @@ func (s *Service) Checkpoint(ctx context.Context, agent *auth.Agent, proj string
 	var seq int64
 	var head []byte
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
-		if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Admin); err != nil {
+		if err := s.authorize(ctx, tx, agent, proj); err != nil {
 			return err
 		}
 		var err error
@@ -61,6 +61,18 @@ func (s *Service) Checkpoint(ctx context.Context, agent *auth.Agent, proj string
 		return Checkpoint{}, ErrNoKey
 	}
 	return s.keys.Sign(proj, seq, head, time.Now()), nil
+}
+
+// authorize lets an admin of proj read its chain; the global chain
+// (audit.GlobalChain, agents and keys) is for admins of every project.
+func (s *Service) authorize(ctx context.Context, tx *store.Tx, agent *auth.Agent, chain string) error {
+	if chain != audit.GlobalChain {
+		return s.projects.AuthorizeIn(ctx, tx.DB, agent, chain, auth.Admin)
+	}
+	if !agent.IsAdmin() || !agent.AllScope() {
+		return fmt.Errorf("%w: the global chain is for admins of every project (\"*\")", auth.ErrForbidden)
+	}
+	return nil
 }
 
 // Page is a page of a chain with its head, as of one snapshot.
@@ -83,7 +95,7 @@ func (s *Service) Entries(ctx context.Context, agent *auth.Agent, proj string, a
 	}
 	var p Page
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
-		if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Admin); err != nil {
+		if err := s.authorize(ctx, tx, agent, proj); err != nil {
 			return err
 		}
 		var err error
@@ -112,7 +124,7 @@ type Result struct {
 func (s *Service) Verify(ctx context.Context, agent *auth.Agent, proj string) (Result, error) {
 	var res Result
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
-		if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Admin); err != nil {
+		if err := s.authorize(ctx, tx, agent, proj); err != nil {
 			return err
 		}
 		v := audit.NewVerifier()
@@ -212,9 +224,14 @@ func splitSubject(subject string) (string, int, bool) {
 // last entry says, every item's state follows its versions' entries, and
 // nothing the chain has is missing.
 func verifyRows(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) error {
-	for _, check := range []func(context.Context, *store.Tx, string, *audit.Verifier) (bool, error){
+	checks := []func(context.Context, *store.Tx, string, *audit.Verifier) (bool, error){
 		coveredVersions, coveredPackets, coveredEvents, currentHandoffs, currentProject, itemStates,
-	} {
+	}
+	if proj == audit.GlobalChain {
+		checks = checks[:0]
+		checks = append(checks, currentAgents)
+	}
+	for _, check := range checks {
 		if ok, err := check(ctx, tx, proj, v); err != nil || !ok {
 			return err
 		}
@@ -291,6 +308,26 @@ func currentHandoffs(ctx context.Context, tx *store.Tx, proj string, v *audit.Ve
 		}
 		if len(page) < verifyPage {
 			return v.MissingCurrent(audit.KindHandoff, seen), nil
+		}
+		after = page[len(page)-1].Subject
+	}
+}
+
+func currentAgents(ctx context.Context, tx *store.Tx, _ string, v *audit.Verifier) (bool, error) {
+	seen := map[string]bool{}
+	for after := ""; ; {
+		page, err := tx.AgentBodies(ctx, after, verifyPage)
+		if err != nil {
+			return false, err
+		}
+		for _, a := range page {
+			seen[a.Subject] = true
+			if !v.Current(audit.KindAgent, a.Subject, a.Body) {
+				return false, nil
+			}
+		}
+		if len(page) < verifyPage {
+			return v.MissingCurrent(audit.KindAgent, seen), nil
 		}
 		after = page[len(page)-1].Subject
 	}

@@ -16,11 +16,26 @@ func (s *Server) ListAuditEntries(ctx context.Context, r api.ListAuditEntriesReq
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.evidence.Entries(ctx, agentFrom(ctx), r.Project, deref(r.Params.After), limit)
+	out, err := s.auditEntries(ctx, r.Project, deref(r.Params.After), limit)
+	return api.ListAuditEntries200JSONResponse(out), err
+}
+
+// ListGlobalAuditEntries implements api.StrictServerInterface.
+func (s *Server) ListGlobalAuditEntries(ctx context.Context, r api.ListGlobalAuditEntriesRequestObject) (api.ListGlobalAuditEntriesResponseObject, error) {
+	limit, err := pageLimit(r.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListAuditEntries200JSONResponse{Data: []api.AuditEntry{}, Head: api.AuditHead{Seq: p.HeadSeq, Hash: audit.HexHead(p.HeadHash)}}
+	out, err := s.auditEntries(ctx, audit.GlobalChain, deref(r.Params.After), limit)
+	return api.ListGlobalAuditEntries200JSONResponse(out), err
+}
+
+func (s *Server) auditEntries(ctx context.Context, chain string, after int64, limit int) (api.AuditEntryList, error) {
+	p, err := s.evidence.Entries(ctx, agentFrom(ctx), chain, after, limit)
+	if err != nil {
+		return api.AuditEntryList{}, err
+	}
+	out := api.AuditEntryList{Data: []api.AuditEntry{}, Head: api.AuditHead{Seq: p.HeadSeq, Hash: audit.HexHead(p.HeadHash)}}
 	for _, e := range p.Entries {
 		out.Data = append(out.Data, api.AuditEntry{Seq: e.Seq, Kind: e.Kind, Subject: e.Subject, Body: e.Body,
 			EntryHash: hex.EncodeToString(e.EntryHash), ChainHash: hex.EncodeToString(e.ChainHash)})
@@ -34,26 +49,47 @@ func (s *Server) ListAuditEntries(ctx context.Context, r api.ListAuditEntriesReq
 
 // VerifyAudit implements api.StrictServerInterface.
 func (s *Server) VerifyAudit(ctx context.Context, r api.VerifyAuditRequestObject) (api.VerifyAuditResponseObject, error) {
-	res, err := s.evidence.Verify(ctx, agentFrom(ctx), r.Project)
+	out, err := s.auditVerify(ctx, r.Project)
+	return api.VerifyAudit200JSONResponse(out), err
+}
+
+// VerifyGlobalAudit implements api.StrictServerInterface.
+func (s *Server) VerifyGlobalAudit(ctx context.Context, _ api.VerifyGlobalAuditRequestObject) (api.VerifyGlobalAuditResponseObject, error) {
+	out, err := s.auditVerify(ctx, audit.GlobalChain)
+	return api.VerifyGlobalAudit200JSONResponse(out), err
+}
+
+func (s *Server) auditVerify(ctx context.Context, chain string) (api.AuditVerification, error) {
+	res, err := s.evidence.Verify(ctx, agentFrom(ctx), chain)
 	if err != nil {
-		return nil, err
+		return api.AuditVerification{}, err
 	}
 	if p := res.Problem; p != nil {
-		return api.VerifyAudit200JSONResponse{Ok: false, FirstBadSeq: &p.Seq, Problem: &p.Code, Detail: &p.Detail}, nil
+		return api.AuditVerification{Ok: false, FirstBadSeq: &p.Seq, Problem: &p.Code, Detail: &p.Detail}, nil
 	}
 	head := audit.HexHead(res.Head)
-	return api.VerifyAudit200JSONResponse{Ok: true, Entries: &res.Entries, Head: &head}, nil
+	return api.AuditVerification{Ok: true, Entries: &res.Entries, Head: &head}, nil
 }
 
 // GetAuditCheckpoint implements api.StrictServerInterface.
 func (s *Server) GetAuditCheckpoint(ctx context.Context, r api.GetAuditCheckpointRequestObject) (api.GetAuditCheckpointResponseObject, error) {
-	c, err := s.evidence.Checkpoint(ctx, agentFrom(ctx), r.Project)
+	out, err := s.auditCheckpoint(ctx, r.Project)
+	return api.GetAuditCheckpoint200JSONResponse(out), err
+}
+
+// GetGlobalAuditCheckpoint implements api.StrictServerInterface.
+func (s *Server) GetGlobalAuditCheckpoint(ctx context.Context, _ api.GetGlobalAuditCheckpointRequestObject) (api.GetGlobalAuditCheckpointResponseObject, error) {
+	out, err := s.auditCheckpoint(ctx, audit.GlobalChain)
+	return api.GetGlobalAuditCheckpoint200JSONResponse(out), err
+}
+
+func (s *Server) auditCheckpoint(ctx context.Context, chain string) (api.AuditCheckpoint, error) {
+	c, err := s.evidence.Checkpoint(ctx, agentFrom(ctx), chain)
 	if errors.Is(err, evidence.ErrNoKey) {
-		return nil, problem(503, "audit_key_missing", "no audit key is configured: start the server with --audit-key-file or CONTEXTD_AUDIT_KEY")
+		return api.AuditCheckpoint{}, problem(503, "audit_key_missing", "no audit key is configured: start the server with --audit-key-file or CONTEXTD_AUDIT_KEY")
 	}
 	if err != nil {
-		return nil, err
+		return api.AuditCheckpoint{}, err
 	}
-	return api.GetAuditCheckpoint200JSONResponse{Project: c.Project, Seq: c.Seq, Head: c.Head, Time: c.Time,
-		Signature: c.Signature, PublicKey: c.PublicKey}, nil
+	return api.AuditCheckpoint{Project: c.Project, Seq: c.Seq, Head: c.Head, Time: c.Time, Signature: c.Signature, PublicKey: c.PublicKey}, nil
 }

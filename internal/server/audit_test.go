@@ -287,3 +287,63 @@ func TestForgedIdempotencyAnswerIsNeverServed(t *testing.T) {
 	require.Equal(t, 500, r.status, r.text)
 	require.Equal(t, "idempotency_answer_tampered", r.json["code"])
 }
+
+// TestGlobalChainCoversAgents: agent creations and revocations are in the
+// global chain; a raised permission or an un-revoked key is caught.
+func TestGlobalChainCoversAgents(t *testing.T) {
+	for _, tc := range []struct{ name, sql string }{
+		{"a permission raised", `UPDATE agents SET permission = 'admin' WHERE name = 'worker-agent'`},
+		{"a key un-revoked", `UPDATE agents SET revoked_at = NULL WHERE revoked_at IS NOT NULL`},
+		{"a scope widened", `UPDATE agents SET projects = '{*}' WHERE name = 'worker-agent'`},
+		{"an agent added by SQL", `INSERT INTO agents (id, name, role, permission, projects, key_sha256) VALUES ('agt_forged', 'x', 'x', 'admin', '{*}', sha256('x'))`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			e.agent("worker", "edit", "acme")
+			gone := e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "gone", "role": "worker", "permission": "edit", "projects": []string{"acme"}})
+			require.Equal(t, 201, gone.status, gone.text)
+			require.Equal(t, 200, e.do("DELETE", "/v1/agents/"+gone.json["id"].(string), e.admin, nil).status)
+			r := e.do("GET", "/v1/audit/verify", e.admin, nil)
+			require.Equal(t, 200, r.status, r.text)
+			require.Equal(t, true, r.json["ok"], r.text)
+			require.GreaterOrEqual(t, r.num("entries"), 4, "the admin, the worker, gone and its revocation")
+			cp := e.do("GET", "/v1/audit/checkpoint", e.admin, nil)
+			require.Equal(t, 200, cp.status, cp.text)
+			require.Equal(t, "", cp.json["project"])
+
+			e.tamper(tc.sql)
+			r = e.do("GET", "/v1/audit/verify", e.admin, nil)
+			require.Equal(t, false, r.json["ok"], r.text)
+			require.Equal(t, "state_mismatch", r.json["problem"], r.text)
+		})
+	}
+}
+
+// TestBackfillChainsDataOlderThanTheChain: rows written before the chain
+// existed (here: their entries removed, as before migration 00011) get
+// their entries at the next migration, and verify then holds.
+func TestBackfillChainsDataOlderThanTheChain(t *testing.T) {
+	e := auditFixture(t)
+	critic := e.agent("critic", "edit", "acme")
+	writer := e.agent("writer", "edit", "acme")
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", writer, map[string]any{"target_role": "writer"}).status)
+	h := e.do("POST", "/v1/projects/acme/handoffs", writer, map[string]any{"task_id": "T-1", "intent": "request_review", "target": map[string]any{"role": "critic"}})
+	require.Equal(t, 201, h.status, h.text)
+	require.Equal(t, 200, e.do("POST", "/v1/projects/acme/handoffs/"+h.json["id"].(string)+"/accept", critic, map[string]any{}).status)
+	e.tamper(`DELETE FROM audit_entries; DELETE FROM audit_heads`)
+	r := e.verify()
+	require.Equal(t, false, r.json["ok"], "no chain: every row lacks its entry")
+
+	require.NoError(t, store.MigrateUp(context.Background(), e.pool.Config().ConnString()))
+	r = e.verify()
+	require.Equal(t, true, r.json["ok"], r.text)
+	// the project, 6 versions, a packet, a handoff and its two events
+	require.Equal(t, 11, r.num("entries"), r.text)
+	g := e.do("GET", "/v1/audit/verify", e.admin, nil)
+	require.Equal(t, true, g.json["ok"], g.text)
+	require.Equal(t, 4, g.num("entries"), "the admin and three agents")
+
+	// Once chained, a chain is never backfilled again.
+	require.NoError(t, store.MigrateUp(context.Background(), e.pool.Config().ConnString()))
+	require.Equal(t, 11, e.verify().num("entries"))
+}

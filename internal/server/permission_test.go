@@ -253,6 +253,10 @@ var walkCases = map[string]walkCase{
 	"listAuditEntries":   {perm: "admin", ok: 200, call: at(home + "/audit/entries")},
 	"verifyAudit":        {perm: "admin", ok: 200, call: at(home + "/audit/verify")},
 	"getAuditCheckpoint": {perm: "admin", ok: 200, call: at(home + "/audit/checkpoint")},
+	// The global chain (agents) is for admins of every project.
+	"listGlobalAuditEntries":   {perm: "admin", ok: 200, call: at("/v1/audit/entries"), want: map[string]int{"admin of another project": 403}},
+	"verifyGlobalAudit":        {perm: "admin", ok: 200, call: at("/v1/audit/verify"), want: map[string]int{"admin of another project": 403}},
+	"getGlobalAuditCheckpoint": {perm: "admin", ok: 200, call: at("/v1/audit/checkpoint"), want: map[string]int{"admin of another project": 403}},
 	"assemblePacket": {perm: "read", ok: 201, call: func(*world, identity) (string, any) {
 		// Non-admins assemble for their own role only (a service rule);
 		// every agent of the walk is a worker.

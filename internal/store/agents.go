@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"github.com/contextd/contextd/internal/audit"
 	"time"
 
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
@@ -78,7 +79,7 @@ func (tx *Tx) AgentInsert(ctx context.Context, p AgentInsertParams) (Agent, erro
 	if err != nil {
 		return Agent{}, interpret(err)
 	}
-	return agentOf(r), nil
+	return agentOf(r), tx.auditAgent(r)
 }
 
 // AgentRevoke revokes an agent's key (once; a second revoke keeps the time).
@@ -87,7 +88,32 @@ func (tx *Tx) AgentRevoke(ctx context.Context, id string) (Agent, error) {
 	if err != nil {
 		return Agent{}, interpret(err)
 	}
-	return agentOf(r), nil
+	return agentOf(r), tx.auditAgent(r)
+}
+
+// auditAgent adds the global chain's entry of an agent as it now is.
+func (tx *Tx) auditAgent(r dbsqlc.Agent) error {
+	body, err := audit.AgentBody(agentRow(r))
+	return tx.entry(audit.GlobalChain, audit.KindAgent, r.ID, body, err)
+}
+
+func agentRow(r dbsqlc.Agent) audit.AgentRow {
+	return audit.AgentRow{ID: r.ID, Name: r.Name, Role: r.Role, Permission: r.Permission, Projects: r.Projects,
+		KeySHA256: r.KeySha256, CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy, RevokedAt: r.RevokedAt}
+}
+
+// AgentBodies is a page of agents by id after afterID, as their entry
+// bodies now.
+func (db DB) AgentBodies(ctx context.Context, afterID string, limit int) ([]SubjectBody, error) {
+	rows, err := q.AgentList(ctx, db.ex, dbsqlc.AgentListParams{After: afterID, Max: int32(limit)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]SubjectBody, len(rows))
+	for i, r := range rows {
+		out[i] = SubjectBody{Subject: r.ID, Body: bodyOrMark(audit.AgentBody(agentRow(r)))}
+	}
+	return out, nil
 }
 
 // AgentsChannel is the channel the agents_notify trigger (migration

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -65,7 +66,19 @@ func MigrateUp(ctx context.Context, databaseURL string) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate up: %w", err)
 	}
-	return nil
+	return backfill(ctx, databaseURL)
+}
+
+// backfill gives data older than the audit chain its entries (see
+// Store.BackfillAudit), before any server of the new schema serves.
+func backfill(ctx context.Context, databaseURL string) error {
+	pool, err := pgxpool.New(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("backfill the audit chains: %w", err)
+	}
+	defer pool.Close()
+	_, err = New(pool, 0).BackfillAudit(ctx)
+	return err
 }
 
 // refuseNewer refuses a database whose schema is newer than this binary's

@@ -7,6 +7,8 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 )
 
 const auditAppend = `-- name: AuditAppend :exec
@@ -29,6 +31,16 @@ func (q *Queries) AuditAppend(ctx context.Context, db DBTX, arg AuditAppendParam
 		arg.Subjects,
 		arg.Bodies,
 	)
+	return err
+}
+
+const auditBackfillLock = `-- name: AuditBackfillLock :exec
+SELECT pg_advisory_xact_lock(hashtext('contextd.audit.backfill'), hashtext($1::text))
+`
+
+// Serialises the backfill of one chain among processes starting at once.
+func (q *Queries) AuditBackfillLock(ctx context.Context, db DBTX, chain string) error {
+	_, err := db.Exec(ctx, auditBackfillLock, chain)
 	return err
 }
 
@@ -95,6 +107,33 @@ func (q *Queries) AuditHead(ctx context.Context, db DBTX, chain string) (AuditHe
 	var i AuditHeadRow
 	err := row.Scan(&i.Seq, &i.Hash)
 	return i, err
+}
+
+const auditUnchained = `-- name: AuditUnchained :many
+SELECT p.project FROM projects p
+WHERE NOT EXISTS (SELECT 1 FROM audit_heads h WHERE h.chain = p.project)
+ORDER BY p.project
+`
+
+// The projects whose chain has no entry yet.
+func (q *Queries) AuditUnchained(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, auditUnchained)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var project string
+		if err := rows.Scan(&project); err != nil {
+			return nil, err
+		}
+		items = append(items, project)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const handoffAuditPage = `-- name: HandoffAuditPage :many
@@ -246,6 +285,118 @@ func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageP
 	for rows.Next() {
 		var i ItemStatePageRow
 		if err := rows.Scan(&i.Key, &i.CurrentVersion, &i.Live); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const itemVersionAuditPage = `-- name: ItemVersionAuditPage :many
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content,
+       v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot,
+       v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance,
+       v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k,
+       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_by, v.created_at
+FROM item_versions v
+WHERE v.project = $1 AND (v.created_at, v.key, v.version) > ($2::timestamptz, $3::text, $4::integer)
+ORDER BY v.created_at, v.key, v.version
+LIMIT $5
+`
+
+type ItemVersionAuditPageParams struct {
+	Project      string
+	AfterTime    time.Time
+	AfterKey     string
+	AfterVersion int32
+	Lim          int32
+}
+
+type ItemVersionAuditPageRow struct {
+	Project           string
+	Key               string
+	Version           int32
+	Deleted           bool
+	Kind              string
+	Source            string
+	Title             string
+	Summary           string
+	Content           string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	StateKey          string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	Slot              string
+	Trigger           json.RawMessage
+	VisibleTo         []string
+	HiddenFrom        []string
+	Template          bool
+	Metadata          json.RawMessage
+	Provenance        json.RawMessage
+	FieldsSha256      []byte
+	ContentSha256     []byte
+	TokensO200k       int32
+	TokensCl100k      int32
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	CreatedBy         string
+	CreatedAt         time.Time
+}
+
+// A project's item versions in the order they were written, for the
+// backfill of a chain older data has none of.
+func (q *Queries) ItemVersionAuditPage(ctx context.Context, db DBTX, arg ItemVersionAuditPageParams) ([]ItemVersionAuditPageRow, error) {
+	rows, err := db.Query(ctx, itemVersionAuditPage,
+		arg.Project,
+		arg.AfterTime,
+		arg.AfterKey,
+		arg.AfterVersion,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemVersionAuditPageRow{}
+	for rows.Next() {
+		var i ItemVersionAuditPageRow
+		if err := rows.Scan(
+			&i.Project,
+			&i.Key,
+			&i.Version,
+			&i.Deleted,
+			&i.Kind,
+			&i.Source,
+			&i.Title,
+			&i.Summary,
+			&i.Content,
+			&i.Priority,
+			&i.Authority,
+			&i.Confidence,
+			&i.StateKey,
+			&i.ValidFrom,
+			&i.ValidUntil,
+			&i.Slot,
+			&i.Trigger,
+			&i.VisibleTo,
+			&i.HiddenFrom,
+			&i.Template,
+			&i.Metadata,
+			&i.Provenance,
+			&i.FieldsSha256,
+			&i.ContentSha256,
+			&i.TokensO200k,
+			&i.TokensCl100k,
+			&i.BlockTokensO200k,
+			&i.BlockTokensCl100k,
+			&i.CreatedBy,
+			&i.CreatedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
