@@ -17,6 +17,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for RedactionStatus.
+const (
+	Done    RedactionStatus = "done"
+	Failed  RedactionStatus = "failed"
+	Running RedactionStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the RedactionStatus enum.
+func (e RedactionStatus) Valid() bool {
+	switch e {
+	case Done:
+		return true
+	case Failed:
+		return true
+	case Running:
+		return true
+	default:
+		return false
+	}
+}
+
 // Agent defines model for Agent.
 type Agent struct {
 	CreatedAt  time.Time  `json:"created_at"`
@@ -134,6 +155,9 @@ type AuditVerification struct {
 	Head        *string `json:"head,omitempty"`
 	Ok          bool    `json:"ok"`
 	Problem     *string `json:"problem,omitempty"`
+
+	// Redacted Entries whose subject a redaction removed, each with the redaction's entry.
+	Redacted *int64 `json:"redacted,omitempty"`
 }
 
 // BatchItem defines model for BatchItem.
@@ -690,6 +714,29 @@ type RecordList struct {
 	Data []Record `json:"data"`
 }
 
+// Redaction defines model for Redaction.
+type Redaction struct {
+	CreatedAt    *time.Time      `json:"created_at,omitempty"`
+	CreatedBy    *string         `json:"created_by,omitempty"`
+	Error        *string         `json:"error,omitempty"`
+	Id           string          `json:"id"`
+	Key          *string         `json:"key,omitempty"`
+	PacketsDone  int             `json:"packets_done"`
+	PacketsTotal int             `json:"packets_total"`
+	Reason       *string         `json:"reason,omitempty"`
+	Status       RedactionStatus `json:"status"`
+	Version      *int            `json:"version,omitempty"`
+}
+
+// RedactionStatus defines model for Redaction.Status.
+type RedactionStatus string
+
+// RedactionRequest defines model for RedactionRequest.
+type RedactionRequest struct {
+	// Reason Why (1 to 2000 bytes); kept in the chain.
+	Reason string `json:"reason"`
+}
+
 // ReplayDifference defines model for ReplayDifference.
 type ReplayDifference struct {
 	Now     string `json:"now"`
@@ -699,10 +746,13 @@ type ReplayDifference struct {
 
 // ReplayResult defines model for ReplayResult.
 type ReplayResult struct {
-	Differences        []ReplayDifference `json:"differences"`
-	Identical          bool               `json:"identical"`
-	RenderedSha256Now  string             `json:"rendered_sha256_now"`
-	RenderedSha256Then string             `json:"rendered_sha256_then"`
+	Differences []ReplayDifference `json:"differences"`
+	Identical   bool               `json:"identical"`
+
+	// Redacted A version the packet included was redacted since (then identical is false).
+	Redacted           *bool  `json:"redacted,omitempty"`
+	RenderedSha256Now  string `json:"rendered_sha256_now"`
+	RenderedSha256Then string `json:"rendered_sha256_then"`
 }
 
 // Roles defines model for Roles.
@@ -788,15 +838,16 @@ type WhyAnswer struct {
 	Cutoff *Cutoff `json:"cutoff,omitempty"`
 
 	// Decision included, excluded or not_candidate
-	Decision string   `json:"decision"`
-	Detail   *string  `json:"detail,omitempty"`
-	Handoff  *Handoff `json:"handoff,omitempty"`
-	Item     *Item    `json:"item,omitempty"`
-	Layer    *string  `json:"layer,omitempty"`
-	Rank     *int     `json:"rank,omitempty"`
-	Reason   *string  `json:"reason,omitempty"`
-	Rule     *string  `json:"rule,omitempty"`
-	Section  *string  `json:"section,omitempty"`
+	Decision  string     `json:"decision"`
+	Detail    *string    `json:"detail,omitempty"`
+	Handoff   *Handoff   `json:"handoff,omitempty"`
+	Item      *Item      `json:"item,omitempty"`
+	Layer     *string    `json:"layer,omitempty"`
+	Rank      *int       `json:"rank,omitempty"`
+	Reason    *string    `json:"reason,omitempty"`
+	Redaction *Redaction `json:"redaction,omitempty"`
+	Rule      *string    `json:"rule,omitempty"`
+	Section   *string    `json:"section,omitempty"`
 
 	// Span UTF-8 byte offsets [start, end) into rendered.
 	Span   *Span `json:"span,omitempty"`
@@ -1048,6 +1099,9 @@ type BatchItemsJSONRequestBody = BatchRequest
 // PutItemJSONRequestBody defines body for PutItem for application/json ContentType.
 type PutItemJSONRequestBody = ItemWrite
 
+// RedactItemVersionJSONRequestBody defines body for RedactItemVersion for application/json ContentType.
+type RedactItemVersionJSONRequestBody = RedactionRequest
+
 // AssemblePacketJSONRequestBody defines body for AssemblePacket for application/json ContentType.
 type AssemblePacketJSONRequestBody = PacketRequest
 
@@ -1140,6 +1194,9 @@ type ServerInterface interface {
 	// GetItemVersion One version of an item.
 	// (GET /v1/projects/{project}/items/{key}/versions/{version})
 	GetItemVersion(ctx echo.Context, project ProjectPath, key KeyPath, version int32) error
+	// RedactItemVersion Remove a version's content (a leaked secret) from the version, the packets that included it and stored answers, keeping the proof.
+	// (POST /v1/projects/{project}/items/{key}/versions/{version}/redact)
+	RedactItemVersion(ctx echo.Context, project ProjectPath, key KeyPath, version int32) error
 	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx echo.Context, project ProjectPath, params ListPacketsParams) error
@@ -1161,6 +1218,9 @@ type ServerInterface interface {
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx echo.Context, project ProjectPath, id PacketID, params WhyPacketParams) error
+	// GetRedaction A redaction's progress.
+	// (GET /v1/projects/{project}/redactions/{id})
+	GetRedaction(ctx echo.Context, project ProjectPath, id string) error
 	// GetTaskHistory One chronological timeline of a task, oldest first.
 	// (GET /v1/projects/{project}/tasks/{task_id}/history)
 	GetTaskHistory(ctx echo.Context, project ProjectPath, taskId string) error
@@ -2086,6 +2146,38 @@ func (w *ServerInterfaceWrapper) GetItemVersion(ctx echo.Context) error {
 	return err
 }
 
+// RedactItemVersion converts echo context to params.
+func (w *ServerInterfaceWrapper) RedactItemVersion(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "key" -------------
+	var key KeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// ------------- Path parameter "version" -------------
+	var version int32
+
+	err = runtime.BindStyledParameterWithOptions("simple", "version", ctx.Param("version"), &version, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter version: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedactItemVersion(ctx, project, key, version)
+	return err
+}
+
 // ListPackets converts echo context to params.
 func (w *ServerInterfaceWrapper) ListPackets(ctx echo.Context) error {
 	var err error
@@ -2334,6 +2426,30 @@ func (w *ServerInterfaceWrapper) WhyPacket(ctx echo.Context) error {
 	return err
 }
 
+// GetRedaction converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRedaction(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRedaction(ctx, project, id)
+	return err
+}
+
 // GetTaskHistory converts echo context to params.
 func (w *ServerInterfaceWrapper) GetTaskHistory(ctx echo.Context) error {
 	var err error
@@ -2423,6 +2539,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/why", wrapper.WhyPacket, options.OperationMiddlewares["whyPacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/attribute", wrapper.AttributePacket, options.OperationMiddlewares["attributePacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/items/:key/versions/:version/redact", wrapper.RedactItemVersion, options.OperationMiddlewares["redactItemVersion"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/redactions/:id", wrapper.GetRedaction, options.OperationMiddlewares["getRedaction"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
 	router.GET(options.BaseURL+"/v1/audit/entries", wrapper.ListGlobalAuditEntries, options.OperationMiddlewares["listGlobalAuditEntries"]...)
 	router.GET(options.BaseURL+"/v1/audit/verify", wrapper.VerifyGlobalAudit, options.OperationMiddlewares["verifyGlobalAudit"]...)
@@ -3658,6 +3776,48 @@ func (response GetItemVersiondefaultApplicationProblemPlusJSONResponse) VisitGet
 	return err
 }
 
+type RedactItemVersionRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Key     KeyPath     `json:"key"`
+	Version int32       `json:"version"`
+	Body    *RedactItemVersionJSONRequestBody
+}
+
+type RedactItemVersionResponseObject interface {
+	VisitRedactItemVersionResponse(w http.ResponseWriter) error
+}
+
+type RedactItemVersion202JSONResponse Redaction
+
+func (response RedactItemVersion202JSONResponse) VisitRedactItemVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedactItemVersiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response RedactItemVersiondefaultApplicationProblemPlusJSONResponse) VisitRedactItemVersionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPacketsRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Params  ListPacketsParams
@@ -3942,6 +4102,46 @@ func (response WhyPacketdefaultApplicationProblemPlusJSONResponse) VisitWhyPacke
 	return err
 }
 
+type GetRedactionRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      string      `json:"id"`
+}
+
+type GetRedactionResponseObject interface {
+	VisitGetRedactionResponse(w http.ResponseWriter) error
+}
+
+type GetRedaction200JSONResponse Redaction
+
+func (response GetRedaction200JSONResponse) VisitGetRedactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRedactiondefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetRedactiondefaultApplicationProblemPlusJSONResponse) VisitGetRedactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTaskHistoryRequestObject struct {
 	Project ProjectPath `json:"project"`
 	TaskId  string      `json:"task_id"`
@@ -4068,6 +4268,9 @@ type StrictServerInterface interface {
 	// GetItemVersion One version of an item.
 	// (GET /v1/projects/{project}/items/{key}/versions/{version})
 	GetItemVersion(ctx context.Context, request GetItemVersionRequestObject) (GetItemVersionResponseObject, error)
+	// RedactItemVersion Remove a version's content (a leaked secret) from the version, the packets that included it and stored answers, keeping the proof.
+	// (POST /v1/projects/{project}/items/{key}/versions/{version}/redact)
+	RedactItemVersion(ctx context.Context, request RedactItemVersionRequestObject) (RedactItemVersionResponseObject, error)
 	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx context.Context, request ListPacketsRequestObject) (ListPacketsResponseObject, error)
@@ -4089,6 +4292,9 @@ type StrictServerInterface interface {
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx context.Context, request WhyPacketRequestObject) (WhyPacketResponseObject, error)
+	// GetRedaction A redaction's progress.
+	// (GET /v1/projects/{project}/redactions/{id})
+	GetRedaction(ctx context.Context, request GetRedactionRequestObject) (GetRedactionResponseObject, error)
 	// GetTaskHistory One chronological timeline of a task, oldest first.
 	// (GET /v1/projects/{project}/tasks/{task_id}/history)
 	GetTaskHistory(ctx context.Context, request GetTaskHistoryRequestObject) (GetTaskHistoryResponseObject, error)
@@ -5020,6 +5226,56 @@ func (sh *strictHandler) GetItemVersion(ctx echo.Context, project ProjectPath, k
 	return nil
 }
 
+// RedactItemVersion operation middleware
+func (sh *strictHandler) RedactItemVersion(ctx echo.Context, project ProjectPath, key KeyPath, version int32) error {
+	var request RedactItemVersionRequestObject
+
+	request.Project = project
+	request.Key = key
+	request.Version = version
+
+	var body RedactItemVersionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedactItemVersion(ctx.Request().Context(), request.(RedactItemVersionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedactItemVersion")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedactItemVersionResponseObject); ok {
+		return validResponse.VisitRedactItemVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListPackets operation middleware
 func (sh *strictHandler) ListPackets(ctx echo.Context, project ProjectPath, params ListPacketsParams) error {
 	var request ListPacketsRequestObject
@@ -5244,6 +5500,32 @@ func (sh *strictHandler) WhyPacket(ctx echo.Context, project ProjectPath, id Pac
 		return err
 	} else if validResponse, ok := response.(WhyPacketResponseObject); ok {
 		return validResponse.VisitWhyPacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRedaction operation middleware
+func (sh *strictHandler) GetRedaction(ctx echo.Context, project ProjectPath, id string) error {
+	var request GetRedactionRequestObject
+
+	request.Project = project
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRedaction(ctx.Request().Context(), request.(GetRedactionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRedaction")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRedactionResponseObject); ok {
+		return validResponse.VisitGetRedactionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

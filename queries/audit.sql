@@ -59,3 +59,70 @@ ORDER BY p.project;
 -- name: AuditBackfillLock :exec
 -- Serialises the backfill of one chain among processes starting at once.
 SELECT pg_advisory_xact_lock(hashtext('contextd.audit.backfill'), hashtext(@chain::text));
+
+-- name: RedactionInsert :one
+INSERT INTO redactions (project, id, key, version, reason, created_by, created_at, packets_total)
+VALUES (@project, @id, @key, @version, @reason, @created_by, @created_at, @packets_total)
+RETURNING *;
+
+-- name: RedactionGet :one
+SELECT * FROM redactions WHERE project = @project AND id = @id;
+
+-- name: RedactionGetMany :many
+SELECT * FROM redactions WHERE project = @project AND id = ANY(@ids::text[]);
+
+-- name: RedactionsRunning :many
+SELECT * FROM redactions WHERE status = 'running' ORDER BY created_at;
+
+-- name: RedactionProgress :exec
+UPDATE redactions SET packets_done = @packets_done, status = @status, error = @error
+WHERE project = @project AND id = @id;
+
+-- name: RedactVersion :exec
+SELECT contextd_redact_version(@project::text, @key::text, @version::integer, @body::bytea);
+
+-- name: RedactPacket :exec
+SELECT contextd_redact_packet(@project::text, @id::text, @spans::integer[], @marker::text);
+
+-- name: RedactionUses :many
+-- A page of the records of packets of @project that included the version,
+-- newest first, by the reverse lookup's index.
+SELECT r.packet_id, r.created_at, r.span_start, r.span_end FROM packet_records r
+WHERE r.project = @project AND r.subject_project = @subject_project AND r.subject_key = @key
+  AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = @version
+  AND r.span_start IS NOT NULL
+  AND (r.created_at, r.packet_id) < (@before_time::timestamptz, @before_id::text)
+ORDER BY r.created_at DESC, r.packet_id DESC
+LIMIT @lim;
+
+-- name: RedactionUseCount :one
+SELECT count(DISTINCT r.packet_id) FROM packet_records r
+WHERE r.project = @project AND r.subject_project = @subject_project AND r.subject_key = @key
+  AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = @version
+  AND r.span_start IS NOT NULL;
+
+-- name: PacketRedactedIDs :many
+-- Which of the packets included a redacted version.
+SELECT DISTINCT r.packet_id FROM packet_records r
+JOIN redactions d ON d.project = r.subject_project AND d.key = r.subject_key AND d.version = r.subject_version
+WHERE r.project = @project AND r.packet_id = ANY(@ids::text[]) AND r.decision = 'included' AND r.subject_kind = 'item';
+
+-- name: IdempotencyKeysDeleteHolding :execrows
+-- Forgets the stored answers that hold a redacted text.
+-- @escaped is the text as an answer's JSON writes it.
+DELETE FROM idempotency_keys
+WHERE position(convert_to(@raw::text, 'UTF8') IN body) > 0 OR position(convert_to(@escaped::text, 'UTF8') IN body) > 0;
+
+-- name: ItemSearchRefresh :execrows
+-- After a redaction of the current version, its search vector holds the
+-- redacted words: computed again from the version as it now is.
+UPDATE items i SET search = CASE WHEN i.live THEN contextd_search_vector(v.title, v.summary, v.content) END
+FROM item_versions v
+WHERE i.project = @project AND i.key = @key AND i.current_version = @version
+  AND v.project = i.project AND v.key = i.key AND v.version = i.current_version;
+
+-- name: RedactionsOfVersions :many
+SELECT d.* FROM redactions d
+JOIN (SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version) s ON d.key = s.key AND d.version = s.version
+WHERE d.project = @project
+ORDER BY d.created_at, d.id;

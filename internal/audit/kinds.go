@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -35,6 +37,10 @@ type PacketRow struct {
 	Pipeline                                   int
 	BudgetCutoff                               []byte // JSON, or nil
 	GapsMore                                   int
+	// RenderedRedacted: the packet included a redacted version, whose
+	// spans were overwritten; its text is then vouched for by the stored
+	// rendered_sha256 (the hash of the text as made) instead of its own.
+	RenderedRedacted bool
 }
 
 // RecordRow is one decision record of a packet as stored.
@@ -82,7 +88,13 @@ func PacketBody(p PacketRow, records []RecordRow) ([]byte, error) {
 	o := newObject(KindPacket).str("project", p.Project).str("id", p.ID).str("created_by", p.CreatedBy).
 		str("target_role", p.TargetRole).str("task_id", p.TaskID).time("created_at", &p.CreatedAt).
 		json("request", p.Request).json("predecessors", p.Predecessors).str("format", p.Format).
-		str("tokenizer", p.Tokenizer).sha("rendered_sha256_of", p.Rendered).hex("rendered_sha256", p.RenderedSHA256).
+		str("tokenizer", p.Tokenizer)
+	if p.RenderedRedacted {
+		o.hex("rendered_sha256_of", p.RenderedSHA256)
+	} else {
+		o.sha("rendered_sha256_of", p.Rendered)
+	}
+	o.hex("rendered_sha256", p.RenderedSHA256).
 		int("token_budget", int64(p.TokenBudget)).int("tokens_used", int64(p.TokensUsed)).json("gaps", p.Gaps).
 		json("provenance_summary", p.ProvenanceSummary).str("snapshot", p.Snapshot).int("pipeline", int64(p.Pipeline))
 	if p.BudgetCutoff == nil {
@@ -177,4 +189,61 @@ func AgentBody(a AgentRow) ([]byte, error) {
 	return newObject(KindAgent).str("id", a.ID).str("name", a.Name).str("role", a.Role).str("permission", a.Permission).
 		strs("projects", a.Projects).hex("key_sha256", a.KeySHA256).time("created_at", &a.CreatedAt).
 		optStr("created_by", a.CreatedBy).time("revoked_at", a.RevokedAt).bytes()
+}
+
+// KindRedaction is a redaction: who removed which version's content, when
+// and why. Append-only; its body is checked against its row.
+const KindRedaction = "redaction"
+
+// RedactionRow is a redaction as stored (its progress aside).
+type RedactionRow struct {
+	Project, ID, Key string
+	Version          int
+	Reason           string
+	CreatedBy        string
+	CreatedAt        time.Time
+}
+
+// RedactionBody is a redaction's entry body: RedactionRow's members in
+// order.
+func RedactionBody(r RedactionRow) ([]byte, error) {
+	return newObject(KindRedaction).str("project", r.Project).str("id", r.ID).str("key", r.Key).
+		int("version", int64(r.Version)).str("reason", r.Reason).str("created_by", r.CreatedBy).
+		time("created_at", &r.CreatedAt).bytes()
+}
+
+// RedactedBody replaces the body of an entry whose subject was redacted:
+// {"entry":kind,"redacted":id,"subject":subject}. The entry keeps its
+// hashes, so the chain still verifies; the redaction's own entry, later
+// in the chain, must name the subject.
+func RedactedBody(kind, subject, redaction string) []byte {
+	b, _ := newObject(kind).str("redacted", redaction).str("subject", subject).bytes()
+	return b
+}
+
+// redactedOf is the redaction a body names, when it is a RedactedBody.
+func redactedOf(body []byte) (string, bool) {
+	var b struct {
+		Redacted string `json:"redacted"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Redacted == "" {
+		return "", false
+	}
+	return b.Redacted, bytes.Equal(body, RedactedBody(kindOf(body), subjectOf(body), b.Redacted))
+}
+
+func kindOf(body []byte) string {
+	var b struct {
+		Entry string `json:"entry"`
+	}
+	_ = json.Unmarshal(body, &b)
+	return b.Entry
+}
+
+func subjectOf(body []byte) string {
+	var b struct {
+		Subject string `json:"subject"`
+	}
+	_ = json.Unmarshal(body, &b)
+	return b.Subject
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -30,6 +31,11 @@ type Verifier struct {
 	covered map[string]bool
 	latest  map[string]latestEntry
 	items   map[string]itemHead
+	// pending are redacted bodies whose redaction entry is still to come
+	// (by subject, with the seq of the redacted entry); redacted counts
+	// the entries redacted with their redaction.
+	pending  map[string]int64
+	redacted int64
 }
 
 type latestEntry struct {
@@ -47,7 +53,36 @@ type itemHead struct {
 
 // NewVerifier starts at the genesis of a chain.
 func NewVerifier() *Verifier {
-	return &Verifier{prev: Genesis, covered: map[string]bool{}, latest: map[string]latestEntry{}, items: map[string]itemHead{}}
+	return &Verifier{prev: Genesis, covered: map[string]bool{}, latest: map[string]latestEntry{}, items: map[string]itemHead{}, pending: map[string]int64{}}
+}
+
+// Redacted is how many entries were found redacted, each by a redaction
+// the chain records.
+func (v *Verifier) Redacted() int64 { return v.redacted }
+
+// redactedEntry checks an entry whose body a redaction replaced: its hashes
+// stay what they were and cannot be recomputed, so only its place in the
+// chain is checked, and a redaction entry naming it must follow.
+func (v *Verifier) redactedEntry(e Entry) bool {
+	if !bytes.Equal(Link(v.prev, e.EntryHash), e.ChainHash) {
+		return v.fail(e.Seq, OrderChanged, "the entry's chain hash does not follow from seq %d's (%s %s)", v.seq, e.Kind, e.Subject)
+	}
+	v.pending[e.Subject] = e.Seq
+	v.covered[ref(e.Kind, e.Subject)] = true
+	if key, n, ok := splitVersion(e.Subject); ok && e.Kind == KindItemVersion {
+		v.items[key] = itemHead{seq: e.Seq, version: n}
+	}
+	v.prev, v.seq = e.ChainHash, e.Seq
+	return true
+}
+
+func splitVersion(subject string) (string, int, bool) {
+	i := strings.LastIndexByte(subject, '@')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(subject[i+1:])
+	return subject[:i], n, err == nil
 }
 
 // Problem is the first problem found, or nil.
@@ -81,6 +116,9 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 	case e.Seq < want:
 		return v.fail(e.Seq, OrderChanged, "seq %d comes again after seq %d", e.Seq, v.seq)
 	}
+	if _, ok := redactedOf(e.Body); ok && e.Kind == KindItemVersion && ItemVersionSubject(subjectKey(e.Body)) == e.Subject {
+		return v.redactedEntry(e)
+	}
 	if !bytes.Equal(Hash(e.Body), e.EntryHash) {
 		return v.fail(e.Seq, ContentChanged, "the entry's body does not hash to its entry hash (%s %s)", e.Kind, e.Subject)
 	}
@@ -108,6 +146,17 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 			return v.fail(e.Seq, OrderChanged, "%s follows version %d", e.Subject, v.items[b.Key].version)
 		}
 		v.items[b.Key] = itemHead{seq: e.Seq, version: b.Version, deleted: b.Deleted}
+	}
+	if e.Kind == KindRedaction {
+		var b struct {
+			Key     string `json:"key"`
+			Version int    `json:"version"`
+		}
+		_ = json.Unmarshal(e.Body, &b)
+		if _, ok := v.pending[ItemVersionSubject(b.Key, b.Version)]; ok {
+			delete(v.pending, ItemVersionSubject(b.Key, b.Version))
+			v.redacted++
+		}
 	}
 	if Mutable(e.Kind) {
 		v.latest[ref(e.Kind, e.Subject)] = latestEntry{seq: e.Seq, body: e.Body}
@@ -231,6 +280,15 @@ func (v *Verifier) AtHead(seq int64, hash []byte) bool {
 	if v.problem != nil {
 		return false
 	}
+	var first int64
+	for _, s := range v.pending {
+		if first == 0 || s < first {
+			first = s
+		}
+	}
+	if first != 0 {
+		return v.fail(first, ContentChanged, "the entry's body was replaced as redacted, but no redaction entry follows it")
+	}
 	switch {
 	case v.seq < seq:
 		return v.fail(v.seq+1, EntryMissing, "the head is at seq %d, the entries end at seq %d", seq, v.seq)
@@ -238,4 +296,10 @@ func (v *Verifier) AtHead(seq int64, hash []byte) bool {
 		return v.fail(seq, ContentChanged, "the head's hash %s is not the last entry's chain hash %s", HexHead(hash), HexHead(v.prev))
 	}
 	return true
+}
+
+// subjectKey is the key and version a redacted body's subject names.
+func subjectKey(body []byte) (string, int) {
+	k, n, _ := splitVersion(subjectOf(body))
+	return k, n
 }

@@ -87,7 +87,8 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 		return err
 	}
 	go sweepIdempotencyKeys(ctx, st, log)
-	go a.Agents.Watch(ctx) // revocations in other processes reach this one's key cache
+	go a.Agents.Watch(ctx)                   // revocations in other processes reach this one's key cache
+	go a.Evidence.ResumeRedactions(ctx, log) // what a stopped process left running
 	stopping := make(chan struct{})
 	e := server.New(server.Config{
 		App: a, Logger: log, BodyLimit: cfg.BodyLimit, BatchBodyLimit: cfg.BatchBodyLimit, Stopping: stopping,

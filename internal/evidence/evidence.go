@@ -111,9 +111,10 @@ func (s *Service) Entries(ctx context.Context, agent *auth.Agent, proj string, a
 // Result is a verification's answer: the entries checked and the head
 // they lead to, or the first problem.
 type Result struct {
-	Entries int64
-	Head    []byte
-	Problem *audit.Problem
+	Entries  int64
+	Head     []byte
+	Redacted int64 // entries whose subject a redaction removed, with its proof
+	Problem  *audit.Problem
 }
 
 // Verify recomputes proj's chain from its entries and the rows they cover,
@@ -136,7 +137,7 @@ func (s *Service) Verify(ctx context.Context, agent *auth.Agent, proj string) (R
 				return err
 			}
 		}
-		res = Result{Entries: v.Entries(), Head: v.Head(), Problem: v.Problem()}
+		res = Result{Entries: v.Entries(), Head: v.Head(), Redacted: v.Redacted(), Problem: v.Problem()}
 		return nil
 	})
 	return res, err
@@ -178,7 +179,7 @@ func verifyChain(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifi
 // bodies of the rows they cover as those rows are now, by kind and
 // subject.
 func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry) (map[string]map[string][]byte, error) {
-	var keys, packets []string
+	var keys, packets, redactions []string
 	var versions []int32
 	var events []int64
 	for _, e := range es {
@@ -189,6 +190,8 @@ func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry)
 			}
 		case audit.KindPacket:
 			packets = append(packets, e.Subject)
+		case audit.KindRedaction:
+			redactions = append(redactions, e.Subject)
 		case audit.KindHandoffEvent:
 			if n, err := strconv.ParseInt(e.Subject, 10, 64); err == nil {
 				events = append(events, n)
@@ -204,6 +207,9 @@ func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry)
 		return nil, err
 	}
 	if out[audit.KindHandoffEvent], err = tx.HandoffEventBodies(ctx, proj, events); err != nil {
+		return nil, err
+	}
+	if out[audit.KindRedaction], err = tx.RedactionBodies(ctx, proj, redactions); err != nil {
 		return nil, err
 	}
 	return out, nil

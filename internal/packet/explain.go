@@ -201,12 +201,31 @@ type WhyAnswer struct {
 	Item     *item.Version // the version as it was then; nil if it did not exist
 	// Cutoff is the packet's cutoff, for a candidate past it.
 	Cutoff *assemble.Cutoff
+	// Redaction, when that version's content was redacted since: who, when
+	// and why.
+	Redaction *store.Redaction
 }
 
 // Why answers "why did (or didn't) this packet contain this item?". The
 // answer for an item the packet recorded comes from its record; for any
 // other item it is worked out now from the stored request and snapshot.
 func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, layer string) (*WhyAnswer, error) {
+	a, err := s.why(ctx, agent, proj, id, key, layer)
+	if err != nil || a.Item == nil {
+		return a, err
+	}
+	rs, err := s.store.RedactionsOf(ctx, a.Item.Project, []string{a.Item.Key}, []int32{int32(a.Item.Version)})
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) > 0 {
+		a.Redaction = &rs[0]
+		a.Detail = strings.TrimSpace(a.Detail + " The version's content was " + redactedText(rs[0]) + ".")
+	}
+	return a, nil
+}
+
+func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, layer string) (*WhyAnswer, error) {
 	p, err := s.Get(ctx, agent, proj, id)
 	if err != nil {
 		return nil, err
@@ -602,6 +621,44 @@ type ReplayResult struct {
 	SHA256Then  string
 	SHA256Now   string
 	Differences []Difference
+	// Redacted: a version the packet included was redacted since, so the
+	// packet cannot be made again as it was (Differences say which).
+	Redacted bool
+}
+
+// redactionsIn are the redactions of the item versions records include.
+func (s *Service) redactionsIn(ctx context.Context, records []assemble.Record) ([]store.Redaction, error) {
+	type kv struct {
+		keys     []string
+		versions []int32
+	}
+	by := map[string]*kv{}
+	var projects []string
+	for _, r := range records {
+		if r.SubjectKind != assemble.SubjectItem || r.Decision != "included" {
+			continue
+		}
+		if by[r.SubjectProject] == nil {
+			by[r.SubjectProject] = &kv{}
+			projects = append(projects, r.SubjectProject)
+		}
+		by[r.SubjectProject].keys = append(by[r.SubjectProject].keys, r.SubjectKey)
+		by[r.SubjectProject].versions = append(by[r.SubjectProject].versions, int32(r.SubjectVersion))
+	}
+	var out []store.Redaction
+	for _, p := range projects {
+		rs, err := s.store.RedactionsOf(ctx, p, by[p].keys, by[p].versions)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// redactedText says who redacted a version, when and why.
+func redactedText(r store.Redaction) string {
+	return fmt.Sprintf("redacted (%s) by %s at %s: %s", r.ID, r.CreatedBy, r.CreatedAt.Format(time.RFC3339), r.Reason)
 }
 
 // Difference is one way a replay differs from the stored packet.
@@ -672,6 +729,15 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 	// The counts of what the budget did not try are part of the packet too.
 	if then, now := cutoffText(p.Cutoff, p.GapsMore), cutoffText(res.Cutoff, res.GapsMore); then != now {
 		out.Differences = append(out.Differences, Difference{Subject: "budget.cutoff", Then: then, Now: now})
+	}
+	reds, err := s.redactionsIn(ctx, p.Records)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reds {
+		out.Redacted, out.Identical = true, false
+		out.Differences = append(out.Differences, Difference{Subject: "item:" + r.Project + "/" + r.Key,
+			Then: fmt.Sprintf("v%d", r.Version), Now: redactedText(r)})
 	}
 	if !out.Identical && len(out.Differences) == 0 {
 		i := 0

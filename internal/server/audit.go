@@ -8,6 +8,7 @@ import (
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/evidence"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // ListAuditEntries implements api.StrictServerInterface.
@@ -68,7 +69,7 @@ func (s *Server) auditVerify(ctx context.Context, chain string) (api.AuditVerifi
 		return api.AuditVerification{Ok: false, FirstBadSeq: &p.Seq, Problem: &p.Code, Detail: &p.Detail}, nil
 	}
 	head := audit.HexHead(res.Head)
-	return api.AuditVerification{Ok: true, Entries: &res.Entries, Head: &head}, nil
+	return api.AuditVerification{Ok: true, Entries: &res.Entries, Head: &head, Redacted: &res.Redacted}, nil
 }
 
 // GetAuditCheckpoint implements api.StrictServerInterface.
@@ -92,4 +93,35 @@ func (s *Server) auditCheckpoint(ctx context.Context, chain string) (api.AuditCh
 		return api.AuditCheckpoint{}, err
 	}
 	return api.AuditCheckpoint{Project: c.Project, Seq: c.Seq, Head: c.Head, Time: c.Time, Signature: c.Signature, PublicKey: c.PublicKey}, nil
+}
+
+// RedactItemVersion implements api.StrictServerInterface.
+func (s *Server) RedactItemVersion(ctx context.Context, r api.RedactItemVersionRequestObject) (api.RedactItemVersionResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	red, err := s.evidence.Redact(ctx, agentFrom(ctx), r.Project, r.Key, int(r.Version), body.Reason)
+	if err != nil {
+		return nil, err
+	}
+	return api.RedactItemVersion202JSONResponse(toRedaction(red)), nil
+}
+
+// GetRedaction implements api.StrictServerInterface.
+func (s *Server) GetRedaction(ctx context.Context, r api.GetRedactionRequestObject) (api.GetRedactionResponseObject, error) {
+	red, err := s.evidence.Redaction(ctx, agentFrom(ctx), r.Project, r.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetRedaction200JSONResponse(toRedaction(red)), nil
+}
+
+func toRedaction(r store.Redaction) api.Redaction {
+	out := api.Redaction{Id: r.ID, Status: api.RedactionStatus(r.Status), PacketsDone: r.PacketsDone, PacketsTotal: r.PacketsTotal,
+		Key: &r.Key, Version: &r.Version, Reason: &r.Reason, CreatedBy: &r.CreatedBy, CreatedAt: &r.CreatedAt}
+	if r.Error != "" {
+		out.Error = &r.Error
+	}
+	return out
 }

@@ -347,3 +347,93 @@ func TestBackfillChainsDataOlderThanTheChain(t *testing.T) {
 	require.NoError(t, store.MigrateUp(context.Background(), e.pool.Config().ConnString()))
 	require.Equal(t, 11, e.verify().num("entries"))
 }
+
+// TestRedactionRemovesASecretAndKeepsTheProof: a leaked secret leaves the
+// version, every packet that included it (spans overwritten in place, the
+// same byte length), the stored answers and the search index; the chain
+// still verifies, and says a redaction happened.
+func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
+	e := setup(t)
+	e.project("acme")
+	writer := e.agent("planner", "edit", "acme")
+	const secret = "sk-live-51HAXQZZYX"
+	put := e.do("PUT", "/v1/projects/acme/items/deploy", writer, map[string]any{
+		"content": "Deploy with the key " + secret + " on Fridays.", "trigger": map[string]any{"always": true}}, "Idempotency-Key", "leak-1")
+	require.Equal(t, 201, put.status, put.text)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/other", writer, map[string]any{"content": "Ship on Mondays.", "trigger": map[string]any{"always": true}}).status)
+	var packets []string
+	var lengths []int
+	for range 3 {
+		p := e.do("POST", "/v1/projects/acme/packets", writer, map[string]any{"target_role": "planner"})
+		require.Equal(t, 201, p.status, p.text)
+		require.Contains(t, p.json["rendered"], secret)
+		packets = append(packets, p.json["packet_id"].(string))
+		lengths = append(lengths, len(p.json["rendered"].(string)))
+	}
+	secretHash := sha256.Sum256([]byte("Deploy with the key " + secret + " on Fridays."))
+
+	require.Equal(t, 403, e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", writer, map[string]any{"reason": "leaked"}).status)
+	require.Equal(t, 422, e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", e.admin, map[string]any{"reason": ""}).status)
+	require.Equal(t, 404, e.do("POST", "/v1/projects/acme/items/deploy/versions/9/redact", e.admin, map[string]any{"reason": "leaked"}).status)
+	r := e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", e.admin, map[string]any{"reason": "an API key was pasted"})
+	require.Equal(t, 202, r.status, r.text)
+	id := r.json["id"].(string)
+	require.Equal(t, float64(3), r.json["packets_total"])
+	require.Eventually(t, func() bool {
+		g := e.do("GET", "/v1/projects/acme/redactions/"+id, e.admin, nil)
+		return g.status == 200 && g.json["status"] == "done" && g.json["packets_done"] == float64(3)
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, 409, e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", e.admin, map[string]any{"reason": "again"}).status)
+
+	v := e.do("GET", "/v1/projects/acme/items/deploy/versions/1", e.admin, nil)
+	require.Equal(t, 200, v.status, v.text)
+	require.NotContains(t, v.text, secret)
+	require.NotEqual(t, hex.EncodeToString(secretHash[:]), v.json["content_sha256"], "a guessed secret cannot be confirmed")
+	for i, id := range packets {
+		p := e.do("GET", "/v1/projects/acme/packets/"+id, e.admin, nil)
+		require.Equal(t, 200, p.status, p.text)
+		require.NotContains(t, p.text, secret)
+		require.Len(t, p.json["rendered"].(string), lengths[i], "every span keeps its byte length")
+		require.Contains(t, p.json["rendered"], "[redacted "+r.json["id"].(string)+"]")
+		require.Contains(t, p.json["rendered"], "Ship on Mondays.", "the other items' spans are untouched")
+	}
+	replayed := e.do("PUT", "/v1/projects/acme/items/deploy", writer, map[string]any{
+		"content": "Deploy with the key " + secret + " on Fridays.", "trigger": map[string]any{"always": true}}, "Idempotency-Key", "leak-1")
+	require.Empty(t, replayed.header.Get("Idempotent-Replayed"), "the answer holding the secret is gone")
+	found := e.do("GET", "/v1/projects/acme/items?q="+secret, e.admin, nil)
+	require.Equal(t, 200, found.status, found.text)
+	require.NotContains(t, found.text, "\"deploy\"", "the search index forgot the secret's words")
+
+	why := e.do("GET", "/v1/projects/acme/packets/"+packets[0]+"/why?item=deploy", e.admin, nil)
+	require.Equal(t, 200, why.status, why.text)
+	require.Equal(t, "included", why.json["decision"])
+	red := why.json["redaction"].(map[string]any)
+	require.Equal(t, id, red["id"])
+	require.Equal(t, "an API key was pasted", red["reason"])
+	require.NotEmpty(t, red["created_by"])
+	require.NotEmpty(t, red["created_at"])
+	require.Contains(t, why.json["detail"], "redacted")
+	require.NotContains(t, why.text, secret)
+	rp := e.do("POST", "/v1/projects/acme/packets/"+packets[0]+"/replay", e.admin, nil)
+	require.Equal(t, 200, rp.status, rp.text)
+	require.Equal(t, false, rp.json["identical"])
+	require.Equal(t, true, rp.json["redacted"])
+	require.Contains(t, rp.text, "an API key was pasted")
+	require.NotContains(t, rp.text, secret)
+
+	ver := e.verify()
+	require.Equal(t, true, ver.json["ok"], ver.text)
+	require.Equal(t, float64(1), ver.json["redacted"])
+	entries := e.do("GET", "/v1/projects/acme/audit/entries?limit=1000", e.admin, nil)
+	for _, ent := range entries.json["data"].([]any) {
+		body, _ := base64.StdEncoding.DecodeString(ent.(map[string]any)["body"].(string))
+		require.NotContains(t, string(body), hex.EncodeToString(secretHash[:]), "no entry confirms the secret")
+		require.NotContains(t, string(body), secret)
+	}
+
+	// A body replaced as redacted without a redaction is tampering.
+	e.tamper(`UPDATE audit_entries SET body = convert_to('{"entry":"item_version","redacted":"red_forged","subject":"other@1"}', 'UTF8') WHERE chain = 'acme' AND subject = 'other@1'`)
+	ver = e.verify()
+	require.Equal(t, false, ver.json["ok"], ver.text)
+	require.Equal(t, "content_changed", ver.json["problem"])
+}

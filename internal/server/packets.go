@@ -201,6 +201,10 @@ func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (a
 		it := toItem(a.Item)
 		out.Item = &it
 	}
+	if a.Redaction != nil {
+		red := toRedaction(*a.Redaction)
+		out.Redaction = &red
+	}
 	return out, nil
 }
 
@@ -240,6 +244,9 @@ func (s *Server) ReplayPacket(ctx context.Context, r api.ReplayPacketRequestObje
 	}
 	out := api.ReplayPacket200JSONResponse{Identical: res.Identical, RenderedSha256Then: res.SHA256Then, RenderedSha256Now: res.SHA256Now,
 		Differences: make([]api.ReplayDifference, len(res.Differences))}
+	if res.Redacted {
+		out.Redacted = &res.Redacted
+	}
 	for i, d := range res.Differences {
 		out.Differences[i] = api.ReplayDifference{Subject: d.Subject, Then: d.Then, Now: d.Now}
 	}

@@ -250,6 +250,20 @@ var walkCases = map[string]walkCase{
 	"listItemVersions":   {perm: "read", ok: 200, call: at(home + "/items/fact/versions")},
 	"getItemVersion":     {perm: "read", ok: 200, call: at(home + "/items/fact/versions/1")},
 	"listItemInjections": {perm: "read", ok: 200, call: at(home + "/items/fact/injections")},
+	"redactItemVersion": {perm: "admin", ok: 202, call: func(w *world, _ identity) (string, any) {
+		key := w.fresh("secret")
+		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, map[string]any{"content": "a leaked token"})
+		require.Equal(w.e.t, 201, r.status, r.text)
+		return home + "/items/" + key + "/versions/1/redact", map[string]any{"reason": "leaked"}
+	}},
+	"getRedaction": {perm: "admin", ok: 200, call: func(w *world, _ identity) (string, any) {
+		key := w.fresh("secret")
+		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, map[string]any{"content": "a leaked token"})
+		require.Equal(w.e.t, 201, r.status, r.text)
+		r = w.e.do("POST", home+"/items/"+key+"/versions/1/redact", w.e.admin, map[string]any{"reason": "leaked"})
+		require.Equal(w.e.t, 202, r.status, r.text)
+		return home + "/redactions/" + r.json["id"].(string), nil
+	}},
 	"listAuditEntries":   {perm: "admin", ok: 200, call: at(home + "/audit/entries")},
 	"verifyAudit":        {perm: "admin", ok: 200, call: at(home + "/audit/verify")},
 	"getAuditCheckpoint": {perm: "admin", ok: 200, call: at(home + "/audit/checkpoint")},

@@ -255,6 +255,49 @@ func (q *Queries) HandoffEventSeqPage(ctx context.Context, db DBTX, arg HandoffE
 	return items, nil
 }
 
+const idempotencyKeysDeleteHolding = `-- name: IdempotencyKeysDeleteHolding :execrows
+DELETE FROM idempotency_keys
+WHERE position(convert_to($1::text, 'UTF8') IN body) > 0 OR position(convert_to($2::text, 'UTF8') IN body) > 0
+`
+
+type IdempotencyKeysDeleteHoldingParams struct {
+	Raw     string
+	Escaped string
+}
+
+// Forgets the stored answers that hold a redacted text.
+// @escaped is the text as an answer's JSON writes it.
+func (q *Queries) IdempotencyKeysDeleteHolding(ctx context.Context, db DBTX, arg IdempotencyKeysDeleteHoldingParams) (int64, error) {
+	result, err := db.Exec(ctx, idempotencyKeysDeleteHolding, arg.Raw, arg.Escaped)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const itemSearchRefresh = `-- name: ItemSearchRefresh :execrows
+UPDATE items i SET search = CASE WHEN i.live THEN contextd_search_vector(v.title, v.summary, v.content) END
+FROM item_versions v
+WHERE i.project = $1 AND i.key = $2 AND i.current_version = $3
+  AND v.project = i.project AND v.key = i.key AND v.version = i.current_version
+`
+
+type ItemSearchRefreshParams struct {
+	Project string
+	Key     string
+	Version int32
+}
+
+// After a redaction of the current version, its search vector holds the
+// redacted words: computed again from the version as it now is.
+func (q *Queries) ItemSearchRefresh(ctx context.Context, db DBTX, arg ItemSearchRefreshParams) (int64, error) {
+	result, err := db.Exec(ctx, itemSearchRefresh, arg.Project, arg.Key, arg.Version)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const itemStatePage = `-- name: ItemStatePage :many
 SELECT key, current_version, live FROM items
 WHERE project = $1 AND key > $2
@@ -526,6 +569,387 @@ func (q *Queries) PacketRecordAuditRows(ctx context.Context, db DBTX, arg Packet
 			&i.Layer,
 			&i.AdminOnly,
 			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const packetRedactedIDs = `-- name: PacketRedactedIDs :many
+SELECT DISTINCT r.packet_id FROM packet_records r
+JOIN redactions d ON d.project = r.subject_project AND d.key = r.subject_key AND d.version = r.subject_version
+WHERE r.project = $1 AND r.packet_id = ANY($2::text[]) AND r.decision = 'included' AND r.subject_kind = 'item'
+`
+
+type PacketRedactedIDsParams struct {
+	Project string
+	Ids     []string
+}
+
+// Which of the packets included a redacted version.
+func (q *Queries) PacketRedactedIDs(ctx context.Context, db DBTX, arg PacketRedactedIDsParams) ([]string, error) {
+	rows, err := db.Query(ctx, packetRedactedIDs, arg.Project, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var packet_id string
+		if err := rows.Scan(&packet_id); err != nil {
+			return nil, err
+		}
+		items = append(items, packet_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const redactPacket = `-- name: RedactPacket :exec
+SELECT contextd_redact_packet($1::text, $2::text, $3::integer[], $4::text)
+`
+
+type RedactPacketParams struct {
+	Project string
+	ID      string
+	Spans   []int32
+	Marker  string
+}
+
+func (q *Queries) RedactPacket(ctx context.Context, db DBTX, arg RedactPacketParams) error {
+	_, err := db.Exec(ctx, redactPacket,
+		arg.Project,
+		arg.ID,
+		arg.Spans,
+		arg.Marker,
+	)
+	return err
+}
+
+const redactVersion = `-- name: RedactVersion :exec
+SELECT contextd_redact_version($1::text, $2::text, $3::integer, $4::bytea)
+`
+
+type RedactVersionParams struct {
+	Project string
+	Key     string
+	Version int32
+	Body    []byte
+}
+
+func (q *Queries) RedactVersion(ctx context.Context, db DBTX, arg RedactVersionParams) error {
+	_, err := db.Exec(ctx, redactVersion,
+		arg.Project,
+		arg.Key,
+		arg.Version,
+		arg.Body,
+	)
+	return err
+}
+
+const redactionGet = `-- name: RedactionGet :one
+SELECT project, id, key, version, reason, created_by, created_at, status, packets_total, packets_done, error FROM redactions WHERE project = $1 AND id = $2
+`
+
+type RedactionGetParams struct {
+	Project string
+	ID      string
+}
+
+func (q *Queries) RedactionGet(ctx context.Context, db DBTX, arg RedactionGetParams) (Redaction, error) {
+	row := db.QueryRow(ctx, redactionGet, arg.Project, arg.ID)
+	var i Redaction
+	err := row.Scan(
+		&i.Project,
+		&i.ID,
+		&i.Key,
+		&i.Version,
+		&i.Reason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.Status,
+		&i.PacketsTotal,
+		&i.PacketsDone,
+		&i.Error,
+	)
+	return i, err
+}
+
+const redactionGetMany = `-- name: RedactionGetMany :many
+SELECT project, id, key, version, reason, created_by, created_at, status, packets_total, packets_done, error FROM redactions WHERE project = $1 AND id = ANY($2::text[])
+`
+
+type RedactionGetManyParams struct {
+	Project string
+	Ids     []string
+}
+
+func (q *Queries) RedactionGetMany(ctx context.Context, db DBTX, arg RedactionGetManyParams) ([]Redaction, error) {
+	rows, err := db.Query(ctx, redactionGetMany, arg.Project, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Redaction{}
+	for rows.Next() {
+		var i Redaction
+		if err := rows.Scan(
+			&i.Project,
+			&i.ID,
+			&i.Key,
+			&i.Version,
+			&i.Reason,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.Status,
+			&i.PacketsTotal,
+			&i.PacketsDone,
+			&i.Error,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const redactionInsert = `-- name: RedactionInsert :one
+INSERT INTO redactions (project, id, key, version, reason, created_by, created_at, packets_total)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING project, id, key, version, reason, created_by, created_at, status, packets_total, packets_done, error
+`
+
+type RedactionInsertParams struct {
+	Project      string
+	ID           string
+	Key          string
+	Version      int32
+	Reason       string
+	CreatedBy    string
+	CreatedAt    time.Time
+	PacketsTotal int32
+}
+
+func (q *Queries) RedactionInsert(ctx context.Context, db DBTX, arg RedactionInsertParams) (Redaction, error) {
+	row := db.QueryRow(ctx, redactionInsert,
+		arg.Project,
+		arg.ID,
+		arg.Key,
+		arg.Version,
+		arg.Reason,
+		arg.CreatedBy,
+		arg.CreatedAt,
+		arg.PacketsTotal,
+	)
+	var i Redaction
+	err := row.Scan(
+		&i.Project,
+		&i.ID,
+		&i.Key,
+		&i.Version,
+		&i.Reason,
+		&i.CreatedBy,
+		&i.CreatedAt,
+		&i.Status,
+		&i.PacketsTotal,
+		&i.PacketsDone,
+		&i.Error,
+	)
+	return i, err
+}
+
+const redactionProgress = `-- name: RedactionProgress :exec
+UPDATE redactions SET packets_done = $1, status = $2, error = $3
+WHERE project = $4 AND id = $5
+`
+
+type RedactionProgressParams struct {
+	PacketsDone int32
+	Status      string
+	Error       string
+	Project     string
+	ID          string
+}
+
+func (q *Queries) RedactionProgress(ctx context.Context, db DBTX, arg RedactionProgressParams) error {
+	_, err := db.Exec(ctx, redactionProgress,
+		arg.PacketsDone,
+		arg.Status,
+		arg.Error,
+		arg.Project,
+		arg.ID,
+	)
+	return err
+}
+
+const redactionUseCount = `-- name: RedactionUseCount :one
+SELECT count(DISTINCT r.packet_id) FROM packet_records r
+WHERE r.project = $1 AND r.subject_project = $2 AND r.subject_key = $3
+  AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = $4
+  AND r.span_start IS NOT NULL
+`
+
+type RedactionUseCountParams struct {
+	Project        string
+	SubjectProject string
+	Key            string
+	Version        int32
+}
+
+func (q *Queries) RedactionUseCount(ctx context.Context, db DBTX, arg RedactionUseCountParams) (int64, error) {
+	row := db.QueryRow(ctx, redactionUseCount,
+		arg.Project,
+		arg.SubjectProject,
+		arg.Key,
+		arg.Version,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const redactionUses = `-- name: RedactionUses :many
+SELECT r.packet_id, r.created_at, r.span_start, r.span_end FROM packet_records r
+WHERE r.project = $1 AND r.subject_project = $2 AND r.subject_key = $3
+  AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = $4
+  AND r.span_start IS NOT NULL
+  AND (r.created_at, r.packet_id) < ($5::timestamptz, $6::text)
+ORDER BY r.created_at DESC, r.packet_id DESC
+LIMIT $7
+`
+
+type RedactionUsesParams struct {
+	Project        string
+	SubjectProject string
+	Key            string
+	Version        int32
+	BeforeTime     time.Time
+	BeforeID       string
+	Lim            int32
+}
+
+type RedactionUsesRow struct {
+	PacketID  string
+	CreatedAt time.Time
+	SpanStart *int32
+	SpanEnd   *int32
+}
+
+// A page of the records of packets of @project that included the version,
+// newest first, by the reverse lookup's index.
+func (q *Queries) RedactionUses(ctx context.Context, db DBTX, arg RedactionUsesParams) ([]RedactionUsesRow, error) {
+	rows, err := db.Query(ctx, redactionUses,
+		arg.Project,
+		arg.SubjectProject,
+		arg.Key,
+		arg.Version,
+		arg.BeforeTime,
+		arg.BeforeID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RedactionUsesRow{}
+	for rows.Next() {
+		var i RedactionUsesRow
+		if err := rows.Scan(
+			&i.PacketID,
+			&i.CreatedAt,
+			&i.SpanStart,
+			&i.SpanEnd,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const redactionsOfVersions = `-- name: RedactionsOfVersions :many
+SELECT d.project, d.id, d.key, d.version, d.reason, d.created_by, d.created_at, d.status, d.packets_total, d.packets_done, d.error FROM redactions d
+JOIN (SELECT unnest($1::text[]) AS key, unnest($2::integer[]) AS version) s ON d.key = s.key AND d.version = s.version
+WHERE d.project = $3
+ORDER BY d.created_at, d.id
+`
+
+type RedactionsOfVersionsParams struct {
+	Keys     []string
+	Versions []int32
+	Project  string
+}
+
+func (q *Queries) RedactionsOfVersions(ctx context.Context, db DBTX, arg RedactionsOfVersionsParams) ([]Redaction, error) {
+	rows, err := db.Query(ctx, redactionsOfVersions, arg.Keys, arg.Versions, arg.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Redaction{}
+	for rows.Next() {
+		var i Redaction
+		if err := rows.Scan(
+			&i.Project,
+			&i.ID,
+			&i.Key,
+			&i.Version,
+			&i.Reason,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.Status,
+			&i.PacketsTotal,
+			&i.PacketsDone,
+			&i.Error,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const redactionsRunning = `-- name: RedactionsRunning :many
+SELECT project, id, key, version, reason, created_by, created_at, status, packets_total, packets_done, error FROM redactions WHERE status = 'running' ORDER BY created_at
+`
+
+func (q *Queries) RedactionsRunning(ctx context.Context, db DBTX) ([]Redaction, error) {
+	rows, err := db.Query(ctx, redactionsRunning)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Redaction{}
+	for rows.Next() {
+		var i Redaction
+		if err := rows.Scan(
+			&i.Project,
+			&i.ID,
+			&i.Key,
+			&i.Version,
+			&i.Reason,
+			&i.CreatedBy,
+			&i.CreatedAt,
+			&i.Status,
+			&i.PacketsTotal,
+			&i.PacketsDone,
+			&i.Error,
 		); err != nil {
 			return nil, err
 		}

@@ -245,6 +245,20 @@ type ProjectCounter struct {
 	AlwaysOpen int64
 }
 
+type Redaction struct {
+	Project      string
+	ID           string
+	Key          string
+	Version      int32
+	Reason       string
+	CreatedBy    string
+	CreatedAt    time.Time
+	Status       string
+	PacketsTotal int32
+	PacketsDone  int32
+	Error        string
+}
+
 type ToolCounter struct {
 	Project string
 	Tool    string

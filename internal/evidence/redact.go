@@ -1,0 +1,117 @@
+package evidence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/ident"
+	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// redactPage is how many packet uses one transaction of a redaction
+// overwrites; MaxReason the longest reason.
+const (
+	redactPage = 100
+	MaxReason  = 2000
+)
+
+// Errors of redaction.
+var (
+	ErrTombstone = fmt.Errorf("%w: a tombstone has no content to redact", fault.ErrInvalid)
+	ErrShared    = fmt.Errorf("%w: redacting a _shared item is not supported yet (its packets are in every project)", fault.ErrInvalid)
+)
+
+// Redact removes version n of an item's content, proving it: see
+// store.Tx.RedactionStart. It answers once the version, its chain entry
+// and the idempotency answers are done; the packets that included it are
+// overwritten after, in pages, by a goroutine of this process (and by any
+// process that starts while the redaction is still running).
+func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key string, n int, reason string) (store.Redaction, error) {
+	if reason == "" || len(reason) > MaxReason {
+		return store.Redaction{}, validation.One("reason", "required", "a redaction needs a reason of 1 to %d bytes", MaxReason)
+	}
+	if proj == "_shared" {
+		return store.Redaction{}, ErrShared
+	}
+	var r store.Redaction
+	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+		if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Admin); err != nil {
+			return err
+		}
+		v, err := tx.ItemVersionGet(ctx, proj, key, n)
+		if err != nil {
+			return err
+		}
+		if v.Deleted {
+			return ErrTombstone
+		}
+		r, err = tx.RedactionStart(ctx, store.Redaction{Project: proj, ID: ident.New("red"), Key: key, Version: n,
+			Reason: reason, CreatedBy: agent.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}, v.Content)
+		return err
+	})
+	if errors.Is(err, fault.ErrConflict) {
+		return store.Redaction{}, fmt.Errorf("%w: version %d of %s is redacted already", fault.ErrConflict, n, key)
+	}
+	if err != nil {
+		return store.Redaction{}, err
+	}
+	go s.runRedaction(context.WithoutCancel(ctx), r)
+	return r, nil
+}
+
+// Redaction is a redaction's progress (admin).
+func (s *Service) Redaction(ctx context.Context, agent *auth.Agent, proj, id string) (store.Redaction, error) {
+	if err := s.projects.AuthorizeIn(ctx, s.store.DB, agent, proj, auth.Admin); err != nil {
+		return store.Redaction{}, err
+	}
+	return s.store.RedactionGet(ctx, proj, id)
+}
+
+// ResumeRedactions finishes the redactions a stopped process left
+// running. Two processes may both work on one: overwriting a span twice
+// writes the same bytes.
+func (s *Service) ResumeRedactions(ctx context.Context, log *slog.Logger) {
+	rs, err := s.store.RedactionsRunning(ctx)
+	if err != nil {
+		log.Error("resume redactions", slog.Any("error", err))
+		return
+	}
+	for _, r := range rs {
+		s.runRedaction(ctx, r)
+	}
+}
+
+// runRedaction overwrites the version's spans in every packet that
+// included it, newest first, one page per transaction, and records the
+// progress after each.
+func (s *Service) runRedaction(ctx context.Context, r store.Redaction) {
+	marker := "[redacted " + r.ID + "]"
+	cur := store.RedactionCursor{Time: time.Now().Add(24 * time.Hour), ID: ""}
+	r.PacketsDone = 0
+	for {
+		var n int
+		err := s.store.InTx(ctx, func(tx *store.Tx) error {
+			var err error
+			n, cur, err = tx.RedactPackets(ctx, r, cur, redactPage, marker)
+			return err
+		})
+		if err != nil {
+			r.Status, r.Error = "failed", err.Error()
+			_ = s.store.RedactionProgress(ctx, r)
+			return
+		}
+		r.PacketsDone += n
+		if n < redactPage {
+			r.Status = "done"
+		}
+		if err := s.store.RedactionProgress(ctx, r); err != nil || r.Status == "done" {
+			return
+		}
+	}
+}
