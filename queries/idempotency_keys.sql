@@ -17,3 +17,11 @@ ON CONFLICT (agent_id, key) DO UPDATE
 -- name: IdempotencyKeyTryLock :one
 -- Claims (agent, key) for this transaction; false while another attempt runs.
 SELECT pg_try_advisory_xact_lock(hashtextextended(@agent_key::text, 0)) AS locked;
+
+-- name: IdempotencyKeyPage :many
+-- A page of the stored answers by (agent, key), for the audit's check of
+-- their HMACs.
+SELECT * FROM idempotency_keys
+WHERE (agent_id, key) > (@after_agent::text, @after_key::text)
+ORDER BY agent_id, key
+LIMIT @lim;

@@ -303,3 +303,9 @@ func subjectKey(body []byte) (string, int) {
 	k, n, _ := splitVersion(subjectOf(body))
 	return k, n
 }
+
+// Mismatch reports a state mismatch found outside the entries (a stored
+// answer whose HMAC fails), after the last entry.
+func (v *Verifier) Mismatch(detail string) bool {
+	return v.fail(v.seq+1, StateMismatch, "%s", detail)
+}

@@ -79,7 +79,9 @@ each item version and packet an entry covers and compares it with the entry.
 With --checkpoint it checks the checkpoint's signature and that today's chain
 still passes through its head, so a truncated or wholly rewritten chain is
 caught even when every hash in it was recomputed. Last, it asks the server
-to check the mutable rows (items, handoffs) against the chain.
+to check what only the database can show: the mutable rows (items,
+handoffs, agents) against the chain, every row against an entry, and
+(--global) every stored idempotency answer against its HMAC.
 
 It prints "ok entries=N head=HEX", or "bad seq=N problem=CODE: detail" and
 exits non-zero.`,
@@ -202,8 +204,10 @@ func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.C
 	if err := c.get(ctx, auditPath(project, "verify"), &server); err != nil {
 		return evidence.Result{}, err
 	}
-	if !server.Ok && server.Problem != nil && *server.Problem == audit.StateMismatch {
-		return problemAt(derefInt(server.FirstBadSeq), audit.StateMismatch, deref(server.Detail)), nil
+	if !server.Ok && server.Problem != nil {
+		// What only the database can show (mutable rows, rows without an
+		// entry); the hashes above were recomputed here.
+		return problemAt(derefInt(server.FirstBadSeq), *server.Problem, deref(server.Detail)+" (found by the server)"), nil
 	}
 	return evidence.Result{Entries: v.Entries(), Head: v.Head()}, nil
 }

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -136,4 +139,77 @@ func rehash(t *testing.T, dbURL, chain string) {
 			END LOOP;
 			UPDATE audit_heads SET hash = h WHERE chain = '`+chain+`';
 		END $$;`)
+}
+
+// TestAuditVerifyCatchesEveryTamperClass: each way of rewriting history
+// with the database's superuser login is caught by `contextd audit verify`.
+func TestAuditVerifyCatchesEveryTamperClass(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, sql, problem string
+		global             bool
+	}{
+		{"a byte of a version", `UPDATE item_versions SET content = 'Refunds over 501 EUR need a manager.' WHERE key = 'refund.rules'`, "content_changed", false},
+		{"a byte of a packet's text", `UPDATE packets SET rendered = overlay(rendered placing 'X' from 3 for 1)`, "content_changed", false},
+		{"a record", `UPDATE packet_records SET reason = 'forged' WHERE ord = 0`, "content_changed", false},
+		{"a version row deleted", `DELETE FROM item_versions WHERE key = 'refund.rules'`, "content_changed", false},
+		{"two entries swapped", `UPDATE audit_entries SET seq = 1000 WHERE seq = 2; UPDATE audit_entries SET seq = 2 WHERE seq = 3; UPDATE audit_entries SET seq = 3 WHERE seq = 1000`, "order_changed", false},
+		{"the tail cut", `DELETE FROM audit_entries WHERE chain = 'acme' AND seq = (SELECT max(seq) FROM audit_entries WHERE chain = 'acme')`, "entry_missing", false},
+		{"the tail cut and the head moved back", `DELETE FROM audit_entries WHERE chain = 'acme' AND seq = (SELECT max(seq) FROM audit_entries WHERE chain = 'acme');
+			UPDATE audit_heads SET seq = seq - 1, hash = (SELECT chain_hash FROM audit_entries WHERE chain = 'acme' ORDER BY seq DESC LIMIT 1) WHERE chain = 'acme'`, "entry_missing", false},
+		{"a trigger disabled around an update", `SET session_replication_role = origin; ALTER TABLE item_versions DISABLE TRIGGER item_versions_append_only;
+			UPDATE item_versions SET title = 'x' WHERE key = 'refund.rules'; ALTER TABLE item_versions ENABLE TRIGGER item_versions_append_only`, "content_changed", false},
+		{"items.live", `UPDATE items SET live = false WHERE key = 'refund.rules'`, "state_mismatch", false},
+		{"a handoff's status", `UPDATE handoffs SET status = 'pending'`, "state_mismatch", false},
+		{"an agent's permission", `UPDATE agents SET permission = 'admin' WHERE name = 'critic'`, "state_mismatch", true},
+		{"a forged idempotency answer", `UPDATE idempotency_keys SET body = convert_to('{"forged":true}', 'UTF8')`, "state_mismatch", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := pgtest.NewURL(t)
+			keyFile := filepath.Join(t.TempDir(), "audit.key")
+			require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+			base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+			defer stop()
+			key := keyRE.FindString(out.String())
+			send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+			send(t, "PUT", base+"/v1/projects/acme/items/refund.rules", key, `{"content":"Refunds over 500 EUR need a manager.","trigger":{"always":true}}`)
+			send(t, "POST", base+"/v1/projects/acme/packets", key, `{"target_role":"implementer"}`)
+			critic := send(t, "POST", base+"/v1/agents", key, `{"name":"critic","role":"critic","permission":"edit","projects":["acme"]}`)
+			h := send(t, "POST", base+"/v1/projects/acme/handoffs", key, `{"task_id":"T-1","intent":"request_review","target":{"role":"critic"}}`)
+			send(t, "POST", base+"/v1/projects/acme/handoffs/"+h["id"].(string)+"/accept", critic["key"].(string), `{}`)
+			req := sendWith(t, "PUT", base+"/v1/projects/acme/items/idem", key, `{"content":"once"}`, "Idempotency-Key", "k-1")
+			require.NotEmpty(t, req)
+			args := []string{"audit", "verify", "--url", base, "--key", key}
+			if tc.global {
+				args = append(args, "--global")
+			} else {
+				args = append(args, "--project", "acme")
+			}
+			stdout, errs, code := run(t, args...)
+			require.Equal(t, 0, code, "%s%s", stdout, errs)
+			tamper(t, dbURL, tc.sql)
+			stdout, _, code = run(t, args...)
+			require.NotEqual(t, 0, code, stdout)
+			require.Contains(t, stdout, "problem="+tc.problem, stdout)
+		})
+	}
+}
+
+func sendWith(t *testing.T, method, url, key, body string, header ...string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	require.Less(t, res.StatusCode, 300, string(b))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
 }

@@ -5,6 +5,7 @@ package evidence
 
 import (
 	"context"
+	"crypto/hmac"
 	"fmt"
 	"strconv"
 	"strings"
@@ -134,6 +135,11 @@ func (s *Service) Verify(ctx context.Context, agent *auth.Agent, proj string) (R
 		}
 		if v.Problem() == nil {
 			if err := verifyRows(ctx, tx, proj, v); err != nil {
+				return err
+			}
+		}
+		if v.Problem() == nil && proj == audit.GlobalChain && s.keys != nil {
+			if err := s.verifyAnswers(ctx, tx, v); err != nil {
 				return err
 			}
 		}
@@ -373,4 +379,26 @@ func (r Result) String() string {
 		return fmt.Sprintf("bad seq=%d problem=%s: %s", r.Problem.Seq, r.Problem.Code, r.Problem.Detail)
 	}
 	return fmt.Sprintf("ok entries=%d head=%s", r.Entries, audit.HexHead(r.Head))
+}
+
+// verifyAnswers checks every stored idempotency answer against its HMAC:
+// one forged in the table (or whose MAC was removed) is a state mismatch
+// of the global chain, found here before a retry would be refused for it.
+func (s *Service) verifyAnswers(ctx context.Context, tx *store.Tx, v *audit.Verifier) error {
+	for agent, key := "", ""; ; {
+		page, err := tx.IdempotencyAnswers(ctx, agent, key, verifyPage)
+		if err != nil {
+			return err
+		}
+		for _, a := range page {
+			if !hmac.Equal(a.MAC, s.keys.MAC(a.Message())) {
+				v.Mismatch(fmt.Sprintf("the stored answer to agent %s's Idempotency-Key %q fails its HMAC: written by someone without the audit key", a.AgentID, a.Key))
+				return nil
+			}
+		}
+		if len(page) < verifyPage {
+			return nil
+		}
+		agent, key = page[len(page)-1].AgentID, page[len(page)-1].Key
+	}
 }

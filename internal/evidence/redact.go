@@ -24,7 +24,6 @@ const (
 // Errors of redaction.
 var (
 	ErrTombstone = fmt.Errorf("%w: a tombstone has no content to redact", fault.ErrInvalid)
-	ErrShared    = fmt.Errorf("%w: redacting a _shared item is not supported yet (its packets are in every project)", fault.ErrInvalid)
 )
 
 // Redact removes version n of an item's content, proving it: see
@@ -35,9 +34,6 @@ var (
 func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key string, n int, reason string) (store.Redaction, error) {
 	if reason == "" || len(reason) > MaxReason {
 		return store.Redaction{}, validation.One("reason", "required", "a redaction needs a reason of 1 to %d bytes", MaxReason)
-	}
-	if proj == "_shared" {
-		return store.Redaction{}, ErrShared
 	}
 	var r store.Redaction
 	err := s.store.InTx(ctx, func(tx *store.Tx) error {
@@ -51,8 +47,12 @@ func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key strin
 		if v.Deleted {
 			return ErrTombstone
 		}
+		pps, err := packetProjects(ctx, tx.DB, proj)
+		if err != nil {
+			return err
+		}
 		r, err = tx.RedactionStart(ctx, store.Redaction{Project: proj, ID: ident.New("red"), Key: key, Version: n,
-			Reason: reason, CreatedBy: agent.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}, v.Content)
+			Reason: reason, CreatedBy: agent.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}, v.Content, pps)
 		return err
 	})
 	if errors.Is(err, fault.ErrConflict) {
@@ -87,31 +87,68 @@ func (s *Service) ResumeRedactions(ctx context.Context, log *slog.Logger) {
 	}
 }
 
+// packetProjects are the projects whose packets may include an item of
+// proj: proj, or every project for _shared.
+func packetProjects(ctx context.Context, db store.DB, proj string) ([]string, error) {
+	if proj != sharedProject {
+		return []string{proj}, nil
+	}
+	var out []string
+	for after := ""; ; {
+		ps, err := db.ProjectList(ctx, store.ProjectListParams{After: after, All: true, Max: 1000})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		if len(ps) < 1000 {
+			return out, nil
+		}
+		after = ps[len(ps)-1].Name
+	}
+}
+
+// sharedProject is the layer every project's packets read.
+const sharedProject = "_shared"
+
 // runRedaction overwrites the version's spans in every packet that
-// included it, newest first, one page per transaction, and records the
-// progress after each.
+// included it, project by project and newest first, one page per
+// transaction, and records the progress after each.
 func (s *Service) runRedaction(ctx context.Context, r store.Redaction) {
 	marker := "[redacted " + r.ID + "]"
-	cur := store.RedactionCursor{Time: time.Now().Add(24 * time.Hour), ID: ""}
+	fail := func(err error) {
+		r.Status, r.Error = "failed", err.Error()
+		_ = s.store.RedactionProgress(ctx, r)
+	}
+	pps, err := packetProjects(ctx, s.store.DB, r.Project)
+	if err != nil {
+		fail(err)
+		return
+	}
 	r.PacketsDone = 0
-	for {
-		var n int
-		err := s.store.InTx(ctx, func(tx *store.Tx) error {
-			var err error
-			n, cur, err = tx.RedactPackets(ctx, r, cur, redactPage, marker)
-			return err
-		})
-		if err != nil {
-			r.Status, r.Error = "failed", err.Error()
-			_ = s.store.RedactionProgress(ctx, r)
-			return
-		}
-		r.PacketsDone += n
-		if n < redactPage {
-			r.Status = "done"
-		}
-		if err := s.store.RedactionProgress(ctx, r); err != nil || r.Status == "done" {
-			return
+	for _, pp := range pps {
+		cur := store.RedactionCursor{Time: time.Now().Add(24 * time.Hour), ID: ""}
+		for {
+			var n int
+			err := s.store.InTx(ctx, func(tx *store.Tx) error {
+				var err error
+				n, cur, err = tx.RedactPackets(ctx, r, pp, cur, redactPage, marker)
+				return err
+			})
+			if err != nil {
+				fail(err)
+				return
+			}
+			r.PacketsDone += n
+			if err := s.store.RedactionProgress(ctx, r); err != nil {
+				return
+			}
+			if n < redactPage {
+				break
+			}
 		}
 	}
+	r.Status = "done"
+	_ = s.store.RedactionProgress(ctx, r)
 }

@@ -278,6 +278,10 @@ func TestForgedIdempotencyAnswerIsNeverServed(t *testing.T) {
 	require.Equal(t, 500, forged.status, forged.text)
 	require.Equal(t, "idempotency_answer_tampered", forged.json["code"])
 	require.NotContains(t, forged.text, "no days")
+	g := e.do("GET", "/v1/audit/verify", e.admin, nil)
+	require.Equal(t, false, g.json["ok"], g.text)
+	require.Equal(t, "state_mismatch", g.json["problem"])
+	require.Contains(t, g.json["detail"], "k-1")
 
 	// A mac removed is no better.
 	second := e.do("PUT", "/v1/projects/acme/items/idem2", writer, body, "Idempotency-Key", "k-2")
@@ -436,4 +440,38 @@ func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
 	ver = e.verify()
 	require.Equal(t, false, ver.json["ok"], ver.text)
 	require.Equal(t, "content_changed", ver.json["problem"])
+}
+
+// TestRedactionOfASharedItemReachesEveryProject: a _shared item is in
+// every project's packets; its redaction overwrites them all.
+func TestRedactionOfASharedItemReachesEveryProject(t *testing.T) {
+	e := setup(t)
+	e.project("acme")
+	e.project("beta")
+	const secret = "ghp_sharedsecret123"
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/token", e.admin, map[string]any{
+		"content": "The CI token is " + secret, "trigger": map[string]any{"always": true}}).status)
+	var packets [][2]string
+	for _, p := range []string{"acme", "beta"} {
+		r := e.do("POST", "/v1/projects/"+p+"/packets", e.admin, map[string]any{"target_role": "planner"})
+		require.Equal(t, 201, r.status, r.text)
+		require.Contains(t, r.json["rendered"], secret)
+		packets = append(packets, [2]string{p, r.json["packet_id"].(string)})
+	}
+	r := e.do("POST", "/v1/projects/_shared/items/token/versions/1/redact", e.admin, map[string]any{"reason": "token leaked"})
+	require.Equal(t, 202, r.status, r.text)
+	require.Equal(t, float64(2), r.json["packets_total"])
+	require.Eventually(t, func() bool {
+		g := e.do("GET", "/v1/projects/_shared/redactions/"+r.json["id"].(string), e.admin, nil)
+		return g.json["status"] == "done"
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, p := range packets {
+		g := e.do("GET", "/v1/projects/"+p[0]+"/packets/"+p[1], e.admin, nil)
+		require.NotContains(t, g.text, secret, p[0])
+		v := e.do("GET", "/v1/projects/"+p[0]+"/audit/verify", e.admin, nil)
+		require.Equal(t, true, v.json["ok"], v.text)
+	}
+	v := e.do("GET", "/v1/projects/_shared/audit/verify", e.admin, nil)
+	require.Equal(t, true, v.json["ok"], v.text)
+	require.Equal(t, float64(1), v.json["redacted"])
 }

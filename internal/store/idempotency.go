@@ -63,3 +63,19 @@ func (db DB) IdempotencyKeyDeleteExpired(ctx context.Context) (int64, error) {
 	n, err := q.IdempotencyKeyDeleteExpired(ctx, db.ex)
 	return n, interpret(err)
 }
+
+// IdempotencyAnswers is a page of the stored answers after (afterAgent,
+// afterKey), expired ones included.
+func (db DB) IdempotencyAnswers(ctx context.Context, afterAgent, afterKey string, limit int) ([]IdempotentAnswer, error) {
+	rows, err := q.IdempotencyKeyPage(ctx, db.ex, dbsqlc.IdempotencyKeyPageParams{AfterAgent: afterAgent, AfterKey: afterKey, Lim: int32(limit)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]IdempotentAnswer, len(rows))
+	for i, r := range rows {
+		out[i] = IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status),
+			ContentType: r.ContentType, Body: r.Body, MAC: r.Mac}
+		_ = json.Unmarshal(r.Headers, &out[i].Headers)
+	}
+	return out, nil
+}

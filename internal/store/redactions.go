@@ -37,12 +37,17 @@ func redactionRow(r dbsqlc.Redaction) audit.RedactionRow {
 // path allowed to change it), its chain entry's body (replaced by
 // audit.RedactedBody, the hashes kept), the stored idempotency answers that
 // hold the text, with the redaction's own chain entry. The packets are
-// redacted after, in pages (RedactPackets). usesOf is the project whose
-// packets included the version.
-func (tx *Tx) RedactionStart(ctx context.Context, r Redaction, content string) (Redaction, error) {
-	total, err := q.RedactionUseCount(ctx, tx.ex, dbsqlc.RedactionUseCountParams{Project: r.Project, SubjectProject: r.Project, Key: r.Key, Version: int32(r.Version)})
-	if err != nil {
-		return Redaction{}, interpret(err)
+// redacted after, in pages (RedactPackets); packetProjects are the
+// projects whose packets may have included the version (every project for
+// a _shared item).
+func (tx *Tx) RedactionStart(ctx context.Context, r Redaction, content string, packetProjects []string) (Redaction, error) {
+	var total int64
+	for _, pp := range packetProjects {
+		n, err := q.RedactionUseCount(ctx, tx.ex, dbsqlc.RedactionUseCountParams{Project: pp, SubjectProject: r.Project, Key: r.Key, Version: int32(r.Version)})
+		if err != nil {
+			return Redaction{}, interpret(err)
+		}
+		total += n
 	}
 	row, err := q.RedactionInsert(ctx, tx.ex, dbsqlc.RedactionInsertParams{Project: r.Project, ID: r.ID, Key: r.Key,
 		Version: int32(r.Version), Reason: r.Reason, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, PacketsTotal: int32(total)})
@@ -114,8 +119,8 @@ type RedactionCursor struct {
 // before cur (newest first), with marker cut or padded to each span's
 // length, and reports how many it did and where to go on (done when
 // fewer than limit).
-func (tx *Tx) RedactPackets(ctx context.Context, r Redaction, cur RedactionCursor, limit int, marker string) (int, RedactionCursor, error) {
-	rows, err := q.RedactionUses(ctx, tx.ex, dbsqlc.RedactionUsesParams{Project: r.Project, SubjectProject: r.Project,
+func (tx *Tx) RedactPackets(ctx context.Context, r Redaction, packetProject string, cur RedactionCursor, limit int, marker string) (int, RedactionCursor, error) {
+	rows, err := q.RedactionUses(ctx, tx.ex, dbsqlc.RedactionUsesParams{Project: packetProject, SubjectProject: r.Project,
 		Key: r.Key, Version: int32(r.Version), BeforeTime: cur.Time, BeforeID: cur.ID, Lim: int32(limit)})
 	if err != nil {
 		return 0, cur, interpret(err)
@@ -130,7 +135,7 @@ func (tx *Tx) RedactPackets(ctx context.Context, r Redaction, cur RedactionCurso
 		cur = RedactionCursor{Time: u.CreatedAt, ID: u.PacketID}
 	}
 	for _, id := range order {
-		if err := q.RedactPacket(ctx, tx.ex, dbsqlc.RedactPacketParams{Project: r.Project, ID: id, Spans: spans[id], Marker: marker}); err != nil {
+		if err := q.RedactPacket(ctx, tx.ex, dbsqlc.RedactPacketParams{Project: packetProject, ID: id, Spans: spans[id], Marker: marker}); err != nil {
 			return 0, cur, interpret(err)
 		}
 	}

@@ -49,6 +49,51 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, db DBTX, arg Idempotenc
 	return i, err
 }
 
+const idempotencyKeyPage = `-- name: IdempotencyKeyPage :many
+SELECT agent_id, key, request_sha256, status, content_type, headers, body, created_at, mac FROM idempotency_keys
+WHERE (agent_id, key) > ($1::text, $2::text)
+ORDER BY agent_id, key
+LIMIT $3
+`
+
+type IdempotencyKeyPageParams struct {
+	AfterAgent string
+	AfterKey   string
+	Lim        int32
+}
+
+// A page of the stored answers by (agent, key), for the audit's check of
+// their HMACs.
+func (q *Queries) IdempotencyKeyPage(ctx context.Context, db DBTX, arg IdempotencyKeyPageParams) ([]IdempotencyKey, error) {
+	rows, err := db.Query(ctx, idempotencyKeyPage, arg.AfterAgent, arg.AfterKey, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []IdempotencyKey{}
+	for rows.Next() {
+		var i IdempotencyKey
+		if err := rows.Scan(
+			&i.AgentID,
+			&i.Key,
+			&i.RequestSha256,
+			&i.Status,
+			&i.ContentType,
+			&i.Headers,
+			&i.Body,
+			&i.CreatedAt,
+			&i.Mac,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const idempotencyKeyTryLock = `-- name: IdempotencyKeyTryLock :one
 SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0)) AS locked
 `
