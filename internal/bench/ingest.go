@@ -247,7 +247,7 @@ func copyFloor(ctx context.Context, pool *pgxpool.Pool, from, to string, cleanup
 		for i, t := range tables {
 			start := time.Now()
 			if t.replace {
-				if _, err := tx.Exec(ctx, "DELETE FROM "+pgx.Identifier{t.name}.Sanitize()+" WHERE project = $1", to); err != nil {
+				if _, err := tx.Exec(ctx, "DELETE FROM "+pgx.Identifier{t.name}.Sanitize()+" WHERE "+projectColumn(t.name)+" = $1", to); err != nil {
 					return fmt.Errorf("replace %s: %w", t.name, err)
 				}
 			}
@@ -271,7 +271,7 @@ func copyFloor(ctx context.Context, pool *pgxpool.Pool, from, to string, cleanup
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		for i := len(tables) - 1; i >= 0; i-- {
-			if _, err := tx.Exec(ctx, "DELETE FROM "+pgx.Identifier{tables[i].name}.Sanitize()+" WHERE project = $1", to); err != nil {
+			if _, err := tx.Exec(ctx, "DELETE FROM "+pgx.Identifier{tables[i].name}.Sanitize()+" WHERE "+projectColumn(tables[i].name)+" = $1", to); err != nil {
 				return err
 			}
 		}
@@ -300,12 +300,21 @@ func readProjectRows(ctx context.Context, pool *pgxpool.Pool, from, to string) (
 		if t.cols, err = copyColumns(ctx, pool, name); err != nil {
 			return nil, err
 		}
-		pc := slices.Index(t.cols, "project")
+		pc := slices.Index(t.cols, projectColumn(name))
+		// The chain is append-only: its entries go after the target's own
+		// (its project's entry), renumbered, instead of replacing them.
+		seqCol, seqBase := -1, int64(0)
+		if name == "audit_entries" && t.replace {
+			t.replace, seqCol = false, slices.Index(t.cols, "seq")
+			if err := pool.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM audit_entries WHERE chain = $1", to).Scan(&seqBase); err != nil {
+				return nil, err
+			}
+		}
 		quoted := make([]string, len(t.cols))
 		for i, c := range t.cols {
 			quoted[i] = pgx.Identifier{c}.Sanitize()
 		}
-		rows, err := pool.Query(ctx, "SELECT "+strings.Join(quoted, ", ")+" FROM "+pgx.Identifier{name}.Sanitize()+" WHERE project = $1", from)
+		rows, err := pool.Query(ctx, "SELECT "+strings.Join(quoted, ", ")+" FROM "+pgx.Identifier{name}.Sanitize()+" WHERE "+projectColumn(name)+" = $1", from)
 		if err != nil {
 			return nil, err
 		}
@@ -316,6 +325,9 @@ func readProjectRows(ctx context.Context, pool *pgxpool.Pool, from, to string) (
 				return nil, err
 			}
 			vals[pc] = to
+			if seqCol >= 0 {
+				vals[seqCol] = vals[seqCol].(int64) + seqBase
+			}
 			t.rows = append(t.rows, vals)
 		}
 		if err := rows.Err(); err != nil {
@@ -331,7 +343,7 @@ func readProjectRows(ctx context.Context, pool *pgxpool.Pool, from, to string) (
 // out, ordered so that a table comes after those its foreign keys name.
 func projectTables(ctx context.Context, pool *pgxpool.Pool, project string) ([]string, error) {
 	rows, err := pool.Query(ctx, `SELECT c.relname::text FROM pg_class c
-JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'project' AND NOT a.attisdropped
+JOIN pg_attribute a ON a.attrelid = c.oid AND (a.attname = 'project' OR c.relname LIKE 'audit\_%' AND a.attname = 'chain') AND NOT a.attisdropped
 WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relkind IN ('r', 'p') AND NOT c.relispartition
   AND c.relname <> 'projects'
 ORDER BY 1`)
@@ -368,10 +380,19 @@ WHERE k.contype = 'f' AND ch.relnamespace = (SELECT oid FROM pg_namespace WHERE 
 	return parentsFirst(with, edges), nil
 }
 
+// projectColumn is the column that names a row's project: the audit
+// chain's tables name it chain (the project, or "" for the global chain).
+func projectColumn(table string) string {
+	if strings.HasPrefix(table, "audit_") {
+		return "chain"
+	}
+	return "project"
+}
+
 // hasRows reports whether table has rows of project.
 func hasRows(ctx context.Context, pool *pgxpool.Pool, table, project string) (bool, error) {
 	var has bool
-	err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+pgx.Identifier{table}.Sanitize()+" WHERE project = $1)", project).Scan(&has)
+	err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+pgx.Identifier{table}.Sanitize()+" WHERE "+projectColumn(table)+" = $1)", project).Scan(&has)
 	return has, err
 }
 
@@ -416,7 +437,7 @@ ORDER BY attnum`, pgx.Identifier{table}.Sanitize())
 		return nil, err
 	}
 	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err == nil && !slices.Contains(cols, "project") {
+	if err == nil && !slices.Contains(cols, projectColumn(table)) {
 		err = errors.New(table + " has no project column to rewrite")
 	}
 	return cols, err
