@@ -47,26 +47,13 @@ func (tx *Tx) appendEntries(ctx context.Context) error {
 // bodies computed from the very rows sent (audit.ItemVersionBody).
 func (tx *Tx) auditItemVersions(project string, rows []dbsqlc.ItemVersionInsertManyParams) error {
 	for _, r := range rows {
-		body, err := audit.ItemVersionBody(auditRowOfInsert(r))
+		// The row as sent has the columns of the row as read back, in order.
+		body, err := audit.ItemVersionBody(auditRowOfStored(dbsqlc.ItemVersionAuditRowsRow(r)))
 		if err := tx.entry(project, audit.KindItemVersion, audit.ItemVersionSubject(r.Key, int(r.Version)), body, err); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func auditRowOfInsert(r dbsqlc.ItemVersionInsertManyParams) audit.ItemVersionRow {
-	return audit.ItemVersionRow{
-		Project: r.Project, Key: r.Key, Version: int(r.Version), Deleted: r.Deleted,
-		Kind: r.Kind, Source: r.Source, Title: r.Title, Summary: r.Summary, Content: r.Content,
-		Priority: int(r.Priority), Authority: r.Authority, Confidence: r.Confidence, StateKey: r.StateKey,
-		ValidFrom: r.ValidFrom, ValidUntil: r.ValidUntil, Slot: r.Slot, Trigger: r.Trigger,
-		VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom, Template: r.Template,
-		Metadata: r.Metadata, Provenance: r.Provenance, FieldsSHA256: r.FieldsSha256, ContentSHA256: r.ContentSha256,
-		TokensO200k: int(r.TokensO200k), TokensCl100k: int(r.TokensCl100k),
-		BlockTokensO200k: int(r.BlockTokensO200k), BlockTokensCl100k: int(r.BlockTokensCl100k),
-		CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy,
-	}
 }
 
 func auditRowOfStored(r dbsqlc.ItemVersionAuditRowsRow) audit.ItemVersionRow {

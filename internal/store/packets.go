@@ -144,10 +144,7 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Reco
 	}
 	recs := make([]audit.RecordRow, len(rows))
 	for i, r := range rows {
-		recs[i] = recordRow(dbsqlc.PacketRecord{Ord: r.Ord, SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject,
-			SubjectKey: r.SubjectKey, SubjectVersion: r.SubjectVersion, Decision: r.Decision, Section: r.Section,
-			Position: r.Position, SpanStart: r.SpanStart, SpanEnd: r.SpanEnd, Tokens: r.Tokens, Rank: r.Rank,
-			Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly})
+		recs[i] = recordRow(dbsqlc.PacketRecord(r)) // the row as sent is the row as stored
 	}
 	body, err := audit.PacketBody(packetRow(p), recs)
 	return tx.entry(p.Project, audit.KindPacket, p.ID, body, err)
