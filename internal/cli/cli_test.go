@@ -192,7 +192,14 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	b, err := os.ReadFile(keyFile)
 	require.NoError(t, err)
 	require.Equal(t, key, strings.TrimSpace(string(b)))
-	status, body := get(t, base+"/v1/projects", key)
+	// The embedded default keeps the deployment's audit key next to it.
+	ak, err := os.Stat(filepath.Join(dir, "audit.key"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), ak.Mode().Perm())
+	require.Contains(t, out.String(), "Created the audit key")
+	status, body := get(t, base+"/v1/projects/_shared/audit/checkpoint", key)
+	require.Equal(t, 200, status, body)
+	status, body = get(t, base+"/v1/projects", key)
 	require.Equal(t, 200, status, body)
 	require.Equal(t, 0, stop())
 	pid := filepath.Join(dir, "pgdata", "postmaster.pid")
@@ -202,6 +209,7 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	// Reused on the next start: same data, same key, no new admin.
 	base, out, stop = serve(t, "--database-url", "", "--data-dir", dir)
 	require.Empty(t, keyRE.FindString(out.String()))
+	require.NotContains(t, out.String(), "Created the audit key", "the audit key is made once")
 	status, _ = get(t, base+"/v1/projects", key)
 	require.Equal(t, 200, status)
 	require.Equal(t, 0, stop())
