@@ -79,10 +79,18 @@ UPDATE redactions SET packets_done = @packets_done, status = @status, error = @e
 WHERE project = @project AND id = @id;
 
 -- name: RedactVersion :exec
-SELECT contextd_redact_version(@project::text, @key::text, @version::integer, @body::bytea);
+SELECT contextd_redact_version(@project::text, @redaction::text);
 
--- name: RedactPacket :exec
-SELECT contextd_redact_packet(@project::text, @id::text, @spans::integer[], @marker::text);
+-- name: RedactPacket :one
+SELECT contextd_redact_packet(@project::text, @id::text, @redaction_project::text, @redaction::text)::bytea AS rendered_sha256;
+
+-- name: RedactionIDPage :many
+SELECT id FROM redactions WHERE project = @project AND id > @after_id ORDER BY id LIMIT @lim;
+
+-- name: PacketRenderedHashes :many
+-- The packets' texts as they are now, for the audit's check of packet_redaction entries.
+SELECT id, sha256(convert_to(rendered, 'UTF8'))::bytea AS rendered_now, rendered_sha256 FROM packets
+WHERE project = @project AND id = ANY(@ids::text[]);
 
 -- name: RedactionUses :many
 -- A page of the records of packets of @project that included the version,
@@ -100,12 +108,6 @@ SELECT count(DISTINCT r.packet_id) FROM packet_records r
 WHERE r.project = @project AND r.subject_project = @subject_project AND r.subject_key = @key
   AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = @version
   AND r.span_start IS NOT NULL;
-
--- name: PacketRedactedIDs :many
--- Which of the packets included a redacted version.
-SELECT DISTINCT r.packet_id FROM packet_records r
-JOIN redactions d ON d.project = r.subject_project AND d.key = r.subject_key AND d.version = r.subject_version
-WHERE r.project = @project AND r.packet_id = ANY(@ids::text[]) AND r.decision = 'included' AND r.subject_kind = 'item';
 
 -- name: IdempotencyKeysDeleteHolding :execrows
 -- Forgets the stored answers that hold a redacted text.

@@ -21,7 +21,18 @@ const (
 
 // Mutable reports whether entries of kind stand for a row that changes.
 func Mutable(kind string) bool {
-	return kind == KindHandoff || kind == KindProject || kind == KindAgent
+	return kind == KindHandoff || kind == KindProject || kind == KindAgent || kind == KindPacketRedaction
+}
+
+// KindPacketRedaction is a packet's text after a redaction overwrote
+// spans of it: the packet's own entry body is then a RedactedBody, and
+// the last packet_redaction entry of the packet vouches for its text.
+const KindPacketRedaction = "packet_redaction"
+
+// PacketRedactionBody is a packet_redaction entry's body: project, id and
+// the SHA-256 of the packet's text after the redaction.
+func PacketRedactionBody(project, id string, renderedSHA256 []byte) ([]byte, error) {
+	return newObject(KindPacketRedaction).str("project", project).str("id", id).hex("rendered_sha256", renderedSHA256).bytes()
 }
 
 // PacketRow is a packet as stored, with its records' bodies in order.
@@ -37,10 +48,6 @@ type PacketRow struct {
 	Pipeline                                   int
 	BudgetCutoff                               []byte // JSON, or nil
 	GapsMore                                   int
-	// RenderedRedacted: the packet included a redacted version, whose
-	// spans were overwritten; its text is then vouched for by the stored
-	// rendered_sha256 (the hash of the text as made) instead of its own.
-	RenderedRedacted bool
 }
 
 // RecordRow is one decision record of a packet as stored.
@@ -88,13 +95,7 @@ func PacketBody(p PacketRow, records []RecordRow) ([]byte, error) {
 	o := newObject(KindPacket).str("project", p.Project).str("id", p.ID).str("created_by", p.CreatedBy).
 		str("target_role", p.TargetRole).str("task_id", p.TaskID).time("created_at", &p.CreatedAt).
 		json("request", p.Request).json("predecessors", p.Predecessors).str("format", p.Format).
-		str("tokenizer", p.Tokenizer)
-	if p.RenderedRedacted {
-		o.hex("rendered_sha256_of", p.RenderedSHA256)
-	} else {
-		o.sha("rendered_sha256_of", p.Rendered)
-	}
-	o.hex("rendered_sha256", p.RenderedSHA256).
+		str("tokenizer", p.Tokenizer).sha("rendered_sha256_of", p.Rendered).hex("rendered_sha256", p.RenderedSHA256).
 		int("token_budget", int64(p.TokenBudget)).int("tokens_used", int64(p.TokensUsed)).json("gaps", p.Gaps).
 		json("provenance_summary", p.ProvenanceSummary).str("snapshot", p.Snapshot).int("pipeline", int64(p.Pipeline))
 	if p.BudgetCutoff == nil {

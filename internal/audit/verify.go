@@ -2,9 +2,11 @@ package audit
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,19 +63,49 @@ func NewVerifier() *Verifier {
 func (v *Verifier) Redacted() int64 { return v.redacted }
 
 // redactedEntry checks an entry whose body a redaction replaced: its hashes
-// stay what they were and cannot be recomputed, so only its place in the
-// chain is checked, and a redaction entry naming it must follow.
-func (v *Verifier) redactedEntry(e Entry) bool {
+// stay what they were and cannot be recomputed, so its place in the chain
+// is checked, a redacted version's row must hold the marker and nothing
+// else, and an entry of the redaction must follow (for a version, the
+// redaction; for a packet, its packet_redaction).
+func (v *Verifier) redactedEntry(e Entry, now []byte) bool {
 	if !bytes.Equal(Link(v.prev, e.EntryHash), e.ChainHash) {
 		return v.fail(e.Seq, OrderChanged, "the entry's chain hash does not follow from seq %d's (%s %s)", v.seq, e.Kind, e.Subject)
 	}
-	v.pending[e.Subject] = e.Seq
-	v.covered[ref(e.Kind, e.Subject)] = true
-	if key, n, ok := splitVersion(e.Subject); ok && e.Kind == KindItemVersion {
+	if e.Kind == KindItemVersion {
+		var row struct {
+			Of     string `json:"content_sha256_of"`
+			Stored string `json:"content_sha256"`
+		}
+		marker := sha256.Sum256([]byte(RedactedContent))
+		if now == nil || json.Unmarshal(now, &row) != nil || row.Of != hex.EncodeToString(marker[:]) || row.Stored != hex.EncodeToString(make([]byte, 32)) {
+			return v.fail(e.Seq, ContentChanged, "%s is redacted, but its row holds other content than the marker", e.Subject)
+		}
+		key, n, _ := splitVersion(e.Subject)
 		v.items[key] = itemHead{seq: e.Seq, version: n}
 	}
+	if v.covered[ref(e.Kind, e.Subject)] {
+		return v.fail(e.Seq, OrderChanged, "%s %s has an entry already", e.Kind, e.Subject)
+	}
+	v.pending[ref(e.Kind, e.Subject)] = e.Seq
+	v.covered[ref(e.Kind, e.Subject)] = true
 	v.prev, v.seq = e.ChainHash, e.Seq
 	return true
+}
+
+// RedactedContent is a redacted version's content.
+const RedactedContent = "[redacted]"
+
+// LatestSubjects are the subjects of a mutable kind that have entries.
+func (v *Verifier) LatestSubjects(kind string) []string {
+	var out []string
+	prefix := ref(kind, "")
+	for r := range v.latest {
+		if s, ok := strings.CutPrefix(r, prefix); ok {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func splitVersion(subject string) (string, int, bool) {
@@ -116,8 +148,8 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 	case e.Seq < want:
 		return v.fail(e.Seq, OrderChanged, "seq %d comes again after seq %d", e.Seq, v.seq)
 	}
-	if _, ok := redactedOf(e.Body); ok && e.Kind == KindItemVersion && ItemVersionSubject(subjectKey(e.Body)) == e.Subject {
-		return v.redactedEntry(e)
+	if _, ok := redactedOf(e.Body); ok && (e.Kind == KindItemVersion || e.Kind == KindPacket) && subjectOf(e.Body) == e.Subject {
+		return v.redactedEntry(e, now)
 	}
 	if !bytes.Equal(Hash(e.Body), e.EntryHash) {
 		return v.fail(e.Seq, ContentChanged, "the entry's body does not hash to its entry hash (%s %s)", e.Kind, e.Subject)
@@ -153,10 +185,16 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 			Version int    `json:"version"`
 		}
 		_ = json.Unmarshal(e.Body, &b)
-		if _, ok := v.pending[ItemVersionSubject(b.Key, b.Version)]; ok {
-			delete(v.pending, ItemVersionSubject(b.Key, b.Version))
+		if _, ok := v.pending[ref(KindItemVersion, ItemVersionSubject(b.Key, b.Version))]; ok {
+			delete(v.pending, ref(KindItemVersion, ItemVersionSubject(b.Key, b.Version)))
 			v.redacted++
 		}
+	}
+	if e.Kind == KindPacketRedaction {
+		delete(v.pending, ref(KindPacket, e.Subject))
+	}
+	if !Mutable(e.Kind) && v.covered[ref(e.Kind, e.Subject)] {
+		return v.fail(e.Seq, OrderChanged, "%s %s has an entry already", e.Kind, e.Subject)
 	}
 	if Mutable(e.Kind) {
 		v.latest[ref(e.Kind, e.Subject)] = latestEntry{seq: e.Seq, body: e.Body}
@@ -287,7 +325,7 @@ func (v *Verifier) AtHead(seq int64, hash []byte) bool {
 		}
 	}
 	if first != 0 {
-		return v.fail(first, ContentChanged, "the entry's body was replaced as redacted, but no redaction entry follows it")
+		return v.fail(first, ContentChanged, "the entry's body was replaced as redacted, but no entry of that redaction follows it")
 	}
 	switch {
 	case v.seq < seq:
@@ -296,12 +334,6 @@ func (v *Verifier) AtHead(seq int64, hash []byte) bool {
 		return v.fail(seq, ContentChanged, "the head's hash %s is not the last entry's chain hash %s", HexHead(hash), HexHead(v.prev))
 	}
 	return true
-}
-
-// subjectKey is the key and version a redacted body's subject names.
-func subjectKey(body []byte) (string, int) {
-	k, n, _ := splitVersion(subjectOf(body))
-	return k, n
 }
 
 // Mismatch reports a state mismatch found outside the entries (a stored

@@ -237,7 +237,8 @@ func splitSubject(subject string) (string, int, bool) {
 // nothing the chain has is missing.
 func verifyRows(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) error {
 	checks := []func(context.Context, *store.Tx, string, *audit.Verifier) (bool, error){
-		coveredVersions, coveredPackets, coveredEvents, currentHandoffs, currentProject, itemStates,
+		coveredVersions, coveredPackets, coveredEvents, coveredRedactions, currentHandoffs, currentProject,
+		currentPacketTexts, itemStates,
 	}
 	if proj == audit.GlobalChain {
 		checks = checks[:0]
@@ -323,6 +324,44 @@ func currentHandoffs(ctx context.Context, tx *store.Tx, proj string, v *audit.Ve
 		}
 		after = page[len(page)-1].Subject
 	}
+}
+
+func coveredRedactions(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
+	for after := ""; ; {
+		page, err := tx.RedactionIDs(ctx, proj, after, verifyPage)
+		if err != nil {
+			return false, err
+		}
+		for _, id := range page {
+			if !v.Covered(audit.KindRedaction, id) {
+				return false, nil
+			}
+		}
+		if len(page) < verifyPage {
+			return true, nil
+		}
+		after = page[len(page)-1]
+	}
+}
+
+// currentPacketTexts checks the text of every packet a redaction
+// overwrote against its last packet_redaction entry.
+func currentPacketTexts(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
+	ids := v.LatestSubjects(audit.KindPacketRedaction)
+	for len(ids) > 0 {
+		page := ids[:min(len(ids), verifyPage)]
+		ids = ids[len(page):]
+		now, err := tx.PacketRedactionBodies(ctx, proj, page)
+		if err != nil {
+			return false, err
+		}
+		for _, id := range page {
+			if !v.Current(audit.KindPacketRedaction, id, now[id]) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 func currentAgents(ctx context.Context, tx *store.Tx, _ string, v *audit.Verifier) (bool, error) {

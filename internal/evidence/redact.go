@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
@@ -32,7 +33,7 @@ var (
 // overwritten after, in pages, by a goroutine of this process (and by any
 // process that starts while the redaction is still running).
 func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key string, n int, reason string) (store.Redaction, error) {
-	if reason == "" || len(reason) > MaxReason {
+	if reason = strings.TrimSpace(reason); reason == "" || len(reason) > MaxReason {
 		return store.Redaction{}, validation.One("reason", "required", "a redaction needs a reason of 1 to %d bytes", MaxReason)
 	}
 	var r store.Redaction
@@ -41,6 +42,9 @@ func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key strin
 			return err
 		}
 		v, err := tx.ItemVersionGet(ctx, proj, key, n)
+		if errors.Is(err, fault.ErrNotFound) {
+			return fmt.Errorf("%w: item %s has no version %d", fault.ErrNotFound, key, n)
+		}
 		if err != nil {
 			return err
 		}
@@ -70,7 +74,11 @@ func (s *Service) Redaction(ctx context.Context, agent *auth.Agent, proj, id str
 	if err := s.projects.AuthorizeIn(ctx, s.store.DB, agent, proj, auth.Admin); err != nil {
 		return store.Redaction{}, err
 	}
-	return s.store.RedactionGet(ctx, proj, id)
+	r, err := s.store.RedactionGet(ctx, proj, id)
+	if errors.Is(err, fault.ErrNotFound) {
+		return store.Redaction{}, fmt.Errorf("%w: no redaction %s in %s", fault.ErrNotFound, id, proj)
+	}
+	return r, err
 }
 
 // ResumeRedactions finishes the redactions a stopped process left
@@ -116,7 +124,6 @@ const sharedProject = "_shared"
 // included it, project by project and newest first, one page per
 // transaction, and records the progress after each.
 func (s *Service) runRedaction(ctx context.Context, r store.Redaction) {
-	marker := "[redacted " + r.ID + "]"
 	fail := func(err error) {
 		r.Status, r.Error = "failed", err.Error()
 		_ = s.store.RedactionProgress(ctx, r)
@@ -133,7 +140,7 @@ func (s *Service) runRedaction(ctx context.Context, r store.Redaction) {
 			var n int
 			err := s.store.InTx(ctx, func(tx *store.Tx) error {
 				var err error
-				n, cur, err = tx.RedactPackets(ctx, r, pp, cur, redactPage, marker)
+				n, cur, err = tx.RedactPackets(ctx, r, pp, cur, redactPage)
 				return err
 			})
 			if err != nil {

@@ -378,6 +378,9 @@ func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
 
 	require.Equal(t, 403, e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", writer, map[string]any{"reason": "leaked"}).status)
 	require.Equal(t, 422, e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", e.admin, map[string]any{"reason": ""}).status)
+	require.Equal(t, 422, e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", e.admin, map[string]any{"reason": "   "}).status)
+	nf := e.do("POST", "/v1/projects/acme/items/deploy/versions/9/redact", e.admin, map[string]any{"reason": "leaked"})
+	require.NotContains(t, nf.text, "no rows", "no internal error text")
 	require.Equal(t, 404, e.do("POST", "/v1/projects/acme/items/deploy/versions/9/redact", e.admin, map[string]any{"reason": "leaked"}).status)
 	r := e.do("POST", "/v1/projects/acme/items/deploy/versions/1/redact", e.admin, map[string]any{"reason": "an API key was pasted"})
 	require.Equal(t, 202, r.status, r.text)
@@ -400,6 +403,8 @@ func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
 		require.Len(t, p.json["rendered"].(string), lengths[i], "every span keeps its byte length")
 		require.Contains(t, p.json["rendered"], "[redacted "+r.json["id"].(string)+"]")
 		require.Contains(t, p.json["rendered"], "Ship on Mondays.", "the other items' spans are untouched")
+		now := sha256.Sum256([]byte(p.json["rendered"].(string)))
+		require.Equal(t, hex.EncodeToString(now[:]), p.json["rendered_sha256"], "the hash of the text that held the secret is gone")
 	}
 	replayed := e.do("PUT", "/v1/projects/acme/items/deploy", writer, map[string]any{
 		"content": "Deploy with the key " + secret + " on Fridays.", "trigger": map[string]any{"always": true}}, "Idempotency-Key", "leak-1")
@@ -434,6 +439,8 @@ func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
 		require.NotContains(t, string(body), hex.EncodeToString(secretHash[:]), "no entry confirms the secret")
 		require.NotContains(t, string(body), secret)
 	}
+
+	redactedStillChecked(t, e, packets)
 
 	// A body replaced as redacted without a redaction is tampering.
 	e.tamper(`UPDATE audit_entries SET body = convert_to('{"entry":"item_version","redacted":"red_forged","subject":"other@1"}', 'UTF8') WHERE chain = 'acme' AND subject = 'other@1'`)
@@ -474,4 +481,32 @@ func TestRedactionOfASharedItemReachesEveryProject(t *testing.T) {
 	v := e.do("GET", "/v1/projects/_shared/audit/verify", e.admin, nil)
 	require.Equal(t, true, v.json["ok"], v.text)
 	require.Equal(t, float64(1), v.json["redacted"])
+}
+
+// redactedStillChecked: after a redaction, what it did not remove is
+// still verified: the other text of its packets, and that its version
+// holds the marker alone; its functions rewrite nothing without it.
+func redactedStillChecked(t *testing.T, e *env, packets []string) {
+	// A redacted packet's other spans are still checked.
+	t.Run("a redacted packet's other text", func(t *testing.T) {
+		e.tamper(`UPDATE packets SET rendered = replace(rendered, 'Ship on Mondays.', 'Ship on Sundays.') WHERE id = '` + packets[1] + `'`)
+		ver := e.verify()
+		require.Equal(t, false, ver.json["ok"], ver.text)
+		require.Equal(t, "state_mismatch", ver.json["problem"], ver.text)
+		e.tamper(`UPDATE packets SET rendered = replace(rendered, 'Ship on Sundays.', 'Ship on Mondays.') WHERE id = '` + packets[1] + `'`)
+		require.Equal(t, true, e.verify().json["ok"])
+	})
+	// A redacted version must hold the marker and nothing else.
+	t.Run("content put back under a redaction", func(t *testing.T) {
+		e.tamper(`UPDATE item_versions SET content = 'EVIL' WHERE project = 'acme' AND key = 'deploy' AND version = 1`)
+		ver := e.verify()
+		require.Equal(t, false, ver.json["ok"], ver.text)
+		require.Equal(t, "content_changed", ver.json["problem"], ver.text)
+		e.tamper(`UPDATE item_versions SET content = '[redacted]' WHERE project = 'acme' AND key = 'deploy' AND version = 1`)
+		require.Equal(t, true, e.verify().json["ok"])
+	})
+	// The redaction functions do only what a redaction does.
+	_, err := e.pool.Exec(context.Background(), `SELECT contextd_redact_packet('acme', $1, 'acme', 'red_none')`, packets[2])
+	require.Error(t, err, "no redaction, no rewrite")
+
 }

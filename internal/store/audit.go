@@ -212,18 +212,12 @@ func (db DB) PacketBodies(ctx context.Context, project string, ids []string) (ma
 	if err != nil {
 		return nil, interpret(err)
 	}
-	redacted, err := q.PacketRedactedIDs(ctx, db.ex, dbsqlc.PacketRedactedIDsParams{Project: project, Ids: ids})
-	if err != nil {
-		return nil, interpret(err)
-	}
 	recs := map[string][]audit.RecordRow{}
 	for _, r := range rs {
 		recs[r.PacketID] = append(recs[r.PacketID], recordRow(r))
 	}
 	for _, p := range ps {
-		row := packetRow(packetOf(p))
-		row.RenderedRedacted = slices.Contains(redacted, p.ID)
-		out[p.ID] = bodyOrMark(audit.PacketBody(row, recs[p.ID]))
+		out[p.ID] = bodyOrMark(audit.PacketBody(packetRow(packetOf(p)), recs[p.ID]))
 	}
 	return out, nil
 }

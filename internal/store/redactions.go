@@ -54,9 +54,7 @@ func (tx *Tx) RedactionStart(ctx context.Context, r Redaction, content string, p
 	if err != nil {
 		return Redaction{}, interpret(err)
 	}
-	subject := audit.ItemVersionSubject(r.Key, r.Version)
-	if err := q.RedactVersion(ctx, tx.ex, dbsqlc.RedactVersionParams{Project: r.Project, Key: r.Key, Version: int32(r.Version),
-		Body: audit.RedactedBody(audit.KindItemVersion, subject, r.ID)}); err != nil {
+	if err := q.RedactVersion(ctx, tx.ex, dbsqlc.RedactVersionParams{Project: r.Project, Redaction: r.ID}); err != nil {
 		return Redaction{}, interpret(err)
 	}
 	n, err := q.ItemSearchRefresh(ctx, tx.ex, dbsqlc.ItemSearchRefreshParams{Project: r.Project, Key: r.Key, Version: int32(r.Version)})
@@ -115,31 +113,62 @@ type RedactionCursor struct {
 	ID   string
 }
 
-// RedactPackets overwrites the spans of the version in up to limit packets
-// before cur (newest first), with marker cut or padded to each span's
-// length, and reports how many it did and where to go on (done when
-// fewer than limit).
-func (tx *Tx) RedactPackets(ctx context.Context, r Redaction, packetProject string, cur RedactionCursor, limit int, marker string) (int, RedactionCursor, error) {
+// RedactPackets redacts up to limit of the packets of packetProject that
+// included the version, before cur (newest first), through
+// contextd_redact_packet (their spans, stored hash and entry body), each
+// with a packet_redaction entry holding its new text's hash, and reports
+// how many it did and where to go on (done when fewer than limit).
+func (tx *Tx) RedactPackets(ctx context.Context, r Redaction, packetProject string, cur RedactionCursor, limit int) (int, RedactionCursor, error) {
 	rows, err := q.RedactionUses(ctx, tx.ex, dbsqlc.RedactionUsesParams{Project: packetProject, SubjectProject: r.Project,
 		Key: r.Key, Version: int32(r.Version), BeforeTime: cur.Time, BeforeID: cur.ID, Lim: int32(limit)})
 	if err != nil {
 		return 0, cur, interpret(err)
 	}
-	spans := map[string][]int32{}
-	var order []string
+	done := map[string]bool{}
 	for _, u := range rows {
-		if _, ok := spans[u.PacketID]; !ok {
-			order = append(order, u.PacketID)
-		}
-		spans[u.PacketID] = append(spans[u.PacketID], *u.SpanStart, *u.SpanEnd)
 		cur = RedactionCursor{Time: u.CreatedAt, ID: u.PacketID}
-	}
-	for _, id := range order {
-		if err := q.RedactPacket(ctx, tx.ex, dbsqlc.RedactPacketParams{Project: packetProject, ID: id, Spans: spans[id], Marker: marker}); err != nil {
+		if done[u.PacketID] {
+			continue
+		}
+		done[u.PacketID] = true
+		h, err := q.RedactPacket(ctx, tx.ex, dbsqlc.RedactPacketParams{Project: packetProject, ID: u.PacketID, RedactionProject: r.Project, Redaction: r.ID})
+		if err != nil {
 			return 0, cur, interpret(err)
+		}
+		body, err := audit.PacketRedactionBody(packetProject, u.PacketID, h)
+		if err := tx.entry(packetProject, audit.KindPacketRedaction, u.PacketID, body, err); err != nil {
+			return 0, cur, err
 		}
 	}
 	return len(rows), cur, nil
+}
+
+// PacketRedactionBodies recomputes the packet_redaction bodies of packets
+// from their texts as they are now (a text whose stored hash no longer is
+// its own gets none that could match).
+func (db DB) PacketRedactionBodies(ctx context.Context, project string, ids []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.PacketRenderedHashes(ctx, db.ex, dbsqlc.PacketRenderedHashesParams{Project: project, Ids: ids})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	for _, r := range rows {
+		if string(r.RenderedNow) != string(r.RenderedSha256) {
+			out[r.ID] = []byte("the stored hash is not the text's")
+			continue
+		}
+		out[r.ID] = bodyOrMark(audit.PacketRedactionBody(project, r.ID, r.RenderedNow))
+	}
+	return out, nil
+}
+
+// RedactionIDs is a page of a project's redaction ids after afterID.
+func (db DB) RedactionIDs(ctx context.Context, project, afterID string, limit int) ([]string, error) {
+	ids, err := q.RedactionIDPage(ctx, db.ex, dbsqlc.RedactionIDPageParams{Project: project, AfterID: afterID, Lim: int32(limit)})
+	return ids, interpret(err)
 }
 
 // RedactionProgress records how far a redaction is.

@@ -580,31 +580,36 @@ func (q *Queries) PacketRecordAuditRows(ctx context.Context, db DBTX, arg Packet
 	return items, nil
 }
 
-const packetRedactedIDs = `-- name: PacketRedactedIDs :many
-SELECT DISTINCT r.packet_id FROM packet_records r
-JOIN redactions d ON d.project = r.subject_project AND d.key = r.subject_key AND d.version = r.subject_version
-WHERE r.project = $1 AND r.packet_id = ANY($2::text[]) AND r.decision = 'included' AND r.subject_kind = 'item'
+const packetRenderedHashes = `-- name: PacketRenderedHashes :many
+SELECT id, sha256(convert_to(rendered, 'UTF8'))::bytea AS rendered_now, rendered_sha256 FROM packets
+WHERE project = $1 AND id = ANY($2::text[])
 `
 
-type PacketRedactedIDsParams struct {
+type PacketRenderedHashesParams struct {
 	Project string
 	Ids     []string
 }
 
-// Which of the packets included a redacted version.
-func (q *Queries) PacketRedactedIDs(ctx context.Context, db DBTX, arg PacketRedactedIDsParams) ([]string, error) {
-	rows, err := db.Query(ctx, packetRedactedIDs, arg.Project, arg.Ids)
+type PacketRenderedHashesRow struct {
+	ID             string
+	RenderedNow    []byte
+	RenderedSha256 []byte
+}
+
+// The packets' texts as they are now, for the audit's check of packet_redaction entries.
+func (q *Queries) PacketRenderedHashes(ctx context.Context, db DBTX, arg PacketRenderedHashesParams) ([]PacketRenderedHashesRow, error) {
+	rows, err := db.Query(ctx, packetRenderedHashes, arg.Project, arg.Ids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []string{}
+	items := []PacketRenderedHashesRow{}
 	for rows.Next() {
-		var packet_id string
-		if err := rows.Scan(&packet_id); err != nil {
+		var i PacketRenderedHashesRow
+		if err := rows.Scan(&i.ID, &i.RenderedNow, &i.RenderedSha256); err != nil {
 			return nil, err
 		}
-		items = append(items, packet_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -612,45 +617,40 @@ func (q *Queries) PacketRedactedIDs(ctx context.Context, db DBTX, arg PacketReda
 	return items, nil
 }
 
-const redactPacket = `-- name: RedactPacket :exec
-SELECT contextd_redact_packet($1::text, $2::text, $3::integer[], $4::text)
+const redactPacket = `-- name: RedactPacket :one
+SELECT contextd_redact_packet($1::text, $2::text, $3::text, $4::text)::bytea AS rendered_sha256
 `
 
 type RedactPacketParams struct {
-	Project string
-	ID      string
-	Spans   []int32
-	Marker  string
+	Project          string
+	ID               string
+	RedactionProject string
+	Redaction        string
 }
 
-func (q *Queries) RedactPacket(ctx context.Context, db DBTX, arg RedactPacketParams) error {
-	_, err := db.Exec(ctx, redactPacket,
+func (q *Queries) RedactPacket(ctx context.Context, db DBTX, arg RedactPacketParams) ([]byte, error) {
+	row := db.QueryRow(ctx, redactPacket,
 		arg.Project,
 		arg.ID,
-		arg.Spans,
-		arg.Marker,
+		arg.RedactionProject,
+		arg.Redaction,
 	)
-	return err
+	var rendered_sha256 []byte
+	err := row.Scan(&rendered_sha256)
+	return rendered_sha256, err
 }
 
 const redactVersion = `-- name: RedactVersion :exec
-SELECT contextd_redact_version($1::text, $2::text, $3::integer, $4::bytea)
+SELECT contextd_redact_version($1::text, $2::text)
 `
 
 type RedactVersionParams struct {
-	Project string
-	Key     string
-	Version int32
-	Body    []byte
+	Project   string
+	Redaction string
 }
 
 func (q *Queries) RedactVersion(ctx context.Context, db DBTX, arg RedactVersionParams) error {
-	_, err := db.Exec(ctx, redactVersion,
-		arg.Project,
-		arg.Key,
-		arg.Version,
-		arg.Body,
-	)
+	_, err := db.Exec(ctx, redactVersion, arg.Project, arg.Redaction)
 	return err
 }
 
@@ -716,6 +716,36 @@ func (q *Queries) RedactionGetMany(ctx context.Context, db DBTX, arg RedactionGe
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const redactionIDPage = `-- name: RedactionIDPage :many
+SELECT id FROM redactions WHERE project = $1 AND id > $2 ORDER BY id LIMIT $3
+`
+
+type RedactionIDPageParams struct {
+	Project string
+	AfterID string
+	Lim     int32
+}
+
+func (q *Queries) RedactionIDPage(ctx context.Context, db DBTX, arg RedactionIDPageParams) ([]string, error) {
+	rows, err := db.Query(ctx, redactionIDPage, arg.Project, arg.AfterID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
