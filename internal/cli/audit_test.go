@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -212,4 +213,31 @@ func sendWith(t *testing.T, method, url, key, body string, header ...string) map
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(b, &out))
 	return out
+}
+
+// TestAuditVerifyAfterARedaction: the client side accepts a redaction's
+// entries and still checks what it did not remove.
+func TestAuditVerifyAfterARedaction(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	base, out, stop := serve(t, "--database-url", dbURL)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/token", key, `{"content":"The token is sk-123456.","trigger":{"always":true}}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/other", key, `{"content":"Ship on Mondays.","trigger":{"always":true}}`)
+	p := send(t, "POST", base+"/v1/projects/acme/packets", key, `{"target_role":"implementer"}`)
+	r := send(t, "POST", base+"/v1/projects/acme/items/token/versions/1/redact", key, `{"reason":"leaked"}`)
+	require.Eventually(t, func() bool {
+		g := send(t, "GET", base+"/v1/projects/acme/redactions/"+r["id"].(string), key, "")
+		return g["status"] == "done"
+	}, 10*time.Second, 20*time.Millisecond)
+	args := []string{"audit", "verify", "--project", "acme", "--url", base, "--key", key}
+	stdout, errs, code := run(t, args...)
+	require.Equal(t, 0, code, "%s%s", stdout, errs)
+	require.Contains(t, stdout, "ok entries=")
+	tamper(t, dbURL, `UPDATE packets SET rendered = replace(rendered, 'Mondays', 'Sundays') WHERE id = '`+p["packet_id"].(string)+`'`)
+	stdout, _, code = run(t, args...)
+	require.NotEqual(t, 0, code, stdout)
+	require.Contains(t, stdout, "problem=state_mismatch")
 }
