@@ -109,11 +109,16 @@ WHERE r.project = @project AND r.subject_project = @subject_project AND r.subjec
   AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = @version
   AND r.span_start IS NOT NULL;
 
--- name: IdempotencyKeysDeleteHolding :execrows
--- Forgets the stored answers that hold a redacted text.
--- @escaped is the text as an answer's JSON writes it.
-DELETE FROM idempotency_keys
-WHERE position(convert_to(@raw::text, 'UTF8') IN body) > 0 OR position(convert_to(@escaped::text, 'UTF8') IN body) > 0;
+-- name: IdempotencyKeysHolding :many
+-- The stored answers that hold a redacted text (@escaped is the text as an
+-- answer's JSON writes it), locked: the redaction rewrites them.
+SELECT * FROM idempotency_keys
+WHERE position(convert_to(@raw::text, 'UTF8') IN body) > 0 OR position(convert_to(@escaped::text, 'UTF8') IN body) > 0
+ORDER BY agent_id, key
+FOR UPDATE;
+
+-- name: IdempotencyKeyRewrite :exec
+UPDATE idempotency_keys SET body = @body, mac = @mac WHERE agent_id = @agent_id AND key = @key;
 
 -- name: ItemSearchRefresh :execrows
 -- After a redaction of the current version, its search vector holds the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/ident"
@@ -56,8 +57,11 @@ func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key strin
 			return err
 		}
 		r, err = tx.RedactionStart(ctx, store.Redaction{Project: proj, ID: ident.New("red"), Key: key, Version: n,
-			Reason: reason, CreatedBy: agent.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}, v.Content, pps)
-		return err
+			Reason: reason, CreatedBy: agent.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}, pps)
+		if err != nil {
+			return err
+		}
+		return s.redactAnswers(ctx, tx, v.Content)
 	})
 	if errors.Is(err, fault.ErrConflict) {
 		return store.Redaction{}, fmt.Errorf("%w: version %d of %s is redacted already", fault.ErrConflict, n, key)
@@ -67,6 +71,29 @@ func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key strin
 	}
 	go s.runRedaction(context.WithoutCancel(ctx), r)
 	return r, nil
+}
+
+// redactAnswers rewrites the stored idempotency answers that hold text:
+// the text becomes the marker, and the answer gets a fresh HMAC, so a retry
+// replays the redacted answer instead of writing again (a client that
+// resends the secret would store it anew).
+func (s *Service) redactAnswers(ctx context.Context, tx *store.Tx, text string) error {
+	as, err := tx.IdempotencyAnswersHolding(ctx, text)
+	if err != nil {
+		return err
+	}
+	for _, a := range as {
+		body := strings.ReplaceAll(string(a.Body), text, audit.RedactedContent)
+		a.Body = []byte(strings.ReplaceAll(body, store.JSONEscaped(text), audit.RedactedContent))
+		a.MAC = nil
+		if s.keys != nil {
+			a.MAC = s.keys.MAC(a.Message())
+		}
+		if err := tx.IdempotencyAnswerRewrite(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Redaction is a redaction's progress (admin).

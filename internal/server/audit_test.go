@@ -408,7 +408,11 @@ func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
 	}
 	replayed := e.do("PUT", "/v1/projects/acme/items/deploy", writer, map[string]any{
 		"content": "Deploy with the key " + secret + " on Fridays.", "trigger": map[string]any{"always": true}}, "Idempotency-Key", "leak-1")
-	require.Empty(t, replayed.header.Get("Idempotent-Replayed"), "the answer holding the secret is gone")
+	require.Equal(t, "true", replayed.header.Get("Idempotent-Replayed"), "a retry replays the redacted answer, it does not write again")
+	require.NotContains(t, replayed.text, secret)
+	require.Contains(t, replayed.text, "[redacted]")
+	cur := e.do("GET", "/v1/projects/acme/items/deploy", e.admin, nil)
+	require.Equal(t, float64(1), cur.json["version"], "the retry wrote nothing")
 	found := e.do("GET", "/v1/projects/acme/items?q="+secret, e.admin, nil)
 	require.Equal(t, 200, found.status, found.text)
 	require.NotContains(t, found.text, "\"deploy\"", "the search index forgot the secret's words")

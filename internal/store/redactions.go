@@ -35,12 +35,13 @@ func redactionRow(r dbsqlc.Redaction) audit.RedactionRow {
 // RedactionStart records a redaction of a version and removes its
 // content: the version's text (through contextd_redact_version, the one
 // path allowed to change it), its chain entry's body (replaced by
-// audit.RedactedBody, the hashes kept), the stored idempotency answers that
-// hold the text, with the redaction's own chain entry. The packets are
+// audit.RedactedBody, the hashes kept), with the redaction's own chain
+// entry; the caller rewrites the stored answers that hold the text
+// (IdempotencyAnswersHolding). The packets are
 // redacted after, in pages (RedactPackets); packetProjects are the
 // projects whose packets may have included the version (every project for
 // a _shared item).
-func (tx *Tx) RedactionStart(ctx context.Context, r Redaction, content string, packetProjects []string) (Redaction, error) {
+func (tx *Tx) RedactionStart(ctx context.Context, r Redaction, packetProjects []string) (Redaction, error) {
 	var total int64
 	for _, pp := range packetProjects {
 		n, err := q.RedactionUseCount(ctx, tx.ex, dbsqlc.RedactionUseCountParams{Project: pp, SubjectProject: r.Project, Key: r.Key, Version: int32(r.Version)})
@@ -67,13 +68,6 @@ func (tx *Tx) RedactionStart(ctx context.Context, r Redaction, content string, p
 			return Redaction{}, interpret(err)
 		}
 		if err := q.ItemTermsInsert(ctx, tx.ex, dbsqlc.ItemTermsInsertParams{Project: r.Project, Keys: keys}); err != nil {
-			return Redaction{}, interpret(err)
-		}
-	}
-	if content != "" {
-		esc, _ := json.Marshal(content)
-		if _, err := q.IdempotencyKeysDeleteHolding(ctx, tx.ex, dbsqlc.IdempotencyKeysDeleteHoldingParams{
-			Raw: content, Escaped: strings.TrimSuffix(strings.TrimPrefix(string(esc), `"`), `"`)}); err != nil {
 			return Redaction{}, interpret(err)
 		}
 	}
@@ -208,4 +202,34 @@ func (db DB) RedactionsOf(ctx context.Context, project string, keys []string, ve
 		out[i] = redactionOf(r)
 	}
 	return out, nil
+}
+
+// IdempotencyAnswersHolding are the stored answers whose body holds text,
+// raw or as JSON writes it, locked for the transaction.
+func (tx *Tx) IdempotencyAnswersHolding(ctx context.Context, text string) ([]IdempotentAnswer, error) {
+	if text == "" {
+		return nil, nil
+	}
+	rows, err := q.IdempotencyKeysHolding(ctx, tx.ex, dbsqlc.IdempotencyKeysHoldingParams{Raw: text, Escaped: JSONEscaped(text)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]IdempotentAnswer, len(rows))
+	for i, r := range rows {
+		out[i] = IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status),
+			ContentType: r.ContentType, Body: r.Body, MAC: r.Mac}
+		_ = json.Unmarshal(r.Headers, &out[i].Headers)
+	}
+	return out, nil
+}
+
+// IdempotencyAnswerRewrite replaces a stored answer's body and MAC.
+func (tx *Tx) IdempotencyAnswerRewrite(ctx context.Context, a IdempotentAnswer) error {
+	return interpret(q.IdempotencyKeyRewrite(ctx, tx.ex, dbsqlc.IdempotencyKeyRewriteParams{AgentID: a.AgentID, Key: a.Key, Body: a.Body, Mac: a.MAC}))
+}
+
+// JSONEscaped is text as a JSON answer writes it inside its quotes.
+func JSONEscaped(text string) string {
+	esc, _ := json.Marshal(text) // a string always encodes
+	return strings.TrimSuffix(strings.TrimPrefix(string(esc), `"`), `"`)
 }

@@ -255,24 +255,69 @@ func (q *Queries) HandoffEventSeqPage(ctx context.Context, db DBTX, arg HandoffE
 	return items, nil
 }
 
-const idempotencyKeysDeleteHolding = `-- name: IdempotencyKeysDeleteHolding :execrows
-DELETE FROM idempotency_keys
-WHERE position(convert_to($1::text, 'UTF8') IN body) > 0 OR position(convert_to($2::text, 'UTF8') IN body) > 0
+const idempotencyKeyRewrite = `-- name: IdempotencyKeyRewrite :exec
+UPDATE idempotency_keys SET body = $1, mac = $2 WHERE agent_id = $3 AND key = $4
 `
 
-type IdempotencyKeysDeleteHoldingParams struct {
+type IdempotencyKeyRewriteParams struct {
+	Body    []byte
+	Mac     []byte
+	AgentID string
+	Key     string
+}
+
+func (q *Queries) IdempotencyKeyRewrite(ctx context.Context, db DBTX, arg IdempotencyKeyRewriteParams) error {
+	_, err := db.Exec(ctx, idempotencyKeyRewrite,
+		arg.Body,
+		arg.Mac,
+		arg.AgentID,
+		arg.Key,
+	)
+	return err
+}
+
+const idempotencyKeysHolding = `-- name: IdempotencyKeysHolding :many
+SELECT agent_id, key, request_sha256, status, content_type, headers, body, created_at, mac FROM idempotency_keys
+WHERE position(convert_to($1::text, 'UTF8') IN body) > 0 OR position(convert_to($2::text, 'UTF8') IN body) > 0
+ORDER BY agent_id, key
+FOR UPDATE
+`
+
+type IdempotencyKeysHoldingParams struct {
 	Raw     string
 	Escaped string
 }
 
-// Forgets the stored answers that hold a redacted text.
-// @escaped is the text as an answer's JSON writes it.
-func (q *Queries) IdempotencyKeysDeleteHolding(ctx context.Context, db DBTX, arg IdempotencyKeysDeleteHoldingParams) (int64, error) {
-	result, err := db.Exec(ctx, idempotencyKeysDeleteHolding, arg.Raw, arg.Escaped)
+// The stored answers that hold a redacted text (@escaped is the text as an
+// answer's JSON writes it), locked: the redaction rewrites them.
+func (q *Queries) IdempotencyKeysHolding(ctx context.Context, db DBTX, arg IdempotencyKeysHoldingParams) ([]IdempotencyKey, error) {
+	rows, err := db.Query(ctx, idempotencyKeysHolding, arg.Raw, arg.Escaped)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	items := []IdempotencyKey{}
+	for rows.Next() {
+		var i IdempotencyKey
+		if err := rows.Scan(
+			&i.AgentID,
+			&i.Key,
+			&i.RequestSha256,
+			&i.Status,
+			&i.ContentType,
+			&i.Headers,
+			&i.Body,
+			&i.CreatedAt,
+			&i.Mac,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const itemSearchRefresh = `-- name: ItemSearchRefresh :execrows
