@@ -44,9 +44,22 @@ func (db DB) IdempotencyKeyGet(ctx context.Context, agentID, key string) (Idempo
 	if err != nil {
 		return IdempotentAnswer{}, interpret(err)
 	}
+	return answerOf(r), nil
+}
+
+// answerOf is a stored answer as the server replays it.
+func answerOf(r dbsqlc.IdempotencyKey) IdempotentAnswer {
 	a := IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status), ContentType: r.ContentType, Body: r.Body, MAC: r.Mac}
 	_ = json.Unmarshal(r.Headers, &a.Headers)
-	return a, nil
+	return a
+}
+
+func answersOf(rows []dbsqlc.IdempotencyKey) []IdempotentAnswer {
+	out := make([]IdempotentAnswer, len(rows))
+	for i, r := range rows {
+		out[i] = answerOf(r)
+	}
+	return out
 }
 
 // IdempotencyKeyPut stores the answer, replacing an expired one.
@@ -71,11 +84,5 @@ func (db DB) IdempotencyAnswers(ctx context.Context, afterAgent, afterKey string
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out := make([]IdempotentAnswer, len(rows))
-	for i, r := range rows {
-		out[i] = IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status),
-			ContentType: r.ContentType, Body: r.Body, MAC: r.Mac}
-		_ = json.Unmarshal(r.Headers, &out[i].Headers)
-	}
-	return out, nil
+	return answersOf(rows), nil
 }

@@ -214,13 +214,7 @@ func (tx *Tx) IdempotencyAnswersHolding(ctx context.Context, text string) ([]Ide
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out := make([]IdempotentAnswer, len(rows))
-	for i, r := range rows {
-		out[i] = IdempotentAnswer{AgentID: r.AgentID, Key: r.Key, RequestSHA256: r.RequestSha256, Status: int(r.Status),
-			ContentType: r.ContentType, Body: r.Body, MAC: r.Mac}
-		_ = json.Unmarshal(r.Headers, &out[i].Headers)
-	}
-	return out, nil
+	return answersOf(rows), nil
 }
 
 // IdempotencyAnswerRewrite replaces a stored answer's body and MAC.
