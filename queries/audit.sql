@@ -95,7 +95,7 @@ WHERE project = @project AND id = ANY(@ids::text[]);
 -- name: RedactionUses :many
 -- A page of the records of packets of @project that included the version,
 -- newest first, by the reverse lookup's index.
-SELECT r.packet_id, r.created_at, r.span_start, r.span_end FROM packet_records r
+SELECT r.packet_id, r.created_at FROM packet_records r
 WHERE r.project = @project AND r.subject_project = @subject_project AND r.subject_key = @key
   AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = @version
   AND r.span_start IS NOT NULL

@@ -222,29 +222,16 @@ func RedactedBody(kind, subject, redaction string) []byte {
 	return b
 }
 
-// redactedOf is the redaction a body names, when it is a RedactedBody.
-func redactedOf(body []byte) (string, bool) {
+// redactedOf is the redaction and subject a body names, when it is a
+// RedactedBody.
+func redactedOf(body []byte) (redaction, subject string, ok bool) {
 	var b struct {
+		Entry    string `json:"entry"`
 		Redacted string `json:"redacted"`
+		Subject  string `json:"subject"`
 	}
 	if json.Unmarshal(body, &b) != nil || b.Redacted == "" {
-		return "", false
+		return "", "", false
 	}
-	return b.Redacted, bytes.Equal(body, RedactedBody(kindOf(body), subjectOf(body), b.Redacted))
-}
-
-func kindOf(body []byte) string {
-	var b struct {
-		Entry string `json:"entry"`
-	}
-	_ = json.Unmarshal(body, &b)
-	return b.Entry
-}
-
-func subjectOf(body []byte) string {
-	var b struct {
-		Subject string `json:"subject"`
-	}
-	_ = json.Unmarshal(body, &b)
-	return b.Subject
+	return b.Redacted, b.Subject, bytes.Equal(body, RedactedBody(b.Entry, b.Subject, b.Redacted))
 }

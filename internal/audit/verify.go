@@ -148,7 +148,7 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 	case e.Seq < want:
 		return v.fail(e.Seq, OrderChanged, "seq %d comes again after seq %d", e.Seq, v.seq)
 	}
-	if _, ok := redactedOf(e.Body); ok && (e.Kind == KindItemVersion || e.Kind == KindPacket) && subjectOf(e.Body) == e.Subject {
+	if _, subject, ok := redactedOf(e.Body); ok && (e.Kind == KindItemVersion || e.Kind == KindPacket) && subject == e.Subject {
 		return v.redactedEntry(e, now)
 	}
 	if !bytes.Equal(Hash(e.Body), e.EntryHash) {
@@ -239,18 +239,30 @@ func (v *Verifier) MissingCurrent(kind string, seen map[string]bool) bool {
 	if v.problem != nil {
 		return false
 	}
-	var first string
-	var firstSeq int64
+	missing := map[string]int64{}
 	prefix := ref(kind, "")
 	for r, l := range v.latest {
-		if s, ok := strings.CutPrefix(r, prefix); ok && !seen[s] && (first == "" || l.seq < firstSeq) {
-			first, firstSeq = s, l.seq
+		if s, ok := strings.CutPrefix(r, prefix); ok && !seen[s] {
+			missing[s] = l.seq
 		}
 	}
-	if first != "" {
-		return v.fail(firstSeq, StateMismatch, "%s %s is in the chain but has no row", kind, first)
+	if first, seq := earliest(missing); first != "" {
+		return v.fail(seq, StateMismatch, "%s %s is in the chain but has no row", kind, first)
 	}
 	return true
+}
+
+// earliest is the name of the smallest seq in m ("" when m is empty):
+// the first bad seq among several. (Seqs are unique, so it is one name.)
+func earliest(m map[string]int64) (string, int64) {
+	var first string
+	var seq int64
+	for k, s := range m {
+		if first == "" || s < seq {
+			first, seq = k, s
+		}
+	}
+	return first, seq
 }
 
 // ItemState checks an item row's current version and liveness against
@@ -281,15 +293,14 @@ func (v *Verifier) MissingItem(seen map[string]bool) bool {
 	if v.problem != nil {
 		return false
 	}
-	var first string
-	var firstSeq int64
+	missing := map[string]int64{}
 	for k, h := range v.items {
-		if !seen[k] && (first == "" || h.seq < firstSeq) {
-			first, firstSeq = k, h.seq
+		if !seen[k] {
+			missing[k] = h.seq
 		}
 	}
-	if first != "" {
-		return v.fail(firstSeq, StateMismatch, "item %s is in the chain but has no row", first)
+	if first, seq := earliest(missing); first != "" {
+		return v.fail(seq, StateMismatch, "item %s is in the chain but has no row", first)
 	}
 	return true
 }
@@ -318,14 +329,8 @@ func (v *Verifier) AtHead(seq int64, hash []byte) bool {
 	if v.problem != nil {
 		return false
 	}
-	var first int64
-	for _, s := range v.pending {
-		if first == 0 || s < first {
-			first = s
-		}
-	}
-	if first != 0 {
-		return v.fail(first, ContentChanged, "the entry's body was replaced as redacted, but no entry of that redaction follows it")
+	if first, seq := earliest(v.pending); first != "" {
+		return v.fail(seq, ContentChanged, "the entry's body was replaced as redacted, but no entry of that redaction follows it")
 	}
 	switch {
 	case v.seq < seq:

@@ -64,10 +64,3 @@ func (tx *Tx) ProjectUpsert(ctx context.Context, name, description string) (Proj
 	}
 	return projectOf(row), r.Inserted, nil
 }
-
-// ProjectHead is how many entries the project's audit chain holds: every
-// write of a project adds at least one.
-func (db DB) ProjectHead(ctx context.Context, project string) (int64, error) {
-	seq, _, err := db.AuditHead(ctx, project)
-	return seq, err
-}

@@ -894,7 +894,7 @@ func (q *Queries) RedactionUseCount(ctx context.Context, db DBTX, arg RedactionU
 }
 
 const redactionUses = `-- name: RedactionUses :many
-SELECT r.packet_id, r.created_at, r.span_start, r.span_end FROM packet_records r
+SELECT r.packet_id, r.created_at FROM packet_records r
 WHERE r.project = $1 AND r.subject_project = $2 AND r.subject_key = $3
   AND r.decision = 'included' AND r.subject_kind = 'item' AND r.subject_version = $4
   AND r.span_start IS NOT NULL
@@ -916,8 +916,6 @@ type RedactionUsesParams struct {
 type RedactionUsesRow struct {
 	PacketID  string
 	CreatedAt time.Time
-	SpanStart *int32
-	SpanEnd   *int32
 }
 
 // A page of the records of packets of @project that included the version,
@@ -939,12 +937,7 @@ func (q *Queries) RedactionUses(ctx context.Context, db DBTX, arg RedactionUsesP
 	items := []RedactionUsesRow{}
 	for rows.Next() {
 		var i RedactionUsesRow
-		if err := rows.Scan(
-			&i.PacketID,
-			&i.CreatedAt,
-			&i.SpanStart,
-			&i.SpanEnd,
-		); err != nil {
+		if err := rows.Scan(&i.PacketID, &i.CreatedAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
