@@ -31,6 +31,20 @@ bench: build ## Run the benchmarks, then a short `contextd bench --floor` on the
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 	./$(BIN) bench --items 2000 --shared 200 --duration 10s --floor $(ARGS)
 
+# FUZZTIME is how long `make fuzz` runs each fuzz target.
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target briefly, one at a time (FUZZTIME=10s each; seed corpora in testdata/fuzz)
+	@failed=""; \
+	for t in $$(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' internal cmd | \
+			sed -E 's|^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+).*|\1:\2|' | sort -u); do \
+		dir=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ./$$dir ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$dir || failed="$$failed $$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
+
 .PHONY: generate
 generate: ## Regenerate sqlc and oapi-codegen output, and the tokenizers' ranks
 	$(TOOL) sqlc generate

@@ -17,6 +17,54 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AgentCreateMaxAuthority.
+const (
+	AgentCreateMaxAuthorityEvidence    AgentCreateMaxAuthority = "evidence"
+	AgentCreateMaxAuthorityHypothesis  AgentCreateMaxAuthority = "hypothesis"
+	AgentCreateMaxAuthorityInstruction AgentCreateMaxAuthority = "instruction"
+	AgentCreateMaxAuthorityPolicy      AgentCreateMaxAuthority = "policy"
+)
+
+// Valid indicates whether the value is a known member of the AgentCreateMaxAuthority enum.
+func (e AgentCreateMaxAuthority) Valid() bool {
+	switch e {
+	case AgentCreateMaxAuthorityEvidence:
+		return true
+	case AgentCreateMaxAuthorityHypothesis:
+		return true
+	case AgentCreateMaxAuthorityInstruction:
+		return true
+	case AgentCreateMaxAuthorityPolicy:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentUpdateMaxAuthority.
+const (
+	AgentUpdateMaxAuthorityEvidence    AgentUpdateMaxAuthority = "evidence"
+	AgentUpdateMaxAuthorityHypothesis  AgentUpdateMaxAuthority = "hypothesis"
+	AgentUpdateMaxAuthorityInstruction AgentUpdateMaxAuthority = "instruction"
+	AgentUpdateMaxAuthorityPolicy      AgentUpdateMaxAuthority = "policy"
+)
+
+// Valid indicates whether the value is a known member of the AgentUpdateMaxAuthority enum.
+func (e AgentUpdateMaxAuthority) Valid() bool {
+	switch e {
+	case AgentUpdateMaxAuthorityEvidence:
+		return true
+	case AgentUpdateMaxAuthorityHypothesis:
+		return true
+	case AgentUpdateMaxAuthorityInstruction:
+		return true
+	case AgentUpdateMaxAuthorityPolicy:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RedactionStatus.
 const (
 	Done    RedactionStatus = "done"
@@ -38,28 +86,51 @@ func (e RedactionStatus) Valid() bool {
 	}
 }
 
+// Defines values for WithheldRecordWithheld.
+const (
+	True WithheldRecordWithheld = true
+)
+
+// Valid indicates whether the value is a known member of the WithheldRecordWithheld enum.
+func (e WithheldRecordWithheld) Valid() bool {
+	switch e {
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
 // Agent defines model for Agent.
 type Agent struct {
-	CreatedAt  time.Time  `json:"created_at"`
-	Id         string     `json:"id"`
-	Name       string     `json:"name"`
-	Permission string     `json:"permission"`
-	Projects   []string   `json:"projects"`
-	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
-	Role       string     `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+	Id        string    `json:"id"`
+
+	// MaxAuthority The highest authority this agent's items may claim.
+	MaxAuthority string     `json:"max_authority"`
+	Name         string     `json:"name"`
+	Permission   string     `json:"permission"`
+	Projects     []string   `json:"projects"`
+	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
+	Role         string     `json:"role"`
 }
 
 // AgentCreate defines model for AgentCreate.
 type AgentCreate struct {
-	Name string `json:"name"`
+	// MaxAuthority The highest authority this agent's items may claim. Default: policy for admins, instruction for the others, and never above the granting admin's own.
+	MaxAuthority *AgentCreateMaxAuthority `json:"max_authority,omitempty"`
+	Name         string                   `json:"name"`
 
 	// Permission read-only, edit or admin.
 	Permission string `json:"permission"`
 
-	// Projects Project names, or ["*"] for every project.
+	// Projects Project names (`_shared` to let an admin write shared defaults), or ["*"] for every project.
 	Projects []string `json:"projects"`
 	Role     string   `json:"role"`
 }
+
+// AgentCreateMaxAuthority The highest authority this agent's items may claim. Default: policy for admins, instruction for the others, and never above the granting admin's own.
+type AgentCreateMaxAuthority string
 
 // AgentList defines model for AgentList.
 type AgentList struct {
@@ -67,28 +138,50 @@ type AgentList struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// AgentUpdate Members left out stay as they are.
+type AgentUpdate struct {
+	MaxAuthority *AgentUpdateMaxAuthority `json:"max_authority,omitempty"`
+	Name         *string                  `json:"name,omitempty"`
+
+	// Permission read-only, edit or admin.
+	Permission *string   `json:"permission,omitempty"`
+	Projects   *[]string `json:"projects,omitempty"`
+	Role       *string   `json:"role,omitempty"`
+}
+
+// AgentUpdateMaxAuthority defines model for AgentUpdate.MaxAuthority.
+type AgentUpdateMaxAuthority string
+
 // AgentWithKey defines model for AgentWithKey.
 type AgentWithKey struct {
 	CreatedAt time.Time `json:"created_at"`
 	Id        string    `json:"id"`
 
 	// Key Shown once.
-	Key        string     `json:"key"`
-	Name       string     `json:"name"`
-	Permission string     `json:"permission"`
-	Projects   []string   `json:"projects"`
-	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
-	Role       string     `json:"role"`
+	Key string `json:"key"`
+
+	// MaxAuthority The highest authority this agent's items may claim.
+	MaxAuthority string     `json:"max_authority"`
+	Name         string     `json:"name"`
+	Permission   string     `json:"permission"`
+	Projects     []string   `json:"projects"`
+	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
+	Role         string     `json:"role"`
 }
 
 // AttributeMatch defines model for AttributeMatch.
 type AttributeMatch struct {
-	End         int      `json:"end"`
-	Records     []Record `json:"records"`
-	Scaffolding []Span   `json:"scaffolding"`
-	Start       int      `json:"start"`
-	Text        string   `json:"text"`
+	End int `json:"end"`
+
+	// Records The records whose spans overlap the range; a span whose record the caller may no longer see (its item hidden from the caller's role since) is {"withheld": true, "span": ...}, without its subject.
+	Records     []AttributeRecord `json:"records"`
+	Scaffolding []Span            `json:"scaffolding"`
+	Start       int               `json:"start"`
+	Text        string            `json:"text"`
 }
+
+// AttributeRecord defines model for AttributeRecord.
+type AttributeRecord = json.RawMessage
 
 // AttributeRequest defines model for AttributeRequest.
 type AttributeRequest struct {
@@ -167,8 +260,10 @@ type BatchItem struct {
 
 	// Confidence verified, probable (default), uncertain.
 	Confidence *string `json:"confidence,omitempty"`
-	Content    string  `json:"content"`
-	Key        string  `json:"key"`
+
+	// Content At most 1 MiB (bytes of UTF-8).
+	Content string `json:"content"`
+	Key     string `json:"key"`
 
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
 	Kind       *string          `json:"kind,omitempty"`
@@ -508,7 +603,9 @@ type ItemWrite struct {
 
 	// Confidence verified, probable (default), uncertain.
 	Confidence *string `json:"confidence,omitempty"`
-	Content    string  `json:"content"`
+
+	// Content At most 1 MiB (bytes of UTF-8).
+	Content string `json:"content"`
 
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
 	Kind       *string          `json:"kind,omitempty"`
@@ -570,13 +667,17 @@ type PacketRequest struct {
 		// VerificationKind gate, witness, critic or human
 		VerificationKind *string `json:"verification_kind,omitempty"`
 	} `json:"acceptance_criteria,omitempty"`
+
+	// AgentContext At most 256 KB as JSON and 16 levels deep; credential-like keys (token, password, api_key, ...) are refused at any depth.
 	AgentContext *json.RawMessage `json:"agent_context,omitempty"`
 
 	// Format markdown (default), blocks or json
 	Format  *string `json:"format,omitempty"`
 	History *[]struct {
 		// Author person, agent or library
-		Author  *string `json:"author,omitempty"`
+		Author *string `json:"author,omitempty"`
+
+		// Content At most 100 KB.
 		Content *string `json:"content,omitempty"`
 
 		// Role user, assistant, tool or system
@@ -611,10 +712,13 @@ type PacketRequest struct {
 	// Tokenizer o200k_base (default) or cl100k_base
 	Tokenizer   *string `json:"tokenizer,omitempty"`
 	ToolResults *[]struct {
+		// Content At most 100 KB.
 		Content *string `json:"content,omitempty"`
 		Status  *string `json:"status,omitempty"`
 		Tool    *string `json:"tool,omitempty"`
 	} `json:"tool_results,omitempty"`
+
+	// Variables At most 1,000 members, 16 levels deep; credential-like keys are refused at any depth.
 	Variables *json.RawMessage `json:"variables,omitempty"`
 }
 
@@ -854,6 +958,16 @@ type WhyAnswer struct {
 	Tokens *int  `json:"tokens,omitempty"`
 }
 
+// WithheldRecord defines model for WithheldRecord.
+type WithheldRecord struct {
+	// Span UTF-8 byte offsets [start, end) into rendered.
+	Span     Span                   `json:"span"`
+	Withheld WithheldRecordWithheld `json:"withheld"`
+}
+
+// WithheldRecordWithheld defines model for WithheldRecord.Withheld.
+type WithheldRecordWithheld bool
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -889,6 +1003,12 @@ type ListAgentsParams struct {
 
 // CreateAgentParams defines parameters for CreateAgent.
 type CreateAgentParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateAgentParams defines parameters for UpdateAgent.
+type UpdateAgentParams struct {
 	// IdempotencyKey Replay protection, per agent, kept 24 hours.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -1078,6 +1198,9 @@ type WhyPacketParams struct {
 // CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
 type CreateAgentJSONRequestBody = AgentCreate
 
+// UpdateAgentJSONRequestBody defines body for UpdateAgent for application/json ContentType.
+type UpdateAgentJSONRequestBody = AgentUpdate
+
 // PutProjectJSONRequestBody defines body for PutProject for application/json ContentType.
 type PutProjectJSONRequestBody = ProjectWrite
 
@@ -1125,6 +1248,9 @@ type ServerInterface interface {
 	// RevokeAgent Revoke an agent's key (admin); this process refuses it at once, every other within a second.
 	// (DELETE /v1/agents/{id})
 	RevokeAgent(ctx echo.Context, id string) error
+	// UpdateAgent Change an agent's name, role, permission, projects or max_authority (admin, within its own scope and authority). Every process applies the change within a second; the global audit chain records the agent as it now is. A revoked agent cannot change (409).
+	// (PATCH /v1/agents/{id})
+	UpdateAgent(ctx echo.Context, id string, params UpdateAgentParams) error
 	// GetGlobalAuditCheckpoint A signed checkpoint of the global chain's head (its project is the empty string).
 	// (GET /v1/audit/checkpoint)
 	GetGlobalAuditCheckpoint(ctx echo.Context) error
@@ -1316,6 +1442,42 @@ func (w *ServerInterfaceWrapper) RevokeAgent(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeAgent(ctx, id)
+	return err
+}
+
+// UpdateAgent converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateAgent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateAgentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateAgent(ctx, id, params)
 	return err
 }
 
@@ -2559,6 +2721,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/agents", wrapper.ListAgents, options.OperationMiddlewares["listAgents"]...)
 	router.POST(options.BaseURL+"/v1/agents", wrapper.CreateAgent, options.OperationMiddlewares["createAgent"]...)
 	router.DELETE(options.BaseURL+"/v1/agents/:id", wrapper.RevokeAgent, options.OperationMiddlewares["revokeAgent"]...)
+	router.PATCH(options.BaseURL+"/v1/agents/:id", wrapper.UpdateAgent, options.OperationMiddlewares["updateAgent"]...)
 
 }
 
@@ -2730,6 +2893,47 @@ type RevokeAgentdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RevokeAgentdefaultApplicationProblemPlusJSONResponse) VisitRevokeAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentRequestObject struct {
+	Id     string `json:"id"`
+	Params UpdateAgentParams
+	Body   *UpdateAgentJSONRequestBody
+}
+
+type UpdateAgentResponseObject interface {
+	VisitUpdateAgentResponse(w http.ResponseWriter) error
+}
+
+type UpdateAgent200JSONResponse Agent
+
+func (response UpdateAgent200JSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAgentdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response UpdateAgentdefaultApplicationProblemPlusJSONResponse) VisitUpdateAgentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4199,6 +4403,9 @@ type StrictServerInterface interface {
 	// RevokeAgent Revoke an agent's key (admin); this process refuses it at once, every other within a second.
 	// (DELETE /v1/agents/{id})
 	RevokeAgent(ctx context.Context, request RevokeAgentRequestObject) (RevokeAgentResponseObject, error)
+	// UpdateAgent Change an agent's name, role, permission, projects or max_authority (admin, within its own scope and authority). Every process applies the change within a second; the global audit chain records the agent as it now is. A revoked agent cannot change (409).
+	// (PATCH /v1/agents/{id})
+	UpdateAgent(ctx context.Context, request UpdateAgentRequestObject) (UpdateAgentResponseObject, error)
 	// GetGlobalAuditCheckpoint A signed checkpoint of the global chain's head (its project is the empty string).
 	// (GET /v1/audit/checkpoint)
 	GetGlobalAuditCheckpoint(ctx context.Context, request GetGlobalAuditCheckpointRequestObject) (GetGlobalAuditCheckpointResponseObject, error)
@@ -4450,6 +4657,55 @@ func (sh *strictHandler) RevokeAgent(ctx echo.Context, id string) error {
 		return err
 	} else if validResponse, ok := response.(RevokeAgentResponseObject); ok {
 		return validResponse.VisitRevokeAgentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateAgent operation middleware
+func (sh *strictHandler) UpdateAgent(ctx echo.Context, id string, params UpdateAgentParams) error {
+	var request UpdateAgentRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body UpdateAgentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAgent(ctx.Request().Context(), request.(UpdateAgentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAgent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateAgentResponseObject); ok {
+		return validResponse.VisitUpdateAgentResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -8,8 +8,17 @@ SELECT * FROM agents WHERE key_sha256 = @key_sha256;
 SELECT * FROM agents WHERE id = @id;
 
 -- name: AgentInsert :one
-INSERT INTO agents (id, name, role, permission, projects, key_sha256, created_by)
-VALUES (@id, @name, @role, @permission, @projects, @key_sha256, @created_by)
+INSERT INTO agents (id, name, role, permission, projects, key_sha256, created_by, max_authority)
+VALUES (@id, @name, @role, @permission, @projects, @key_sha256, @created_by, @max_authority)
+RETURNING *;
+
+-- name: AgentGetForUpdate :one
+SELECT * FROM agents WHERE id = @id FOR UPDATE;
+
+-- name: AgentUpdate :one
+UPDATE agents SET name = @name, role = @role, permission = @permission, projects = @projects,
+    max_authority = @max_authority
+WHERE id = @id
 RETURNING *;
 
 -- name: AgentList :many

@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -31,10 +35,21 @@ type Config struct {
 	// largest body of a batch of items (10,000 items of 2 KB fit).
 	BodyLimit      int64
 	BatchBodyLimit int64
-	// HTTP server timeouts.
+	// HTTP server timeouts (see HTTPServer; 0: none). ReadTimeout bounds
+	// a whole request, body included, so a body trickled in slowly cannot
+	// hold a connection; WriteTimeout bounds a whole answer, so a client
+	// that never reads it cannot pin its memory (event streams lift it and
+	// bound each write instead).
 	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	ShutdownTimeout   time.Duration
+	// RateLimit is each agent's sustained requests per second (0: no
+	// limit); RateBurst how many it may send at once (0: one second's
+	// worth, at least 1).
+	RateLimit float64
+	RateBurst int
 	// AuditKeyFile holds the deployment's audit key (checkpoints and
 	// idempotency answers); AuditKey is the key itself, from the
 	// environment. Neither set: the embedded default keeps one in its data
@@ -42,7 +57,13 @@ type Config struct {
 	AuditKeyFile string
 	AuditKey     string
 
-	logLevel string
+	// Limits bound every input (package limits); --limit name=value
+	// changes one.
+	Limits limits.Limits
+
+	logLevel  string
+	limitArgs map[string]string
+	envErrs   []error // malformed environment values, reported by Validate
 }
 
 // DefaultBodyLimit is the largest request body accepted unless configured;
@@ -50,6 +71,17 @@ type Config struct {
 const (
 	DefaultBodyLimit      = 8 << 20
 	DefaultBatchBodyLimit = 32 << 20
+)
+
+// Defaults of the HTTP server's timeouts. A batch body of
+// DefaultBatchBodyLimit takes half a minute at 1 MB/s, and the write timeout
+// outlasts the database's statement timeout, so a slow statement ends in a
+// 503 the client reads rather than a dropped connection.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = time.Minute
+	DefaultWriteTimeout      = time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
 )
 
 // RegisterFlags declares the configuration's flags, with defaults from
@@ -67,12 +99,21 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Store.StatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "longest a statement may run on the server")
 	fs.DurationVar(&c.Store.LockTimeout, "db-lock-timeout", store.DefaultLockTimeout, "longest wait for a row lock")
 	fs.DurationVar(&c.Store.HealthCheckPeriod, "db-health-check", store.DefaultHealthCheckPeriod, "how often idle database connections are checked")
-	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "longest time to read a request's headers")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", DefaultReadHeaderTimeout, "longest time to read a request's headers")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", DefaultReadTimeout, "longest time to read a whole request, body included; 0: none")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", DefaultWriteTimeout,
+		"longest time from a request's headers to the end of its answer; event streams are exempt and bound each write by 10s instead; 0: none")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
+	fs.Float64Var(&c.RateLimit, "rate-limit", c.envFloat("CONTEXTD_RATE_LIMIT", 0),
+		"requests per second each agent may send, sustained; past it 429 rate_limited with Retry-After; 0: no limit (env CONTEXTD_RATE_LIMIT)")
+	fs.IntVar(&c.RateBurst, "rate-burst", c.envInt("CONTEXTD_RATE_BURST", 0),
+		"requests each agent may send at once before --rate-limit applies; 0: one second's worth, at least 1 (env CONTEXTD_RATE_BURST)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "longest wait for requests to finish on shutdown")
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", os.Getenv("CONTEXTD_AUDIT_KEY_FILE"),
 		"file with the audit key: base64 of 32 bytes, the same for every process (env CONTEXTD_AUDIT_KEY_FILE, or the key itself in CONTEXTD_AUDIT_KEY)")
 	c.AuditKey = os.Getenv("CONTEXTD_AUDIT_KEY")
+	fs.StringToStringVar(&c.limitArgs, "limit", nil,
+		"change an input limit, name=value (repeatable); names: "+strings.Join(limits.Names(), ", ")+" (defaults in the README)")
 }
 
 // Validate checks the parsed values and fills derived ones.
@@ -98,7 +139,50 @@ func (c *Config) Validate() error {
 	if c.Store.AcquireTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--db-acquire-timeout: must be positive"))
 	}
+	errs = append(errs, c.envErrs...)
+	errs = append(errs, c.validateHTTP()...)
+	var err error
+	if c.Limits, err = limits.Default.With(c.limitArgs); err != nil {
+		errs = append(errs, fmt.Errorf("--limit: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// validateHTTP checks the HTTP server's timeouts and the rate limit.
+func (c *Config) validateHTTP() []error {
+	var errs []error
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--read-header-timeout", c.ReadHeaderTimeout}, {"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout}} {
+		if t.d < 0 {
+			errs = append(errs, fmt.Errorf("%s: must not be negative", t.flag))
+		}
+	}
+	if c.ReadTimeout > 0 && c.ReadHeaderTimeout > c.ReadTimeout {
+		errs = append(errs, fmt.Errorf("--read-header-timeout: must not be longer than --read-timeout (%s)", c.ReadTimeout))
+	}
+	stmt := c.Store.StatementTimeout
+	if stmt == 0 {
+		stmt = store.DefaultStatementTimeout
+	}
+	if c.WriteTimeout > 0 && stmt > 0 && c.WriteTimeout <= stmt {
+		errs = append(errs, fmt.Errorf("--write-timeout: must be longer than --db-statement-timeout (%s), or a slow statement's 503 is never written", stmt))
+	}
+	if c.RateLimit < 0 || math.IsNaN(c.RateLimit) || math.IsInf(c.RateLimit, 0) {
+		errs = append(errs, fmt.Errorf("--rate-limit: must be a number of requests per second, at least 0, not %v", c.RateLimit))
+	}
+	if c.RateBurst < 0 {
+		errs = append(errs, fmt.Errorf("--rate-burst: must not be negative"))
+	}
+	return errs
+}
+
+// HTTPServer is the http.Server serving h with the configured timeouts;
+// serve and bench both build theirs here, so they cannot drift apart.
+func (c *Config) HTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
+		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout}
 }
 
 // EnvOr is the environment variable name, or def when it is unset or empty.
@@ -114,4 +198,33 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// envInt and envFloat read a variable like the functions above, but keep
+// a malformed value for Validate: a limit that silently fell back to "off"
+// would be worse than a refusal to start.
+func (c *Config) envInt(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s: not an integer: %q", name, v))
+		return def
+	}
+	return n
+}
+
+func (c *Config) envFloat(name string, def float64) float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("%s: not a number: %q", name, v))
+		return def
+	}
+	return f
 }

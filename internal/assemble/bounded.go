@@ -355,12 +355,9 @@ func (b *bounded) readSmall(ctx context.Context) error {
 // personWords is every distinct word a person said, in byte order: the
 // keyword lane finds keyword items by the first word of their keywords.
 func (p *pipeline) personWords() []string {
-	var out []string
-	for _, words := range p.messageWords() {
-		out = append(out, words...)
-	}
+	out := p.keywordIndex().Words()
 	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 // readShadows learns, for _shared keys not seen yet, whether the project

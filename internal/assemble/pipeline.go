@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -26,9 +27,9 @@ type pipeline struct {
 	// are written after the ranked items, sorted by reason.
 	excluded []Record
 	// vars are the template values, built the first time a template needs
-	// them; msgWords the words of each message a person wrote.
-	vars     map[string]string
-	msgWords [][]string
+	// them; kwIndex the words of each message a person wrote, indexed.
+	vars    map[string]string
+	kwIndex *keyword.Index
 
 	ranked []*cand // in rank order, contradiction losers taken out
 	losers []*cand // contradiction losers, in candidate order

@@ -43,12 +43,16 @@ func (p *pipeline) fire(v *ctxtype.Version, relevance *float64, pinned bool) (st
 	case t.Always:
 		return "always", true
 	case t.Keywords != nil:
-		for i, words := range p.messageWords() {
-			for _, k := range t.Keywords {
-				if keyword.Contains(words, k) {
-					return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(k), i), true
-				}
+		// The first message any keyword matches, and the first such
+		// keyword in the item's order.
+		ix, best, at := p.keywordIndex(), "", -1
+		for _, k := range t.Keywords {
+			if i := ix.FirstMessage(k); i >= 0 && (at < 0 || i < at) {
+				best, at = k, i
 			}
+		}
+		if at >= 0 {
+			return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(best), at), true
 		}
 	case t.Tool != nil:
 		for _, tr := range req.ToolResults {
@@ -64,18 +68,19 @@ func (p *pipeline) fire(v *ctxtype.Version, relevance *float64, pinned bool) (st
 	return "", false
 }
 
-// messageWords is the words of each history message a person wrote (nil
-// for the others), split on first use.
-func (p *pipeline) messageWords() [][]string {
-	if p.msgWords == nil {
-		p.msgWords = make([][]string, len(p.req.History))
+// keywordIndex is the words of each history message a person wrote (none
+// for the others), split and indexed on first use.
+func (p *pipeline) keywordIndex() *keyword.Index {
+	if p.kwIndex == nil {
+		words := make([][]string, len(p.req.History))
 		for i, m := range p.req.History {
 			if m.Author == "person" {
-				p.msgWords[i] = keyword.Words(m.Content)
+				words[i] = keyword.Words(m.Content)
 			}
 		}
+		p.kwIndex = keyword.NewIndex(words)
 	}
-	return p.msgWords
+	return p.kwIndex
 }
 
 // score writes a relevance score with two decimals, or up to four when it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -25,7 +26,7 @@ func CanonicalJSON(raw []byte) ([]byte, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
-	if d.More() {
+	if _, err := d.Token(); err != io.EOF {
 		return nil, fmt.Errorf("canonical json: more than one value")
 	}
 	var b bytes.Buffer
@@ -102,7 +103,7 @@ func canonicalString(b *bytes.Buffer, s string) {
 			b.WriteByte(hex[r>>4])
 			b.WriteByte(hex[r&0xf])
 		case r == utf8.RuneError && size == 1:
-			b.WriteString(`\ufffd`)
+			b.WriteString("\ufffd") // U+FFFD itself, as encoding/json reads the byte: one encoding per value
 		default:
 			b.WriteString(s[i : i+size])
 		}
@@ -113,14 +114,19 @@ func canonicalString(b *bytes.Buffer, s string) {
 
 // canonicalNumber is a JSON number's exact value as digits and exponent
 // (see CanonicalJSON).
+// maxExponent bounds a number's written exponent, so that shifting it by
+// the mantissa's digits never wraps (PostgreSQL's numeric stops far
+// sooner).
+const maxExponent = 1 << 40
+
 func canonicalNumber(s string) (string, error) {
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	mant, exp := s, 0
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		mant = s[:i]
-		if _, err := fmt.Sscan(s[i+1:], &exp); err != nil {
-			return "", fmt.Errorf("canonical json: number %q", s)
+		if _, err := fmt.Sscanf(s[i+1:], "%d", &exp); err != nil || exp > maxExponent || exp < -maxExponent { // %d: decimal, so 1e010 is 1e10 (Sscan would read 010 as octal)
+			return "", fmt.Errorf("canonical json: number %q (exponents beyond ±%d are refused: they would wrap)", s, maxExponent)
 		}
 	}
 	if i := strings.IndexByte(mant, '.'); i >= 0 {

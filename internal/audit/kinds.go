@@ -183,13 +183,18 @@ type AgentRow struct {
 	CreatedAt                  time.Time
 	CreatedBy                  *string
 	RevokedAt                  *time.Time
+	// MaxAuthority is nil for an agent made before its column existed
+	// (migration 00017); its entries then lack the member, so that the
+	// entries written before stay valid.
+	MaxAuthority *string
 }
 
-// AgentBody is an agent's entry body: its columns in AgentRow's order.
+// AgentBody is an agent's entry body: its columns in AgentRow's order,
+// max_authority last and only when set.
 func AgentBody(a AgentRow) ([]byte, error) {
 	return newObject(KindAgent).str("id", a.ID).str("name", a.Name).str("role", a.Role).str("permission", a.Permission).
 		strs("projects", a.Projects).hex("key_sha256", a.KeySHA256).time("created_at", &a.CreatedAt).
-		optStr("created_by", a.CreatedBy).time("revoked_at", a.RevokedAt).bytes()
+		optStr("created_by", a.CreatedBy).time("revoked_at", a.RevokedAt).omitStr("max_authority", a.MaxAuthority).bytes()
 }
 
 // KindRedaction is a redaction: who removed which version's content, when

@@ -45,6 +45,15 @@ func (o *object) optStr(n string, v *string) *object {
 	return o.str(n, *v)
 }
 
+// omitStr writes the member only when v is set: for a member added to a
+// kind after entries of it were written.
+func (o *object) omitStr(n string, v *string) *object {
+	if v == nil {
+		return o
+	}
+	return o.str(n, *v)
+}
+
 func (o *object) int(n string, v int64) *object {
 	o.name(n).b.WriteString(strconv.FormatInt(v, 10))
 	return o

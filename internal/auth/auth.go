@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -65,8 +66,11 @@ type Agent struct {
 	Role       string
 	Permission Permission
 	Projects   []string
-	CreatedAt  time.Time
-	RevokedAt  *time.Time
+	// MaxAuthority is the highest authority the agent's item writes may
+	// claim (see CheckAuthority).
+	MaxAuthority string
+	CreatedAt    time.Time
+	RevokedAt    *time.Time
 }
 
 // IsAdmin reports whether the agent may do everything.
@@ -97,10 +101,12 @@ func (a *Agent) Covers(scope []string) bool {
 }
 
 // Can reports whether the agent holds at least permission p in project (which
-// must already be in scope). Writing `_shared` needs admin.
+// must already be in scope). Writing `_shared`, which enters every
+// project's packets, needs an admin whose scope is every project or names
+// `_shared`: an admin of one project is not an admin of all.
 func (a *Agent) Can(project string, p Permission) bool {
 	if project == SharedProject && p.rank() > ReadOnly.rank() {
-		return a.IsAdmin()
+		return a.IsAdmin() && (a.AllScope() || slices.Contains(a.Projects, SharedProject))
 	}
 	return a.Permission.rank() >= p.rank()
 }
@@ -110,10 +116,14 @@ func (a *Agent) Can(project string, p Permission) bool {
 func (a *Agent) SeesAllRoles() bool { return a.IsAdmin() }
 
 func fromRow(r store.Agent) *Agent {
-	return &Agent{
+	a := &Agent{
 		ID: r.ID, Name: r.Name, Role: r.Role, Permission: Permission(r.Permission),
-		Projects: r.Projects, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
+		Projects: r.Projects, MaxAuthority: r.MaxAuthority, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 	}
+	if a.MaxAuthority == "" { // made before migration 00017
+		a.MaxAuthority = DefaultMaxAuthority(a.Permission)
+	}
+	return a
 }
 
 // Service manages agents and authenticates keys. Every method that manages
@@ -170,22 +180,31 @@ func (s *Service) Watch(ctx context.Context) {
 		func() { s.keys.heard(time.Now()) })
 }
 
-// CreateParams describes a new agent.
+// CreateParams describes a new agent. An empty MaxAuthority is the
+// permission's default, capped by the granting admin's own.
 type CreateParams struct {
-	Name       string
-	Role       string
-	Permission Permission
-	Projects   []string
+	Name         string
+	Role         string
+	Permission   Permission
+	Projects     []string
+	MaxAuthority string
 }
 
 func (p *CreateParams) validate() error {
 	var errs validation.List
+	if p.MaxAuthority != "" && !ValidAuthority(p.MaxAuthority) {
+		errs.Add("/max_authority", "enum", "max_authority must be policy, instruction, evidence or hypothesis, not %q", p.MaxAuthority)
+	}
 	if strings.TrimSpace(p.Name) == "" {
 		errs.Add("/name", "required", "name is required")
 	}
 	if strings.TrimSpace(p.Role) == "" {
 		errs.Add("/role", "required", "role is required")
 	}
+	l := limits.Get()
+	limits.Chars(&errs, "/name", p.Name, l.AgentName)
+	limits.Chars(&errs, "/role", p.Role, l.Role)
+	limits.Items(&errs, "/projects", len(p.Projects), l.List)
 	if !p.Permission.Valid() {
 		errs.Add("/permission", "enum", "permission must be read-only, edit or admin")
 	}
@@ -193,8 +212,8 @@ func (p *CreateParams) validate() error {
 		errs.Add("/projects", "required", `projects is required: project names, or ["*"]`)
 	}
 	for i, pr := range p.Projects {
-		if pr != AllProjects && !projectNameRE.MatchString(pr) {
-			errs.Add(fmt.Sprintf("/projects/%d", i), "format", "a project name ([A-Za-z0-9][A-Za-z0-9._-]{0,99}) or *")
+		if pr != AllProjects && pr != SharedProject && !projectNameRE.MatchString(pr) {
+			errs.Add(fmt.Sprintf("/projects/%d", i), "format", "a project name ([A-Za-z0-9][A-Za-z0-9._-]{0,99}), _shared or *")
 		}
 	}
 	return errs.Err()
@@ -229,6 +248,12 @@ func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, caller *Agent, p C
 	if !caller.Covers(p.Projects) {
 		return nil, "", fmt.Errorf("%w: an admin grants only projects in its own scope", ErrForbidden)
 	}
+	if p.MaxAuthority == "" {
+		p.MaxAuthority = lowerAuthority(DefaultMaxAuthority(p.Permission), caller.ceiling())
+	}
+	if err := caller.grants(p.MaxAuthority); err != nil {
+		return nil, "", err
+	}
 	return s.create(ctx, tx, p, caller.ID)
 }
 
@@ -252,9 +277,12 @@ func (s *Service) CreateLocal(ctx context.Context, p CreateParams) (*Agent, stri
 
 func (s *Service) create(ctx context.Context, tx *store.Tx, p CreateParams, createdBy string) (*Agent, string, error) {
 	key := NewKey()
+	if p.MaxAuthority == "" {
+		p.MaxAuthority = DefaultMaxAuthority(p.Permission)
+	}
 	row, err := tx.AgentInsert(ctx, store.AgentInsertParams{
 		ID: NewAgentID(), Name: p.Name, Role: p.Role, Permission: string(p.Permission),
-		Projects: p.Projects, KeySHA256: HashKey(key), CreatedBy: createdBy,
+		Projects: p.Projects, KeySHA256: HashKey(key), CreatedBy: createdBy, MaxAuthority: p.MaxAuthority,
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("create agent: %w", err)
@@ -340,7 +368,7 @@ func (s *Service) Bootstrap(ctx context.Context) (*Agent, string, error) {
 		key = NewKey()
 		row, err := tx.AgentInsert(ctx, store.AgentInsertParams{
 			ID: NewAgentID(), Name: "admin", Role: "admin", Permission: string(Admin),
-			Projects: []string{AllProjects}, KeySHA256: HashKey(key),
+			Projects: []string{AllProjects}, KeySHA256: HashKey(key), MaxAuthority: Policy,
 		})
 		if err != nil {
 			return err

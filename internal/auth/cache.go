@@ -20,6 +20,9 @@ type keyCache struct {
 	// when it last (re)connected (entries fetched before are dropped then),
 	// lastHeard when it last proved itself.
 	since, lastHeard time.Time
+	// followers are woken when their agent is forgotten, and all of them
+	// when the watch (re)connects: see Service.Follow.
+	followers map[string]map[chan struct{}]struct{} // agent id → wake-ups
 }
 
 type keyEntry struct {
@@ -39,7 +42,7 @@ const (
 )
 
 func newKeyCache() *keyCache {
-	return &keyCache{entries: map[string]keyEntry{}, forgot: map[string]time.Time{}}
+	return &keyCache{entries: map[string]keyEntry{}, forgot: map[string]time.Time{}, followers: map[string]map[chan struct{}]struct{}{}}
 }
 
 // get returns a copy of the agent of a key hash read less than keyTTL ago.
@@ -74,6 +77,9 @@ func (c *keyCache) reset(now time.Time) {
 	defer c.mu.Unlock()
 	clear(c.entries)
 	c.since, c.lastHeard = now, now
+	for id := range c.followers {
+		c.wakeLocked(id)
+	}
 }
 
 // heard records that the watch's connection just answered.
@@ -120,4 +126,5 @@ func (c *keyCache) forget(id string, now time.Time) {
 		}
 	}
 	c.forgot[id] = now
+	c.wakeLocked(id)
 }

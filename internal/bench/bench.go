@@ -196,14 +196,16 @@ func (r *runner) setLayers() {
 }
 
 // createAgents makes one agent per worker (roles in turn, edit on the bench
-// projects) and one read-only agent per role that accepts handoffs.
+// projects, granted policy) and one read-only agent per role that accepts handoffs.
 func (r *runner) createAgents(ctx context.Context) error {
 	mk := func(name, role, perm string) (agent, error) {
 		var out struct {
 			ID  string `json:"id"`
 			Key string `json:"key"`
 		}
-		body := map[string]any{"name": name, "role": role, "permission": perm, "projects": r.projects}
+		// Writers stand for a host application, which the corpus has write
+		// policy on behalf of people: they are granted it.
+		body := map[string]any{"name": name, "role": role, "permission": perm, "projects": r.projects, "max_authority": "policy"}
 		if err := r.c.call(ctx, http.MethodPost, "/v1/agents", r.cfg.AdminKey, body, &out); err != nil {
 			return agent{}, fmt.Errorf("create agent %s: %w", name, err)
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -206,7 +205,10 @@ func startBenchServer(ctx context.Context, stderr io.Writer, dbURL, dataDir stri
 	if err != nil {
 		return fail(fmt.Errorf("listen: %w", err))
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	// serve's defaults; no rate limit, which would only measure itself.
+	hc := app.Config{ReadHeaderTimeout: app.DefaultReadHeaderTimeout, ReadTimeout: app.DefaultReadTimeout,
+		WriteTimeout: app.DefaultWriteTimeout, IdleTimeout: app.DefaultIdleTimeout}
+	srv := hc.HTTPServer(e)
 	srv.RegisterOnShutdown(func() { close(stopping) })
 	go func() { _ = srv.Serve(ln) }()
 	cleanups = append(cleanups, func() {

@@ -80,9 +80,9 @@ func newMigrate() *cobra.Command {
 func newAgents() *cobra.Command {
 	cmd := &cobra.Command{Use: "agents", Short: "Manage agents"}
 	var (
-		db                            dbFlags
-		name, role, permission, projs string
-		asJSON                        bool
+		db                                     dbFlags
+		name, role, permission, projs, maxAuth string
+		asJSON                                 bool
 	)
 	create := &cobra.Command{
 		Use:   "create",
@@ -105,7 +105,7 @@ func newAgents() *cobra.Command {
 					}
 				}
 				a, key, err := auth.NewService(st).CreateLocal(ctx, auth.CreateParams{
-					Name: name, Role: role, Permission: auth.Permission(permission), Projects: projects,
+					Name: name, Role: role, Permission: auth.Permission(permission), Projects: projects, MaxAuthority: maxAuth,
 				})
 				if err != nil {
 					return err
@@ -113,10 +113,12 @@ func newAgents() *cobra.Command {
 				out := cmd.OutOrStdout()
 				if asJSON {
 					return json.NewEncoder(out).Encode(map[string]any{
-						"id": a.ID, "name": a.Name, "role": a.Role, "permission": a.Permission, "projects": a.Projects, "key": key,
+						"id": a.ID, "name": a.Name, "role": a.Role, "permission": a.Permission, "projects": a.Projects,
+						"max_authority": a.MaxAuthority, "key": key,
 					})
 				}
-				fmt.Fprintf(out, "agent %s (%s, role %s, %s on %s)\nkey (shown once): %s\n", a.ID, a.Name, a.Role, a.Permission, strings.Join(a.Projects, ","), key)
+				fmt.Fprintf(out, "agent %s (%s, role %s, %s on %s, authority up to %s)\nkey (shown once): %s\n",
+					a.ID, a.Name, a.Role, a.Permission, strings.Join(a.Projects, ","), a.MaxAuthority, key)
 				return nil
 			})
 		},
@@ -126,7 +128,8 @@ func newAgents() *cobra.Command {
 	create.Flags().StringVar(&role, "role", "", "agent role: planner, implementer, critic, reviewer, ...")
 	create.Flags().StringVar(&permission, "permission", "read-only", "read-only, edit or admin")
 	create.Flags().StringVar(&projs, "projects", "", "comma-separated projects, or *")
-	create.Flags().BoolVar(&asJSON, "json", false, "print {id,name,role,permission,projects,key} as JSON")
+	create.Flags().StringVar(&maxAuth, "max-authority", "", "highest authority the agent's items may claim: policy, instruction, evidence or hypothesis (default: policy for admins, instruction otherwise)")
+	create.Flags().BoolVar(&asJSON, "json", false, "print {id,name,role,permission,projects,max_authority,key} as JSON")
 	cmd.AddCommand(create)
 	return cmd
 }

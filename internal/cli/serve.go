@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/evidence"
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/pgcluster"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
@@ -34,6 +34,7 @@ func newServe() *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
+			limits.Set(cfg.Limits) // once, before any request
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: cfg.LogLevel}))
@@ -92,6 +93,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	stopping := make(chan struct{})
 	e := server.New(server.Config{
 		App: a, Logger: log, BodyLimit: cfg.BodyLimit, BatchBodyLimit: cfg.BatchBodyLimit, Stopping: stopping,
+		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		Ready: func(ctx context.Context) error {
 			pending, err := store.MigrationsPending(ctx, url)
 			if err == nil && pending {
@@ -104,7 +106,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout}
+	srv := cfg.HTTPServer(e)
 	srv.RegisterOnShutdown(func() { close(stopping) })
 	fmt.Fprintf(cmd.OutOrStdout(), "contextd listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)

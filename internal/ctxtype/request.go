@@ -148,6 +148,7 @@ func (r *Request) Normalize() error {
 	}
 	r.normalizePlan(&errs)
 	r.checkConversation(&errs)
+	r.checkLimits(&errs)
 	r.fillEmpty()
 	if b, _ := json.Marshal(r); bytes.Contains(b, []byte(`\u0000`)) {
 		errs.Add("", "format", "the request must not contain NUL characters")

@@ -64,6 +64,37 @@ func State(err error) (string, bool) {
 	return "", false
 }
 
+// UnavailableError is an ErrUnavailable that says which bound was hit (a
+// statement timeout, a lock timeout, no free connection), so a client and
+// an operator can tell a slow query from a saturated pool. Reason is meant
+// for the client; Err keeps the original for logs.
+type UnavailableError struct {
+	Reason string
+	Err    error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Err == nil {
+		return e.Reason
+	}
+	return e.Reason + ": " + e.Err.Error()
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes an UnavailableError unavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Reason returns the client-facing reason carried by err's unavailability,
+// if it carries one.
+func Reason(err error) (string, bool) {
+	var e *UnavailableError
+	if errors.As(err, &e) {
+		return e.Reason, true
+	}
+	return "", false
+}
+
 // RetryAfter is how long a client should wait after ErrUnavailable or
 // ErrRateLimited when nothing more precise is known.
 const RetryAfter = time.Second

@@ -17,6 +17,7 @@ import (
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/ident"
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
@@ -209,6 +210,7 @@ func (m *Manifest) normalize(agent *auth.Agent) error {
 			errs.Add(fmt.Sprintf("/verification_evidence/critic_verdicts/%d/verdict", i), "enum", "verdict must be PASS, FAIL, WARN or UNKNOWN")
 		}
 	}
+	m.checkLimits(&errs)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -367,6 +369,11 @@ func (s *Service) TransitionTx(ctx context.Context, tx *store.Tx, agent *auth.Ag
 	if (t == Reject || t == Withdraw) && strings.TrimSpace(reason) == "" {
 		return nil, validation.One("/reason", "required", "a reason is required to %s", t)
 	}
+	var errs validation.List
+	limits.Chars(&errs, "/reason", reason, limits.Get().Reason)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
 	out, err := s.transition(ctx, tx, agent, proj, id, t, reason)
 	if err != nil {
 		return nil, fmt.Errorf("%s handoff %s: %w", t, id, err)
@@ -405,4 +412,49 @@ func (s *Service) transition(ctx context.Context, tx *store.Tx, agent *auth.Agen
 		return nil, err
 	}
 	return fromRow(row)
+}
+
+// checkLimits bounds every text and list of a manifest (package limits).
+func (m *Manifest) checkLimits(errs *validation.List) {
+	l := limits.Get()
+	limits.Chars(errs, "/task_id", m.TaskID, l.TaskID)
+	limits.Chars(errs, "/summary", m.Summary, l.Summary)
+	limits.Chars(errs, "/source/role", m.Source.Role, l.Role)
+	limits.Chars(errs, "/target/role", m.Target.Role, l.Role)
+	limits.Chars(errs, "/source/step_id", m.Source.StepID, l.StepID)
+	for _, f := range [][2]string{{"/workflow_run_id", m.WorkflowRunID}, {"/rework_of", m.ReworkOf}, {"/intent", m.Intent},
+		{"/base_commit", m.BaseCommit}, {"/candidate_tree_hash", m.CandidateTreeHash}, {"/packet_id", m.PacketID},
+		{"/source/agent_id", m.Source.AgentID}, {"/source/harness", m.Source.Harness}, {"/source/model", m.Source.Model},
+		{"/source/attempt_id", m.Source.AttemptID}} {
+		limits.Chars(errs, f[0], f[1], l.Text)
+	}
+	lists := []struct {
+		ptr  string
+		vals []string
+	}{{"/open_questions", m.OpenQuestions}, {"/decisions", m.Decisions},
+		{"/deliverables/patches", m.Deliverables.Patches}, {"/deliverables/reports", m.Deliverables.Reports}}
+	for _, li := range lists {
+		limits.Items(errs, li.ptr, len(li.vals), l.List)
+		for i, v := range li.vals {
+			limits.Chars(errs, fmt.Sprintf("%s/%d", li.ptr, i), v, l.Summary)
+		}
+	}
+	limits.Items(errs, "/deliverables/artifacts", len(m.Deliverables.Artifacts), l.List)
+	for i, a := range m.Deliverables.Artifacts {
+		p := fmt.Sprintf("/deliverables/artifacts/%d", i)
+		limits.Chars(errs, p+"/name", a.Name, l.Text)
+		limits.Chars(errs, p+"/artifact_ref", a.ArtifactRef, l.Text)
+		limits.Chars(errs, p+"/kind", a.Kind, l.Text)
+		limits.Chars(errs, p+"/content_snippet", a.ContentSnippet, l.Summary)
+	}
+	limits.Items(errs, "/verification_evidence/critic_verdicts", len(m.VerificationEvidence.CriticVerdicts), l.List)
+	for i, v := range m.VerificationEvidence.CriticVerdicts {
+		p := fmt.Sprintf("/verification_evidence/critic_verdicts/%d", i)
+		limits.Chars(errs, p+"/critic", v.Critic, l.Text)
+		limits.Chars(errs, p+"/summary", v.Summary, l.Summary)
+	}
+	if n := m.SuggestedNextStep; n != nil {
+		limits.Chars(errs, "/suggested_next_step/step_id", n.StepID, l.StepID)
+		limits.Chars(errs, "/suggested_next_step/action", n.Action, l.Summary)
+	}
 }

@@ -271,6 +271,9 @@ func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent
 	if err := errs.Err(); err != nil {
 		return prepared{}, err
 	}
+	if err := agent.CheckAuthority([]auth.Claim{{Authority: f.Authority, Source: f.Source}}); err != nil {
+		return prepared{}, err
+	}
 	return prepare(in.Key, f)
 }
 
@@ -361,6 +364,13 @@ func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Age
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
+	}
+	claims := make([]auth.Claim, len(fields))
+	for i, f := range fields {
+		claims[i] = auth.Claim{Pointer: fmt.Sprintf("/items/%d", i), Authority: f.Authority, Source: f.Source}
+	}
+	if err := agent.CheckAuthority(claims); err != nil {
+		return nil, err // a batch is all or nothing: refused whole
 	}
 	return prepareAll(keys, fields)
 }

@@ -111,19 +111,17 @@ func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cu
 	if err != nil {
 		return Page{}, err
 	}
-	rows, err := s.store.ItemVersionList(ctx, store.ItemVersionListParams{
-		Project: proj, Key: key, After: c.Version, Max: limit + 1, SeeAll: agent.SeesAllRoles(), Role: agent.Role,
-	})
+	lp := store.ItemVersionListParams{Project: proj, Key: key, After: c.Version, SeeAll: agent.SeesAllRoles(), Role: agent.Role}
+	rows, more, err := fillPage(limit, func(max int) ([]*Version, error) {
+		lp.Max = max
+		return s.store.ItemVersionList(ctx, lp)
+	}, func(last *Version) { lp.After = last.Version })
 	if err != nil {
 		return Page{}, fmt.Errorf("list versions: %w", err)
 	}
-	var p Page
-	for i, r := range rows {
-		if i == limit {
-			p.Next = cursor{Version: rows[i-1].Version}.encode()
-			break
-		}
-		p.Versions = append(p.Versions, r)
+	p := Page{Versions: rows}
+	if more {
+		p.Next = cursor{Version: rows[len(rows)-1].Version}.encode()
 	}
 	return p, nil
 }
@@ -158,37 +156,90 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 	}
 	lp := store.ItemListParams{
 		Project: proj, Kind: p.Kind, Source: p.Source, SeeAll: agent.SeesAllRoles(), Role: agent.Role,
-		Max: p.Limit + 1, AfterKey: c.Key, Query: p.Query,
+		AfterKey: c.Key, Query: p.Query,
 	}
 	var page Page
 	if p.Query == "" {
-		rows, err := s.store.ItemList(ctx, lp)
+		rows, more, err := fillPage(p.Limit, func(max int) ([]*Version, error) {
+			lp.Max = max
+			return s.store.ItemList(ctx, lp)
+		}, func(last *Version) { lp.AfterKey = last.Key })
 		if err != nil {
 			return Page{}, fmt.Errorf("list items: %w", err)
 		}
-		for i, r := range rows {
-			if i == p.Limit {
-				page.Next = cursor{Key: rows[i-1].Key}.encode()
-				break
-			}
-			page.Versions = append(page.Versions, r)
+		page.Versions = rows
+		if more {
+			page.Next = cursor{Key: rows[len(rows)-1].Key}.encode()
 		}
 		return page, nil
 	}
 	if c.Rank != nil {
 		lp.HasCursor, lp.AfterRank = true, *c.Rank
 	}
-	rows, err := s.store.ItemSearch(ctx, lp)
+	rows, more, err := fillPage(p.Limit, func(max int) ([]store.RankedVersion, error) {
+		lp.Max = max
+		return s.store.ItemSearch(ctx, lp)
+	}, func(last store.RankedVersion) { lp.HasCursor, lp.AfterKey, lp.AfterRank = true, last.Key, last.Rank })
 	if err != nil {
 		return Page{}, fmt.Errorf("search items: %w", err)
 	}
-	for i, r := range rows {
-		if i == p.Limit {
-			last := rows[i-1]
-			page.Next = cursor{Key: last.Key, Rank: &last.Rank}.encode()
-			break
-		}
+	for _, r := range rows {
 		page.Versions = append(page.Versions, r.Version)
 	}
+	if more {
+		last := rows[len(rows)-1]
+		page.Next = cursor{Key: last.Key, Rank: &last.Rank}.encode()
+	}
 	return page, nil
+}
+
+// A page of a listing holds at most MaxPageBytes of item text (content,
+// title and summary) beyond its first item, so that an answer, and what a
+// slow reader pins, stays bounded whatever the limit: 1,000 items of 1 MiB
+// would otherwise be a gigabyte. The rows are read pageChunk at a time.
+const (
+	MaxPageBytes = 8 << 20
+	pageChunk    = 64
+)
+
+// textBytes is what a version weighs in a page.
+func textBytes(v *Version) int { return len(v.Content) + len(v.Title) + len(v.Summary) }
+
+// fillPage reads up to limit rows in chunks (fetch(max) returns the next
+// rows after the position advance last moved to), stopping early once the
+// page holds MaxPageBytes; more reports whether rows remain after it.
+func fillPage[R any](limit int, fetch func(max int) ([]R, error), advance func(last R)) (rows []R, more bool, err error) {
+	bytes := 0
+	for len(rows) < limit {
+		want := min(limit-len(rows), pageChunk)
+		got, err := fetch(want + 1)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, r := range got {
+			if i == want {
+				break
+			}
+			if len(rows) > 0 && bytes >= MaxPageBytes {
+				return rows, true, nil
+			}
+			rows = append(rows, r)
+			bytes += sizeOf(r)
+		}
+		if len(got) <= want {
+			return rows, false, nil
+		}
+		advance(rows[len(rows)-1])
+	}
+	return rows, true, nil
+}
+
+func sizeOf(r any) int {
+	switch v := r.(type) {
+	case *Version:
+		return textBytes(v)
+	case store.RankedVersion:
+		return textBytes(v.Version)
+	}
+	return 0
 }

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -109,14 +111,17 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 	if !sources[f.Source] && !otherTagRE.MatchString(f.Source) {
 		errs.Add(prefix+"/source", "enum", "source must be one of the seed vocabulary (file, project, user_selection, ..., derived) or other:<tag>, not %q", f.Source)
 	}
-	for field, val := range map[string]string{"title": f.Title, "summary": f.Summary, "content": f.Content, "state_key": f.StateKey, "source": f.Source} {
-		if strings.ContainsRune(val, 0) {
+	for _, fv := range [][2]string{{"title", f.Title}, {"summary", f.Summary}, {"content", f.Content}, {"state_key", f.StateKey}, {"source", f.Source}} {
+		if field, val := fv[0], fv[1]; strings.ContainsRune(val, 0) {
 			errs.Add(prefix+"/"+field, "format", "%s must not contain NUL characters", field)
 		}
 	}
 	if strings.TrimSpace(f.Content) == "" {
 		errs.Add(prefix+"/content", "required", "content is required and must not be blank")
 	}
+	l := limits.Get()
+	limits.Bytes(errs, prefix+"/content", len(f.Content), l.Content)
+	limits.Chars(errs, prefix+"/summary", f.Summary, l.Summary)
 	if len(f.Title) > 1000 {
 		errs.Add(prefix+"/title", "range", "title is longer than 1000 bytes")
 	}
@@ -133,6 +138,11 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 			return nil
 		}
 		t = t.UTC()
+		if t.Year() < 1 || t.Year() > 9999 {
+			// JSON (RFC 3339) and the stored answer know years 1 to 9999 only.
+			errs.Add(prefix+"/"+field, "range", "%s must fall in the years 0001 to 9999 in UTC, not %q", field, *p)
+			return nil
+		}
 		return &t
 	}
 	f.ValidFrom = parseTime("valid_from", in.ValidFrom)
@@ -147,6 +157,16 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 		f.Roles = Roles{VisibleTo: nonNil(in.Roles.VisibleTo), HiddenFrom: nonNil(in.Roles.HiddenFrom)}
 		checkStrings(prefix+"/roles/visible_to", f.Roles.VisibleTo, errs)
 		checkStrings(prefix+"/roles/hidden_from", f.Roles.HiddenFrom, errs)
+		for _, fr := range []struct {
+			field string
+			roles []string
+		}{{"visible_to", f.Roles.VisibleTo}, {"hidden_from", f.Roles.HiddenFrom}} {
+			field, roles := fr.field, fr.roles
+			limits.Items(errs, prefix+"/roles/"+field, len(roles), l.List)
+			for i, r := range roles {
+				limits.Chars(errs, fmt.Sprintf("%s/roles/%s/%d", prefix, field, i), r, l.Role)
+			}
+		}
 	}
 	if in.Provenance != nil {
 		f.Provenance = Provenance{SourceRef: in.Provenance.SourceRef, DerivedFrom: nonNil(in.Provenance.DerivedFrom)}
@@ -185,7 +205,10 @@ func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger
 		if len(t.Keywords) == 0 {
 			errs.Add(pointer+"/keywords", "required", "keywords must list at least one keyword")
 		}
+		l := limits.Get()
+		limits.Items(errs, pointer+"/keywords", len(t.Keywords), l.Keywords)
 		for i, k := range t.Keywords {
+			limits.Chars(errs, fmt.Sprintf("%s/keywords/%d", pointer, i), k, l.Keyword)
 			if len(keyword.Words(k)) == 0 {
 				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword needs at least one word (letters, digits or _); %q could never match", k)
 			}
@@ -213,47 +236,6 @@ func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger
 	return out
 }
 
-// credentialWords are the parts of a metadata key that mark it as a
-// credential. KXM refuses such keys so that secrets never reach a prompt.
-var credentialWords = set("token", "password", "passwd", "secret", "secrets", "permissions", "apikey", "credential", "credentials")
-
-// looksLikeCredential splits a key into words (on non-alphanumerics and
-// camelCase) and reports whether it names a credential: token, api_key,
-// password, secret, permissions and their spellings. max_tokens is fine;
-// access_token and apiKey are not.
-func looksLikeCredential(key string) bool {
-	var words []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	runes := []rune(key)
-	for i, r := range runes {
-		switch {
-		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
-			flush()
-		case unicode.IsUpper(r) && i > 0 && unicode.IsLower(runes[i-1]):
-			flush()
-			cur = append(cur, r)
-		default:
-			cur = append(cur, r)
-		}
-	}
-	flush()
-	for i, w := range words {
-		if credentialWords[w] {
-			return true
-		}
-		if w == "api" && i+1 < len(words) && words[i+1] == "key" {
-			return true
-		}
-	}
-	return false
-}
-
 // normalizeMetadata checks that raw is a JSON object without credential-like
 // keys (at any depth) and returns it in canonical form (sorted keys), so
 // that equal metadata hashes equally.
@@ -273,9 +255,10 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 	walk = func(p string, v any) {
 		switch x := v.(type) {
 		case map[string]any:
-			for k, child := range x {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				child := x[k]
 				cp := p + "/" + escapePointer(k)
-				if looksLikeCredential(k) {
+				if validation.LooksLikeCredential(k) {
 					errs.Add(cp, "forbidden_key", "metadata key %q looks like a credential; credentials are never stored in context", k)
 					continue
 				}

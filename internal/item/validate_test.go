@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/validation"
 )
 
 func TestLooksLikeCredential(t *testing.T) {
@@ -15,6 +17,6 @@ func TestLooksLikeCredential(t *testing.T) {
 		"max_tokens": false, "ticket": false, "keyboard": false, "author": false,
 		"tokenizer": false, "secretary": false, "key": false, "api": false,
 	} {
-		require.Equal(t, want, looksLikeCredential(key), key)
+		require.Equal(t, want, validation.LooksLikeCredential(key), key)
 	}
 }

@@ -12,9 +12,12 @@ import (
 	"unicode"
 )
 
-// Words splits text into lower-case words.
+// Words splits text into case-folded words. Lower-casing alone is not
+// folding: "ΛΌΓΟΣ" lowers to "λόγοσ" where the word is written "λόγος",
+// and ſ, µ and ϑ have the same trouble; upper then lower maps every
+// spelling of a letter to one.
 func Words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+	return strings.FieldsFunc(strings.ToLower(strings.ToUpper(text)), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
 	})
 }

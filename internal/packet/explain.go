@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -83,10 +84,88 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 	}
 	p.Records = append(p.Records, recs...)
 	p.Records = visibleRecords(agent, p.Records)
-	if p.Records, err = s.withoutHiddenNow(ctx, agent, p.Records); err != nil {
+	shown, err := s.withoutHiddenNow(ctx, agent, p.Records)
+	if err != nil {
 		return nil, err
 	}
+	if len(shown) < len(p.Records) {
+		if err := s.withoutRecordsOf(ctx, p, shown); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// withheldSpans are the spans of the text whose records the caller may no
+// longer see: attribute reports them as withheld, without their subject,
+// instead of passing them off as scaffolding.
+func (s *Service) withheldSpans(ctx context.Context, agent *auth.Agent, proj, id string, shown []assemble.Record) ([]assemble.Span, error) {
+	if agent.SeesAllRoles() {
+		return nil, nil
+	}
+	all, err := s.store.PacketRecordList(ctx, proj, id)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[assemble.Span]bool{}
+	for _, r := range shown {
+		if r.Span != nil {
+			seen[*r.Span] = true
+		}
+	}
+	var out []assemble.Span
+	for _, r := range all {
+		if r.Span != nil && !seen[*r.Span] {
+			seen[*r.Span] = true
+			out = append(out, *r.Span)
+		}
+	}
+	return out, nil
+}
+
+// withoutRecordsOf makes p's answer hold only the records shown: the
+// unresolved gaps of the others, their share of the gaps not listed and of
+// the provenance counts go too, computed as the packet is read.
+func (s *Service) withoutRecordsOf(ctx context.Context, p *Packet, shown []assemble.Record) error {
+	kept := map[[2]string]bool{}
+	for _, r := range shown {
+		kept[[2]string{r.SubjectKey, strconv.Itoa(r.SubjectVersion)}] = true
+	}
+	listed := map[[2]string]bool{}
+	gaps := p.Gaps[:0:0]
+	for _, g := range p.Gaps {
+		id := [2]string{g.Key, strconv.Itoa(g.Version)}
+		listed[id] = true
+		if g.Key == "" || kept[id] {
+			gaps = append(gaps, g)
+		}
+	}
+	for _, r := range p.Records {
+		id := [2]string{r.SubjectKey, strconv.Itoa(r.SubjectVersion)}
+		if r.SubjectKind != assemble.SubjectItem || kept[id] {
+			continue
+		}
+		if r.Reason == assemble.ReasonBudget && !listed[id] {
+			p.GapsMore--
+		}
+		if r.Decision == assemble.Included {
+			// Stored records do not carry kind and source; the version does.
+			v, err := s.store.ItemVersionGet(ctx, r.SubjectProject, r.SubjectKey, r.SubjectVersion)
+			if err != nil {
+				return err
+			}
+			uncount(p.Provenance.ByKind, v.Kind)
+			uncount(p.Provenance.BySource, v.Source)
+		}
+	}
+	p.Gaps, p.Records = gaps, shown
+	return nil
+}
+
+func uncount(m map[string]int, k string) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
+	}
 }
 
 // withoutHiddenNow drops, for a non-admin, the records of items that are
@@ -244,8 +323,8 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	for _, r := range rows {
 		then[r.Project] = r
 	}
-	// An item the caller may not see now is 404 here, as on every item
-	// endpoint, whatever it was when the packet was made.
+	// An item the caller may not see now is hidden here, whatever it was
+	// when the packet was made.
 	visibleNow := func(layer string) (bool, error) {
 		if agent.SeesAllRoles() {
 			return true, nil
@@ -267,13 +346,24 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		return ok && err == nil
 	}
 
+	// An item the caller may not see (then, or now) does not exist for it:
+	// it is answered exactly as a key that never existed, so that why
+	// tells a hidden key from a free one no more than a packet does.
+	for layer, v := range then {
+		if !visible(v) {
+			delete(then, layer)
+		}
+	}
+	didNotExist := &WhyAnswer{Decision: "not_candidate", Reason: "did_not_exist",
+		Detail: fmt.Sprintf("no item %q existed in %s or _shared when the packet was assembled", key, proj)}
+
 	// The item asked about is the project's unless the layer says shared,
-	// the project had none (or a tombstone where _shared had one), or the
-	// project's is one the caller may not see while _shared has one: then
-	// the _shared item is the one that could reach the packet.
+	// or the project had none the caller may see (or a tombstone where
+	// _shared had one): then the _shared item is the one that could reach
+	// the packet.
 	target := proj
 	pv, sv := then[proj], then[assemble.SharedProject]
-	if layer == "shared" || pv == nil || (pv.Deleted && sv != nil && !sv.Deleted) || (sv != nil && !visible(pv)) {
+	if layer == "shared" || pv == nil || (pv.Deleted && sv != nil && !sv.Deleted) {
 		target = assemble.SharedProject
 	}
 	if rec := recordOf(p, key, target); rec != nil {
@@ -282,7 +372,7 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 			return nil, err
 		}
 		if !visible(v) {
-			return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
+			return didNotExist, nil
 		}
 		return &WhyAnswer{Decision: rec.Decision, Record: rec, Reason: rec.Reason, Detail: rec.Detail, Item: v}, nil
 	}
@@ -290,18 +380,11 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	// Not recorded: past the budget's cutoff, or it was no candidate, or
 	// it did not fire.
 	v := then[target]
-	if v != nil && !visible(v) {
-		return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
-	}
 	if ans, err := s.whyUntried(ctx, proj, p, key, target, v); err != nil || ans != nil {
 		return ans, err
 	}
 	if v == nil {
-		return &WhyAnswer{Decision: "not_candidate", Reason: "did_not_exist",
-			Detail: fmt.Sprintf("no item %q existed in %s or _shared when the packet was assembled", key, proj)}, nil
-	}
-	if !visible(v) {
-		return nil, fmt.Errorf("%w: %s", item.ErrNotFound, key)
+		return didNotExist, nil
 	}
 	return s.whyNotCandidate(ctx, agent, p, v)
 }
@@ -424,8 +507,11 @@ func window(v *item.Version) string {
 
 // Match is one range of the rendered text and what it came from.
 type Match struct {
-	Start, End  int
-	Records     []assemble.Record
+	Start, End int
+	Records    []assemble.Record
+	// Withheld are the spans over the range whose records the caller may
+	// no longer see (an item hidden from its role since).
+	Withheld    []assemble.Span
 	Scaffolding []assemble.Span // the parts of the range no record covers
 }
 
@@ -475,17 +561,31 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 	default:
 		return nil, validation.One("/text", "required", "give text, or start and end")
 	}
+	withheld, err := s.withheldSpans(ctx, agent, proj, id, p.Records)
+	if err != nil {
+		return nil, err
+	}
 	var out []Match
 	for _, rg := range ranges {
 		m := Match{Start: rg[0], End: rg[1], Records: []assemble.Record{}, Scaffolding: []assemble.Span{}}
 		covered := make([]bool, rg[1]-rg[0])
-		for _, r := range p.Records {
-			if r.Span == nil || r.Span.End <= rg[0] || r.Span.Start >= rg[1] {
-				continue
+		cover := func(sp assemble.Span) bool {
+			if sp.End <= rg[0] || sp.Start >= rg[1] {
+				return false
 			}
-			m.Records = append(m.Records, r)
-			for i := max(r.Span.Start, rg[0]); i < min(r.Span.End, rg[1]); i++ {
+			for i := max(sp.Start, rg[0]); i < min(sp.End, rg[1]); i++ {
 				covered[i-rg[0]] = true
+			}
+			return true
+		}
+		for _, r := range p.Records {
+			if r.Span != nil && cover(*r.Span) {
+				m.Records = append(m.Records, r)
+			}
+		}
+		for _, sp := range withheld {
+			if cover(sp) {
+				m.Withheld = append(m.Withheld, sp)
 			}
 		}
 		for i := 0; i < len(covered); {

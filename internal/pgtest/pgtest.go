@@ -500,5 +500,13 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// AcquireTimeout is the acquire timeout of the stores tests drive services
+// with. A test database's pool is pgxpool's default (4 connections on a
+// two-core machine, half of what serve opens), and under -race on a loaded
+// machine a request of a concurrency test may queue for a connection past
+// store.DefaultAcquireTimeout (1 s) with nothing wrong: those tests are of
+// locking, not of the deadline, which tests of its own set themselves.
+const AcquireTimeout = 10 * time.Second
+
 // NewStore is New wrapped in a store, for tests that drive services.
-func NewStore(t testing.TB) *store.Store { return store.New(New(t), 0) }
+func NewStore(t testing.TB) *store.Store { return store.New(New(t), AcquireTimeout) }

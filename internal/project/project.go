@@ -13,6 +13,7 @@ import (
 
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -122,6 +123,11 @@ func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, na
 	}
 	if !nameRE.MatchString(name) {
 		return Project{}, false, validation.One("project", "format", "project names match [A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+	}
+	var errs validation.List
+	limits.Chars(&errs, "/description", description, limits.Get().Description)
+	if err := errs.Err(); err != nil {
+		return Project{}, false, err
 	}
 	p, created, err := tx.ProjectUpsert(ctx, name, description)
 	if err != nil {

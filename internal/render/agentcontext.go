@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 	"strconv"
@@ -104,13 +105,38 @@ func CanonicalNumber(n json.Number) string {
 			return i.String()
 		}
 	}
+	// An integer written with a fraction or an exponent (1e15, 2.0E3) is
+	// its digits too: PostgreSQL's jsonb gives it back as digits, and a
+	// replay must render what the assembly did. Exponents are bounded so
+	// that the exact value stays cheap.
+	if smallExponent(string(n)) {
+		if r, ok := new(big.Rat).SetString(string(n)); ok && r.IsInt() {
+			return r.Num().String()
+		}
+	}
 	if f, err := n.Float64(); err == nil {
 		if f == float64(int64(f)) && f > -1e15 && f < 1e15 {
 			return strconv.FormatInt(int64(f), 10)
 		}
+		if f == math.Trunc(f) && !math.IsInf(f, 0) {
+			// Integral once rounded to a float64: its digits, so that
+			// rendering the output again gives the output.
+			return new(big.Float).SetFloat64(f).Text('f', 0)
+		}
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return n.String()
+}
+
+// smallExponent reports whether a number's exponent, if any, is at most
+// 400 in size (a float64's range).
+func smallExponent(n string) bool {
+	i := strings.IndexAny(n, "eE")
+	if i < 0 {
+		return true
+	}
+	e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
+	return err == nil && e >= -400 && e <= 400
 }
 
 // keyWords turns a key into words: mediaAssets and media_assets both give

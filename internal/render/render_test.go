@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,7 +22,11 @@ func TestCanonicalNumber(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
 		"1200": "1200", "1e2": "100", "100.0": "100", "12.5": "12.5", "12345678901234567890": "12345678901234567890",
-		"-3": "-3", "1.5e300": "1.5e+300",
+		"-3": "-3", "1.5e-8": "1.5e-08", "0.000000015": "1.5e-08",
+		// An integer is its digits however it is written, as PostgreSQL's
+		// jsonb gives it back (1e15 comes back as 1000000000000000).
+		"1e15": "1000000000000000", "1000000000000000": "1000000000000000", "1.5e300": "15" + strings.Repeat("0", 299),
+		"1.5e301": "15" + strings.Repeat("0", 300),
 	} {
 		require.Equal(t, want, CanonicalNumber(json.Number(in)), in)
 	}

@@ -14,7 +14,8 @@ func toAgent(a *auth.Agent) api.Agent {
 		u := rev.UTC()
 		rev = &u
 	}
-	return api.Agent{Id: a.ID, Name: a.Name, Role: a.Role, Permission: string(a.Permission), Projects: a.Projects, CreatedAt: a.CreatedAt.UTC(), RevokedAt: rev}
+	return api.Agent{Id: a.ID, Name: a.Name, Role: a.Role, Permission: string(a.Permission), Projects: a.Projects,
+		MaxAuthority: a.MaxAuthority, CreatedAt: a.CreatedAt.UTC(), RevokedAt: rev}
 }
 
 // CreateAgent implements api.StrictServerInterface.
@@ -30,6 +31,7 @@ func (s *Server) CreateAgent(ctx context.Context, r api.CreateAgentRequestObject
 	err = s.write(ctx, func(tx *store.Tx) error {
 		a, key, err = s.agents.CreateTx(ctx, tx, agentFrom(ctx), auth.CreateParams{
 			Name: body.Name, Role: body.Role, Permission: auth.Permission(body.Permission), Projects: body.Projects,
+			MaxAuthority: string(deref(body.MaxAuthority)),
 		})
 		return err
 	})
@@ -38,7 +40,8 @@ func (s *Server) CreateAgent(ctx context.Context, r api.CreateAgentRequestObject
 	}
 	v := toAgent(a)
 	return api.CreateAgent201JSONResponse{
-		Id: v.Id, Name: v.Name, Role: v.Role, Permission: v.Permission, Projects: v.Projects, CreatedAt: v.CreatedAt, Key: key,
+		Id: v.Id, Name: v.Name, Role: v.Role, Permission: v.Permission, Projects: v.Projects, MaxAuthority: v.MaxAuthority,
+		CreatedAt: v.CreatedAt, Key: key,
 	}, nil
 }
 
@@ -69,4 +72,30 @@ func (s *Server) RevokeAgent(ctx context.Context, r api.RevokeAgentRequestObject
 		return nil, err
 	}
 	return api.RevokeAgent200JSONResponse(toAgent(a)), nil
+}
+
+// UpdateAgent implements api.StrictServerInterface.
+func (s *Server) UpdateAgent(ctx context.Context, r api.UpdateAgentRequestObject) (api.UpdateAgentResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	p := auth.UpdateParams{Name: body.Name, Role: body.Role, MaxAuthority: (*string)(body.MaxAuthority)}
+	if body.Permission != nil {
+		perm := auth.Permission(*body.Permission)
+		p.Permission = &perm
+	}
+	if body.Projects != nil {
+		p.Projects = *body.Projects
+	}
+	var a *auth.Agent
+	err = s.write(ctx, func(tx *store.Tx) error {
+		a, err = s.agents.UpdateTx(ctx, tx, agentFrom(ctx), r.Id, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.agents.Forget(a.ID)
+	return api.UpdateAgent200JSONResponse(toAgent(a)), nil
 }

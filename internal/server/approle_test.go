@@ -73,7 +73,8 @@ func TestTheServerRunsAsContextdAppAndCannotRewriteHistory(t *testing.T) {
 		"DELETE FROM audit_entries WHERE chain = 'acme'",
 		"UPDATE packets SET rendered = '' WHERE project = 'acme'",
 		"TRUNCATE handoff_events",
-		"UPDATE agents SET permission = 'admin'",
+		"UPDATE agents SET key_sha256 = sha256('x')",
+		"UPDATE agents SET created_at = now()",
 		"UPDATE handoffs SET manifest = '{}'",
 	} {
 		_, err := pool.Exec(ctx, sql)

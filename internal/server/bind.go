@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,7 +39,7 @@ func (strictBinder) Bind(i any, c echo.Context) error {
 		}
 		return problem(400, "malformed", "cannot read request body: %v", err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	if len(bytes.Trim(body, " \t\r\n")) == 0 { // JSON's white space only: a body of U+00A0 is malformed, not absent
 		return io.EOF
 	}
 	if !utf8.Valid(body) {
@@ -99,7 +101,8 @@ func nulProblem(body []byte) error {
 				errs.Add(ptr, "format", "must not contain NUL characters")
 			}
 		case map[string]any:
-			for k, el := range x {
+			for _, k := range slices.Sorted(maps.Keys(x)) { // in order: the same body, the same answer
+				el := x[k]
 				if strings.ContainsRune(k, 0) {
 					errs.Add(ptr, "format", "member names must not contain NUL characters")
 				}

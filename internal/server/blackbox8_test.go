@@ -401,7 +401,7 @@ func b8WhyLabel(w resp) string {
 
 // b8WhyAll asks why for every key and checks each answer against the
 // records and the cutoff. hidden tells which keys the target role may not
-// see (a non-admin viewer gets 404 for those).
+// see (a non-admin viewer is told those never existed).
 func b8WhyAll(t *testing.T, e *env, proj, viewer string, p b8Packet, recs []map[string]any, keys []b8Key, hidden func(b8Key) bool, admin bool) b8WhyResult {
 	t.Helper()
 	return b8WhyAllOf(t, e, proj, viewer, p, recs, keys, hidden, admin, false)
@@ -418,7 +418,10 @@ func b8WhyAllOf(t *testing.T, e *env, proj, viewer string, p b8Packet, recs []ma
 	for i, k := range keys {
 		w := all[i]
 		if !admin && hidden(k) {
-			require.Equal(t, 404, w.status, "%v is hidden from the role: %s", k, w.text)
+			// Answered as a key that never existed (issue 11; was 404).
+			require.Equal(t, 200, w.status, "%v is hidden from the role: %s", k, w.text)
+			require.Equal(t, "did_not_exist", w.json["reason"], "%v is hidden from the role: %s", k, w.text)
+			require.Equal(t, fmt.Sprintf("no item %q existed in %s or _shared when the packet was assembled", k.key, proj), w.json["detail"], "%v", k)
 			res.notFound = append(res.notFound, k)
 			continue
 		}
@@ -691,7 +694,7 @@ func TestBlackbox8WhyAgreesWithCutoff(t *testing.T) {
 	for i := range 110 {
 		k := fmt.Sprintf("c.%03d", i)
 		it := map[string]any{"key": k, "content": b8Filler(i, 1+rng.IntN(8)), "priority": rng.IntN(20),
-			"authority": auths[rng.IntN(4)], "confidence": confs[rng.IntN(3)]}
+			"authority": auths[rng.IntN(4)], "confidence": confs[rng.IntN(3)], "source": "human"}
 		switch rng.IntN(6) {
 		case 0:
 			it["roles"] = map[string]any{"hidden_from": []string{"support"}}
@@ -706,7 +709,7 @@ func TestBlackbox8WhyAgreesWithCutoff(t *testing.T) {
 	}
 	for i := range 30 {
 		k := fmt.Sprintf("s.%03d", i)
-		it := map[string]any{"key": k, "content": b8Filler(1000+i, 1+rng.IntN(8)), "priority": rng.IntN(20), "authority": auths[rng.IntN(4)]}
+		it := map[string]any{"key": k, "content": b8Filler(1000+i, 1+rng.IntN(8)), "priority": rng.IntN(20), "authority": auths[rng.IntN(4)], "source": "human"}
 		if i%7 == 0 {
 			it["roles"] = map[string]any{"hidden_from": []string{"critic"}}
 			roleOf[b8Key{k, "shared"}] = it["roles"].(map[string]any)
@@ -894,7 +897,7 @@ func TestBlackbox8ContradictionsAcrossTheCutoff(t *testing.T) {
 		keys = append(keys, b8Key{it["key"].(string), "project"})
 	}
 	// A: winner tried (policy, ranks first), loser far past the cutoff.
-	add(map[string]any{"key": "a.win", "content": "The refund window is 30 days.", "state_key": "refund.window", "authority": "policy", "priority": 0})
+	add(map[string]any{"key": "a.win", "source": "human", "content": "The refund window is 30 days.", "state_key": "refund.window", "authority": "policy", "priority": 0})
 	add(map[string]any{"key": "a.lose", "content": "The refund window is 14 days.", "state_key": "refund.window", "authority": "hypothesis", "priority": 0})
 	// B: the loser ranks first (higher priority, lower confidence), the
 	// winner (verified) past the cutoff.
@@ -905,13 +908,13 @@ func TestBlackbox8ContradictionsAcrossTheCutoff(t *testing.T) {
 	add(map[string]any{"key": "c.lose", "content": "The office is in Lyon.", "state_key": "office", "priority": 2, "authority": "hypothesis"})
 	// D: the winner (policy) is hidden from support: the visible one
 	// (evidence, in the try zone) stands alone.
-	add(map[string]any{"key": "d.win", "content": "Secret pricing is 9 EUR.", "state_key": "pricing", "authority": "policy", "priority": 9500, "roles": map[string]any{"hidden_from": []string{"support"}}})
+	add(map[string]any{"key": "d.win", "source": "human", "content": "Secret pricing is 9 EUR.", "state_key": "pricing", "authority": "policy", "priority": 9500, "roles": map[string]any{"hidden_from": []string{"support"}}})
 	add(map[string]any{"key": "d.lose", "content": "Pricing is 12 EUR.", "state_key": "pricing", "priority": 9500})
 	// E: the winner's window has closed.
-	add(map[string]any{"key": "e.win", "content": "Support hours are 9-17.", "state_key": "hours", "authority": "policy", "priority": 9400, "valid_until": "2020-01-01T00:00:00Z"})
+	add(map[string]any{"key": "e.win", "source": "human", "content": "Support hours are 9-17.", "state_key": "hours", "authority": "policy", "priority": 9400, "valid_until": "2020-01-01T00:00:00Z"})
 	add(map[string]any{"key": "e.lose", "content": "Support hours are 8-20.", "state_key": "hours", "priority": 9400})
 	// F: equal content agrees (no contradiction).
-	add(map[string]any{"key": "f.one", "content": "The API is versioned.", "state_key": "api", "authority": "policy", "priority": 9300})
+	add(map[string]any{"key": "f.one", "source": "human", "content": "The API is versioned.", "state_key": "api", "authority": "policy", "priority": 9300})
 	add(map[string]any{"key": "f.two", "content": "The API is versioned.", "state_key": "api", "priority": 9300})
 	// G: a loser hidden from the role leaves no trace for it.
 	add(map[string]any{"key": "g.win", "content": "Invoices are monthly.", "state_key": "invoices", "priority": 9200, "confidence": "verified"})
@@ -1711,7 +1714,7 @@ func b8DiffWorld(t *testing.T, e *env, rng *rand.Rand, proj string, words []stri
 			}
 			prio[k] = p
 			it := map[string]any{"key": key, "kind": []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)],
-				"content": text(3+rng.IntN(30)) + fmt.Sprintf(" marker%d", i), "priority": p,
+				"content": text(3+rng.IntN(30)) + fmt.Sprintf(" marker%d", i), "priority": p, "source": "human",
 				"authority":  []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
 				"confidence": []string{"verified", "probable", "uncertain"}[rng.IntN(3)]}
 			if lname == "shared" {

@@ -112,7 +112,10 @@ func TestBudgetCutoff(t *testing.T) {
 	require.Equal(t, 200, why.status, why.text)
 	require.Equal(t, "template_unresolved", why.json["reason"], why.text)
 	// A hidden item is not there for the role, and is for an admin.
-	require.Equal(t, 404, e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.293", support, nil).status)
+	hid := e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.293", support, nil)
+	never := e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.never", support, nil)
+	require.Equal(t, 200, hid.status, hid.text)
+	require.Equal(t, strings.ReplaceAll(never.text, "fact.never", "fact.293"), hid.text, "as a key that never existed")
 	why = e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.293", e.admin, nil)
 	require.Equal(t, 200, why.status, why.text)
 	require.Equal(t, "hidden", why.json["reason"], why.text)
@@ -160,7 +163,7 @@ func TestBoundedReplayOnRandomWorlds(t *testing.T) {
 			var items []map[string]any
 			for i := range 60 + rng.IntN(60) {
 				it := map[string]any{"key": fmt.Sprintf("%s.k%03d", proj, i), "kind": []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)],
-					"content": text(3+rng.IntN(40)) + fmt.Sprintf(" marker%d", i), "priority": rng.IntN(4),
+					"content": text(3+rng.IntN(40)) + fmt.Sprintf(" marker%d", i), "priority": rng.IntN(4), "source": "human",
 					"authority":  []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
 					"confidence": []string{"verified", "probable", "uncertain"}[rng.IntN(3)]}
 				if layer == "_shared" && rng.IntN(3) == 0 {

@@ -110,7 +110,9 @@ func TestWhyHonoursVisibilityNow(t *testing.T) {
 	require.Equal(t, "included", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", impl, nil).json["decision"])
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/sec", e.admin, map[string]any{"content": "Secret later.", "roles": map[string]any{"hidden_from": []string{"implementer"}}}).status)
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/sec", impl, nil).status)
-	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", impl, nil).status)
+	hid := e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", impl, nil)
+	require.Equal(t, 200, hid.status, hid.text)
+	require.Equal(t, "did_not_exist", hid.json["reason"], "hidden now: as a key that never existed")
 	require.Equal(t, "included", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", e.admin, nil).json["decision"])
 }
 

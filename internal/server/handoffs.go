@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
@@ -189,12 +191,10 @@ func (s *Server) GetTaskHistory(ctx context.Context, r api.GetTaskHistoryRequest
 	return out, nil
 }
 
-// keepAlive is how often an idle event stream gets a comment line.
-var keepAlive = 15 * time.Second
-
 // StreamHandoffEvents implements api.StrictServerInterface: the live inbox.
 func (s *Server) StreamHandoffEvents(ctx context.Context, r api.StreamHandoffEventsRequestObject) (api.StreamHandoffEventsResponseObject, error) {
-	role, err := s.handoffs.AuthorizeStream(ctx, agentFrom(ctx), r.Project, deref(r.Params.TargetRole))
+	agent := agentFrom(ctx)
+	role, err := s.handoffs.AuthorizeStream(ctx, agent, r.Project, deref(r.Params.TargetRole))
 	if err != nil {
 		return nil, err
 	}
@@ -205,13 +205,15 @@ func (s *Server) StreamHandoffEvents(ctx context.Context, r api.StreamHandoffEve
 			return nil, validation.One("Last-Event-ID", "format", "Last-Event-ID must be an event id this stream sent")
 		}
 	}
-	return &eventStream{ctx: ctx, s: s, project: r.Project, role: role, after: after}, nil
+	return &eventStream{ctx: ctx, s: s, agent: agent, project: r.Project, role: role, after: after}, nil
 }
 
-// eventStream writes Server-Sent Events until the client goes away.
+// eventStream writes Server-Sent Events until the client goes away, the
+// server stops, or the agent's key is revoked.
 type eventStream struct {
 	ctx     context.Context
 	s       *Server
+	agent   *auth.Agent
 	project string
 	role    string
 	after   int64 // -1: start from now
@@ -234,11 +236,13 @@ type streamData struct {
 }
 
 func (e *eventStream) VisitStreamHandoffEventsResponse(w http.ResponseWriter) error {
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel() // ends the agent's follower with the stream
 	wake, stop := e.s.handoffs.Subscribe(e.project)
 	defer stop()
 	// Subscribed first, then the starting point: nothing committed in
 	// between can be missed.
-	latest, err := e.s.handoffs.LatestSeq(e.ctx, e.project)
+	latest, err := e.s.handoffs.LatestSeq(ctx, e.project)
 	if err != nil {
 		return err
 	}
@@ -248,59 +252,98 @@ func (e *eventStream) VisitStreamHandoffEventsResponse(w http.ResponseWriter) er
 		// comes next.
 		e.after = latest
 	}
-	flusher, _ := w.(http.Flusher)
+	revoked := e.s.agents.Follow(ctx, e.agent)
+	out := newSSEWriter(w, e.s.streamWrite)
+	defer out.finish()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprintf(w, ": contextd handoff events for %s after %d\n\n", e.project, e.after); err != nil {
+	if out.send(": contextd handoff events for %s after %d\n\n", e.project, e.after) != nil {
 		return nil
 	}
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	flush()
-	ticker := time.NewTicker(keepAlive)
+	ticker := time.NewTicker(e.s.keepAlive)
 	defer ticker.Stop()
 	for {
-		for {
-			evs, err := e.s.handoffs.EventsAfter(e.ctx, e.project, e.after, e.role, 500)
-			if err != nil {
-				return nil // the client is gone or the database is; it reconnects with Last-Event-ID
-			}
-			for _, ev := range evs {
-				d := streamData{Seq: ev.Seq, HandoffID: ev.HandoffID, TaskID: ev.TaskID, Event: ev.Event.Event, FromStatus: ptrIf(ev.FromStatus),
-					ToStatus: ev.ToStatus, Actor: ev.Actor, ActorRole: ev.ActorRole, Reason: ev.Reason, Intent: ev.Intent,
-					Source: map[string]string{"role": ev.Source.Role, "agent_id": ev.Source.AgentID},
-					Target: map[string]string{"role": ev.Target.Role, "permission": ev.Target.Permission}, CreatedAt: ev.CreatedAt}
-				b, _ := json.Marshal(d)
-				if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Event.Event, b); err != nil {
-					return nil
-				}
-				e.after = ev.Seq
-			}
-			flush()
-			if len(evs) < 500 {
-				break
-			}
+		if e.sendNew(ctx, out) != nil {
+			return nil // the client is gone or the database is; it reconnects with Last-Event-ID
 		}
 		select {
-		case <-e.ctx.Done():
+		case <-ctx.Done():
 			return nil
 		case <-e.s.stopping:
+			return nil
+		case <-revoked:
 			return nil
 		case <-wake:
 		case <-ticker.C:
 			// Look again too: a wake-up lost while the listener reconnected
 			// costs at most one keep-alive interval.
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if out.send(": keep-alive\n\n") != nil {
 				return nil
 			}
-			flush()
 		}
 	}
+}
+
+// sendNew sends every event after e.after, in pages of 500.
+func (e *eventStream) sendNew(ctx context.Context, out *sseWriter) error {
+	for {
+		evs, err := e.s.handoffs.EventsAfter(ctx, e.project, e.after, e.role, 500)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			d := streamData{Seq: ev.Seq, HandoffID: ev.HandoffID, TaskID: ev.TaskID, Event: ev.Event.Event, FromStatus: ptrIf(ev.FromStatus),
+				ToStatus: ev.ToStatus, Actor: ev.Actor, ActorRole: ev.ActorRole, Reason: ev.Reason, Intent: ev.Intent,
+				Source: map[string]string{"role": ev.Source.Role, "agent_id": ev.Source.AgentID},
+				Target: map[string]string{"role": ev.Target.Role, "permission": ev.Target.Permission}, CreatedAt: ev.CreatedAt}
+			b, _ := json.Marshal(d)
+			if err := out.send("id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Event.Event, b); err != nil {
+				return err
+			}
+			e.after = ev.Seq
+		}
+		if len(evs) < 500 {
+			return nil
+		}
+	}
+}
+
+// sseWriter writes a stream's frames, each under a write deadline of its
+// own. The server's write timeout bounds an ordinary answer as a whole
+// and would end every stream after it, so a stream lifts it for itself;
+// a client that stops reading is then still cut off, one frame's deadline
+// after its buffers fill, instead of holding the stream forever.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // not supported (a test's recorder): nothing to lift
+	return &sseWriter{w: w, rc: rc, timeout: timeout}
+}
+
+// send writes and flushes one frame within the writer's timeout.
+func (s *sseWriter) send(format string, args ...any) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := fmt.Fprintf(s.w, format, args...); err != nil {
+		return err
+	}
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// finish gives the end of the response (the last chunk, written after the
+// handler returns) a deadline of its own, rather than a frame's that may
+// have passed.
+func (s *sseWriter) finish() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
 }

@@ -43,7 +43,7 @@ func setup(t *testing.T) *env {
 func setupWith(t *testing.T, cfg server.Config) *env {
 	t.Helper()
 	pool := pgtest.New(t)
-	a := app.New(store.New(pool, 0), app.WithKeys(testKeys))
+	a := app.New(store.New(pool, pgtest.AcquireTimeout), app.WithKeys(testKeys))
 	cfg.App = a
 	ts := httptest.NewServer(server.New(cfg))
 	t.Cleanup(ts.Close)

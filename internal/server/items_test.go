@@ -122,7 +122,7 @@ func TestItemDefaultsAndFields(t *testing.T) {
 
 	full := map[string]any{
 		"kind": "skill", "source": "other:jira", "title": "T", "summary": "S", "content": "C",
-		"priority": 7, "authority": "policy", "confidence": "verified", "state_key": "refunds.window",
+		"priority": 7, "authority": "hypothesis", "confidence": "verified", "state_key": "refunds.window",
 		"valid_from": "2026-01-01T00:00:00+02:00", "valid_until": "2027-01-01T00:00:00Z", "slot": "tools",
 		"trigger":    map[string]any{"keywords": []any{"refund", "money back"}},
 		"roles":      map[string]any{"visible_to": []any{"critic"}, "hidden_from": []any{"planner"}},

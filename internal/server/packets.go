@@ -224,9 +224,20 @@ func (s *Server) AttributePacket(ctx context.Context, r api.AttributePacketReque
 	}
 	out := api.AttributePacket200JSONResponse{Matches: []api.AttributeMatch{}}
 	for _, m := range ms {
-		am := api.AttributeMatch{Start: m.Start, End: m.End, Text: p.Rendered[m.Start:m.End], Records: []api.Record{}, Scaffolding: []api.Span{}}
+		am := api.AttributeMatch{Start: m.Start, End: m.End, Text: p.Rendered[m.Start:m.End], Records: []api.AttributeRecord{}, Scaffolding: []api.Span{}}
 		for _, rec := range m.Records {
-			am.Records = append(am.Records, toRecord(rec))
+			b, err := json.Marshal(toRecord(rec))
+			if err != nil {
+				return nil, err
+			}
+			am.Records = append(am.Records, b)
+		}
+		for _, sp := range m.Withheld {
+			b, err := json.Marshal(api.WithheldRecord{Withheld: true, Span: api.Span{Start: sp.Start, End: sp.End}})
+			if err != nil {
+				return nil, err
+			}
+			am.Records = append(am.Records, b)
 		}
 		for _, sp := range m.Scaffolding {
 			am.Scaffolding = append(am.Scaffolding, api.Span{Start: sp.Start, End: sp.End})

@@ -24,7 +24,7 @@ func packetWorld(t *testing.T) *env {
 		map[string]any{"key": "greet", "content": "Hello {{customer}}, this is {{project}}.", "template": true},
 		map[string]any{"key": "hole", "content": "Your order {{order_id}} shipped.", "template": true},
 		map[string]any{"key": "critic.rubric", "content": "Reject patches without tests.", "roles": map[string]any{"visible_to": []string{"critic"}}},
-		map[string]any{"key": "window.policy", "content": "Refund window is 30 days.", "state_key": "refund.window", "authority": "policy"},
+		map[string]any{"key": "window.policy", "content": "Refund window is 30 days.", "state_key": "refund.window", "authority": "policy", "source": "human"},
 		map[string]any{"key": "window.old", "content": "Refund window is 14 days.", "state_key": "refund.window", "authority": "hypothesis"},
 		map[string]any{"key": "tone", "content": "Be friendly.", "trigger": map[string]any{"pinned_only": true}},
 		map[string]any{"key": "search.ledger", "content": "The ledger reconciles nightly at 02:00.", "trigger": map[string]any{"relevance": true}},
@@ -185,7 +185,10 @@ func checkStoredRecordsWhy(t *testing.T, e *env, implementer string, r resp, id 
 	require.Equal(t, "tombstoned", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=gone", implementer, nil).json["reason"])
 	require.Equal(t, "not_valid", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=future", implementer, nil).json["reason"])
 	require.Equal(t, "did_not_exist", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=never.was", implementer, nil).json["reason"])
-	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=critic.rubric", implementer, nil).status)
+	// A hidden item is answered as a key that never existed (issue 11).
+	hid := e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=critic.rubric", implementer, nil)
+	require.Equal(t, 200, hid.status, hid.text)
+	require.Equal(t, "did_not_exist", hid.json["reason"])
 	require.Equal(t, "hidden", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=critic.rubric", e.admin, nil).json["reason"])
 
 }

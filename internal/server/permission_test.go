@@ -328,6 +328,11 @@ var walkCases = map[string]walkCase{
 		require.Equal(w.e.t, 201, r.status, r.text)
 		return "/v1/agents/" + r.json["id"].(string), nil
 	}},
+	"updateAgent": {perm: "admin", ok: 200, call: func(w *world, _ identity) (string, any) {
+		r := w.e.do("POST", "/v1/agents", w.e.admin, map[string]any{"name": w.fresh("changed"), "role": "walker", "permission": "read-only", "projects": []string{"beta"}})
+		require.Equal(w.e.t, 201, r.status, r.text)
+		return "/v1/agents/" + r.json["id"].(string), map[string]any{"max_authority": "evidence"}
+	}},
 }
 
 // expect is the status an identity gets from an operation: 401 without a
@@ -410,7 +415,8 @@ func TestPermissionCreatesProject(t *testing.T) {
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/gamma", scopedAdmin, nil).status, "missing, in scope: created")
 	require.Equal(t, 200, e.do("PUT", "/v1/projects/gamma", scopedAdmin, nil).status)
 	require.Equal(t, 404, e.do("PUT", "/v1/projects/alpha", scopedAdmin, nil).status, "out of scope")
-	require.Equal(t, 422, e.do("PUT", "/v1/projects/_shared", scopedAdmin, nil).status, "reserved, said by the service")
+	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared", scopedAdmin, nil).status, "_shared is not in its scope to write")
+	require.Equal(t, 422, e.do("PUT", "/v1/projects/_shared", e.admin, nil).status, "reserved, said by the service")
 	require.Equal(t, 404, e.do("PUT", "/v1/projects/delta", editor, nil).status, "missing, not an admin")
 	require.Equal(t, 403, e.do("PUT", "/v1/projects/alpha", editor, nil).status, "existing, not an admin")
 	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared", editor, nil).status)
@@ -420,7 +426,8 @@ func TestPermissionCreatesProject(t *testing.T) {
 }
 
 // TestPermissionSharedProject: _shared is in every scope, readable by every
-// agent and writable by admins only, whatever their other projects.
+// agent, and writable only by admins whose scope is every project or names
+// _shared: it enters every project's packets.
 func TestPermissionSharedProject(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -428,11 +435,19 @@ func TestPermissionSharedProject(t *testing.T) {
 	reader := e.agent("worker", auth.ReadOnly, "beta")
 	editor := e.agent("worker", auth.Edit, "beta")
 	scopedAdmin := e.agent("worker", auth.Admin, "beta")
+	sharedAdmin := e.agent("worker", auth.Admin, "beta", "_shared")
 	item := map[string]any{"content": "shared default"}
 
 	require.Equal(t, 200, e.do("GET", "/v1/projects/_shared/items", reader, nil).status)
 	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared/items/k", editor, item).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/k", scopedAdmin, item).status)
+	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared/items/k", scopedAdmin, item).status, "an admin of beta only")
+	require.Equal(t, 403, e.do("POST", "/v1/projects/_shared/items", scopedAdmin, map[string]any{"items": []any{map[string]any{"key": "k", "content": "x"}}}).status)
+	require.Equal(t, 403, e.do("DELETE", "/v1/projects/_shared/items/k", scopedAdmin, nil).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/k", sharedAdmin, item).status, "names _shared")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/k", e.admin, map[string]any{"content": "shared, v2"}).status, "every project")
+	// A scoped admin cannot hand out _shared either.
+	require.Equal(t, 403, e.do("POST", "/v1/agents", scopedAdmin, map[string]any{"name": "x", "role": "r", "permission": "admin", "projects": []string{"beta", "_shared"}}).status)
+	require.Equal(t, 201, e.do("POST", "/v1/agents", sharedAdmin, map[string]any{"name": "x", "role": "r", "permission": "admin", "projects": []string{"_shared"}}).status)
 	require.Equal(t, 200, e.do("GET", "/v1/projects/_shared/items/k", reader, nil).status)
 	// Assembling needs only read, but not in _shared: a packet is written
 	// to its project (a rule of the packet service).

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -90,6 +91,10 @@ func toProblem(err error) *Problem {
 	if errors.As(err, &verr) {
 		return &Problem{Status: 422, Code: "validation_failed", Detail: "the request has invalid values; see errors", Fields: verr.Fields}
 	}
+	var gerr *auth.GrantError
+	if errors.As(err, &gerr) {
+		return &Problem{Status: 403, Code: "authority_exceeds_grant", Detail: gerr.Error(), Fields: gerr.Fields}
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		msg := sprintf("%v", he.Message)
@@ -140,6 +145,9 @@ func kindProblem(err error) *Problem {
 	case errors.Is(err, fault.ErrRateLimited):
 		return retryLater(problem(429, "rate_limited", "too many requests; retry later"))
 	case errors.Is(err, fault.ErrUnavailable):
+		if reason, ok := fault.Reason(err); ok {
+			return retryLater(problem(503, "unavailable", "%s; retry later", reason))
+		}
 		return retryLater(problem(503, "unavailable", "the database is unavailable; retry later"))
 	}
 	return &Problem{Status: 500, Code: "internal", Detail: "internal error; it has been logged with this request's id"}

@@ -43,7 +43,25 @@ type Config struct {
 	// Stopping, when closed, ends the live event streams, so that a
 	// graceful shutdown does not wait for clients that never go idle.
 	Stopping <-chan struct{}
+	// RateLimit is each agent's sustained requests per second (0: no
+	// limit); RateBurst how many it may send at once (0: one second's
+	// worth, at least 1). Past it: 429 rate_limited with Retry-After.
+	RateLimit float64
+	RateBurst int
+	// KeepAlive is how often an idle event stream gets a comment line (0:
+	// DefaultKeepAlive), so proxies and clients can tell a quiet stream
+	// from a dead one. StreamWriteTimeout bounds each write of a stream
+	// (0: DefaultStreamWriteTimeout): streams are exempt from the server's
+	// write timeout, which would end every stream after it.
+	KeepAlive          time.Duration
+	StreamWriteTimeout time.Duration
 }
+
+// Defaults of an event stream's Config.
+const (
+	DefaultKeepAlive          = 15 * time.Second
+	DefaultStreamWriteTimeout = 10 * time.Second
+)
 
 // Server holds the services behind the API.
 type Server struct {
@@ -54,6 +72,7 @@ type Server struct {
 	batchLimit int64
 	ready      func(ctx context.Context) error
 	stopping   <-chan struct{}
+	limiter    *limiter // nil: no rate limit
 	agents     *auth.Service
 	projects   *project.Service
 	items      *item.Service
@@ -61,6 +80,9 @@ type Server struct {
 	handoffs   *handoff.Service
 	evidence   *evidence.Service
 	keys       *evidence.Keys // nil: answers are stored without an HMAC
+	// keepAlive and streamWrite are an event stream's comment interval
+	// and per-write deadline.
+	keepAlive, streamWrite time.Duration
 }
 
 // New builds the Echo instance serving the whole API.
@@ -81,6 +103,8 @@ func New(cfg Config) *echo.Echo {
 	s := &Server{
 		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
 		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence, keys: a.Keys,
+		limiter: newLimiter(cfg.RateLimit, cfg.RateBurst), keepAlive: orDefault(cfg.KeepAlive, DefaultKeepAlive),
+		streamWrite: orDefault(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout),
 	}
 	e := echo.New()
 	e.HideBanner = true
@@ -91,8 +115,10 @@ func New(cfg Config) *echo.Echo {
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	e.Use(s.logRequests)
 	e.Use(checkURL)
+	e.Use(limitParams)
 	e.Use(s.limitBody)
 	e.Use(s.authenticate)
+	e.Use(s.rateLimit)
 	e.Use(s.requirePermission(api.Spec))
 	e.Use(s.idempotency)
 
@@ -105,6 +131,13 @@ func New(cfg Config) *echo.Echo {
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
 
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {

@@ -18,12 +18,18 @@ type Agent struct {
 	CreatedAt  time.Time
 	CreatedBy  string
 	RevokedAt  *time.Time
+	// MaxAuthority is the agent's ceiling on item authority; empty for an
+	// agent made before migration 00017 (its permission's default).
+	MaxAuthority string
 }
 
 func agentOf(r dbsqlc.Agent) Agent {
 	a := Agent{ID: r.ID, Name: r.Name, Role: r.Role, Permission: r.Permission, Projects: r.Projects, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}
 	if r.CreatedBy != nil {
 		a.CreatedBy = *r.CreatedBy
+	}
+	if r.MaxAuthority != nil {
+		a.MaxAuthority = *r.MaxAuthority
 	}
 	return a
 }
@@ -65,6 +71,7 @@ type AgentInsertParams struct {
 	Projects                   []string
 	KeySHA256                  []byte
 	CreatedBy                  string // empty for the command line and bootstrap
+	MaxAuthority               string
 }
 
 // AgentInsert stores a new agent.
@@ -75,6 +82,7 @@ func (tx *Tx) AgentInsert(ctx context.Context, p AgentInsertParams) (Agent, erro
 	}
 	r, err := q.AgentInsert(ctx, tx.ex, dbsqlc.AgentInsertParams{
 		ID: p.ID, Name: p.Name, Role: p.Role, Permission: p.Permission, Projects: p.Projects, KeySha256: p.KeySHA256, CreatedBy: by,
+		MaxAuthority: &p.MaxAuthority,
 	})
 	if err != nil {
 		return Agent{}, interpret(err)
@@ -91,6 +99,34 @@ func (tx *Tx) AgentRevoke(ctx context.Context, id string) (Agent, error) {
 	return agentOf(r), tx.auditAgent(r)
 }
 
+// AgentForUpdate is an agent, locked until the transaction ends.
+func (tx *Tx) AgentForUpdate(ctx context.Context, id string) (Agent, error) {
+	r, err := q.AgentGetForUpdate(ctx, tx.ex, id)
+	if err != nil {
+		return Agent{}, interpret(err)
+	}
+	return agentOf(r), nil
+}
+
+// AgentUpdateParams is an agent's changeable columns, all of them.
+type AgentUpdateParams struct {
+	ID, Name, Role, Permission, MaxAuthority string
+	Projects                                 []string
+}
+
+// AgentUpdate replaces an agent's changeable columns; the agents_notify
+// trigger tells every watching process, and the global chain gets the
+// row as it now is.
+func (tx *Tx) AgentUpdate(ctx context.Context, p AgentUpdateParams) (Agent, error) {
+	r, err := q.AgentUpdate(ctx, tx.ex, dbsqlc.AgentUpdateParams{
+		ID: p.ID, Name: p.Name, Role: p.Role, Permission: p.Permission, Projects: p.Projects, MaxAuthority: &p.MaxAuthority,
+	})
+	if err != nil {
+		return Agent{}, interpret(err)
+	}
+	return agentOf(r), tx.auditAgent(r)
+}
+
 // auditAgent adds the global chain's entry of an agent as it now is.
 func (tx *Tx) auditAgent(r dbsqlc.Agent) error {
 	body, err := audit.AgentBody(agentRow(r))
@@ -99,7 +135,7 @@ func (tx *Tx) auditAgent(r dbsqlc.Agent) error {
 
 func agentRow(r dbsqlc.Agent) audit.AgentRow {
 	return audit.AgentRow{ID: r.ID, Name: r.Name, Role: r.Role, Permission: r.Permission, Projects: r.Projects,
-		KeySHA256: r.KeySha256, CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy, RevokedAt: r.RevokedAt}
+		KeySHA256: r.KeySha256, CreatedAt: r.CreatedAt, CreatedBy: r.CreatedBy, RevokedAt: r.RevokedAt, MaxAuthority: r.MaxAuthority}
 }
 
 // AgentBodies is a page of agents by id after afterID, as their entry

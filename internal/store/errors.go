@@ -102,9 +102,22 @@ func interpretPg(pgErr *pgconn.PgError, err error) error {
 	case "57P03", "53300": // cannot_connect_now, too_many_connections
 		return &retryableError{&lostError{fmt.Errorf("%w: %s", fault.ErrUnavailable, pgErr.Message)}}
 	case "57014", "55P03": // query_canceled (statement_timeout), lock_not_available (lock_timeout)
-		return fmt.Errorf("%w: %s", fault.ErrUnavailable, pgErr.Message)
+		return &fault.UnavailableError{Reason: timeoutReason(pgErr), Err: err}
 	}
 	return err
+}
+
+// timeoutReason names the bound that ended a statement, for the client:
+// a statement timeout (the query is slow) and a lock timeout (another
+// writer holds the row) call for different fixes than a saturated pool.
+func timeoutReason(pgErr *pgconn.PgError) string {
+	switch {
+	case pgErr.Code == "55P03":
+		return "lock timeout: a database lock was not granted within the lock timeout"
+	case strings.Contains(pgErr.Message, "statement timeout"):
+		return "statement timeout: a database statement ran longer than the statement timeout"
+	}
+	return "the database cancelled a statement (" + pgErr.Message + ")"
 }
 
 // connectionLost recognises a connection that broke under a statement.

@@ -37,7 +37,9 @@ type Config struct {
 	// MaxConns is the pool's size (default 4 × cores, at least 8).
 	MaxConns int32
 	// AcquireTimeout bounds the wait for a free connection; past it the
-	// request gets fault.ErrUnavailable instead of waiting forever.
+	// request gets fault.ErrUnavailable instead of waiting forever (0: 1 s;
+	// a client told 503 backs off, whereas requests queued longer only pile
+	// up behind an exhausted pool).
 	AcquireTimeout time.Duration
 	// StatementTimeout bounds every statement on the server side (0: 30 s;
 	// negative: none).
@@ -50,7 +52,7 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultAcquireTimeout    = 5 * time.Second
+	DefaultAcquireTimeout    = time.Second
 	DefaultStatementTimeout  = 30 * time.Second
 	DefaultLockTimeout       = 10 * time.Second
 	DefaultHealthCheckPeriod = 30 * time.Second
@@ -122,10 +124,17 @@ func New(pool *pgxpool.Pool, acquireTimeout time.Duration) *Store {
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
 
-// Ping checks that a pooled connection answers: the readiness probe, with
-// no new connection per probe.
+// Ping checks that a pooled connection answers, with no new connection
+// per call.
 func (s *Store) Ping(ctx context.Context) error {
-	conn, err := s.conn(ctx)
+	return s.Probe(ctx, s.acquire)
+}
+
+// Probe is Ping waiting at most acquire (and never longer than the acquire
+// timeout) for a connection: a readiness probe must say "cannot serve"
+// when the pool is exhausted, not queue behind the requests it speaks for.
+func (s *Store) Probe(ctx context.Context, acquire time.Duration) error {
+	conn, err := s.connWithin(ctx, min(acquire, s.acquire))
 	if err != nil {
 		return err
 	}
@@ -141,12 +150,18 @@ func (s *Store) Retries() int64 { return s.retries.Load() }
 
 // conn takes a pooled connection, waiting at most the acquire timeout.
 func (s *Store) conn(ctx context.Context) (*pgxpool.Conn, error) {
-	actx, cancel := context.WithTimeout(ctx, s.acquire)
+	return s.connWithin(ctx, s.acquire)
+}
+
+func (s *Store) connWithin(ctx context.Context, acquire time.Duration) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, acquire)
 	defer cancel()
 	c, err := s.pool.Acquire(actx)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w: no database connection free within %s", fault.ErrUnavailable, s.acquire)
+			// Not wrapping err: a deadline reads as a lost connection to
+			// interpret, which would make this retryable.
+			return nil, &fault.UnavailableError{Reason: fmt.Sprintf("pool exhausted: no database connection free within %s", acquire)}
 		}
 		return nil, interpret(err)
 	}

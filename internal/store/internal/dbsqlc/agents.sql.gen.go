@@ -31,7 +31,7 @@ func (q *Queries) AgentCount(ctx context.Context, db DBTX) (int64, error) {
 }
 
 const agentGet = `-- name: AgentGet :one
-SELECT id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at FROM agents WHERE id = $1
+SELECT id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at, max_authority FROM agents WHERE id = $1
 `
 
 func (q *Queries) AgentGet(ctx context.Context, db DBTX, id string) (Agent, error) {
@@ -47,12 +47,13 @@ func (q *Queries) AgentGet(ctx context.Context, db DBTX, id string) (Agent, erro
 		&i.CreatedAt,
 		&i.CreatedBy,
 		&i.RevokedAt,
+		&i.MaxAuthority,
 	)
 	return i, err
 }
 
 const agentGetByKeyHash = `-- name: AgentGetByKeyHash :one
-SELECT id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at FROM agents WHERE key_sha256 = $1
+SELECT id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at, max_authority FROM agents WHERE key_sha256 = $1
 `
 
 func (q *Queries) AgentGetByKeyHash(ctx context.Context, db DBTX, keySha256 []byte) (Agent, error) {
@@ -68,24 +69,48 @@ func (q *Queries) AgentGetByKeyHash(ctx context.Context, db DBTX, keySha256 []by
 		&i.CreatedAt,
 		&i.CreatedBy,
 		&i.RevokedAt,
+		&i.MaxAuthority,
+	)
+	return i, err
+}
+
+const agentGetForUpdate = `-- name: AgentGetForUpdate :one
+SELECT id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at, max_authority FROM agents WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) AgentGetForUpdate(ctx context.Context, db DBTX, id string) (Agent, error) {
+	row := db.QueryRow(ctx, agentGetForUpdate, id)
+	var i Agent
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Role,
+		&i.Permission,
+		&i.Projects,
+		&i.KeySha256,
+		&i.CreatedAt,
+		&i.CreatedBy,
+		&i.RevokedAt,
+		&i.MaxAuthority,
 	)
 	return i, err
 }
 
 const agentInsert = `-- name: AgentInsert :one
-INSERT INTO agents (id, name, role, permission, projects, key_sha256, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at
+INSERT INTO agents (id, name, role, permission, projects, key_sha256, created_by, max_authority)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at, max_authority
 `
 
 type AgentInsertParams struct {
-	ID         string
-	Name       string
-	Role       string
-	Permission string
-	Projects   []string
-	KeySha256  []byte
-	CreatedBy  *string
+	ID           string
+	Name         string
+	Role         string
+	Permission   string
+	Projects     []string
+	KeySha256    []byte
+	CreatedBy    *string
+	MaxAuthority *string
 }
 
 func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParams) (Agent, error) {
@@ -97,6 +122,7 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 		arg.Projects,
 		arg.KeySha256,
 		arg.CreatedBy,
+		arg.MaxAuthority,
 	)
 	var i Agent
 	err := row.Scan(
@@ -109,12 +135,13 @@ func (q *Queries) AgentInsert(ctx context.Context, db DBTX, arg AgentInsertParam
 		&i.CreatedAt,
 		&i.CreatedBy,
 		&i.RevokedAt,
+		&i.MaxAuthority,
 	)
 	return i, err
 }
 
 const agentList = `-- name: AgentList :many
-SELECT id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at FROM agents
+SELECT id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at, max_authority FROM agents
 WHERE id > $1
 ORDER BY id
 LIMIT $2
@@ -144,6 +171,7 @@ func (q *Queries) AgentList(ctx context.Context, db DBTX, arg AgentListParams) (
 			&i.CreatedAt,
 			&i.CreatedBy,
 			&i.RevokedAt,
+			&i.MaxAuthority,
 		); err != nil {
 			return nil, err
 		}
@@ -158,7 +186,7 @@ func (q *Queries) AgentList(ctx context.Context, db DBTX, arg AgentListParams) (
 const agentRevoke = `-- name: AgentRevoke :one
 UPDATE agents SET revoked_at = coalesce(revoked_at, now())
 WHERE id = $1
-RETURNING id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at
+RETURNING id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at, max_authority
 `
 
 func (q *Queries) AgentRevoke(ctx context.Context, db DBTX, id string) (Agent, error) {
@@ -174,6 +202,48 @@ func (q *Queries) AgentRevoke(ctx context.Context, db DBTX, id string) (Agent, e
 		&i.CreatedAt,
 		&i.CreatedBy,
 		&i.RevokedAt,
+		&i.MaxAuthority,
+	)
+	return i, err
+}
+
+const agentUpdate = `-- name: AgentUpdate :one
+UPDATE agents SET name = $1, role = $2, permission = $3, projects = $4,
+    max_authority = $5
+WHERE id = $6
+RETURNING id, name, role, permission, projects, key_sha256, created_at, created_by, revoked_at, max_authority
+`
+
+type AgentUpdateParams struct {
+	Name         string
+	Role         string
+	Permission   string
+	Projects     []string
+	MaxAuthority *string
+	ID           string
+}
+
+func (q *Queries) AgentUpdate(ctx context.Context, db DBTX, arg AgentUpdateParams) (Agent, error) {
+	row := db.QueryRow(ctx, agentUpdate,
+		arg.Name,
+		arg.Role,
+		arg.Permission,
+		arg.Projects,
+		arg.MaxAuthority,
+		arg.ID,
+	)
+	var i Agent
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Role,
+		&i.Permission,
+		&i.Projects,
+		&i.KeySha256,
+		&i.CreatedAt,
+		&i.CreatedBy,
+		&i.RevokedAt,
+		&i.MaxAuthority,
 	)
 	return i, err
 }

@@ -10,15 +10,16 @@ import (
 )
 
 type Agent struct {
-	ID         string
-	Name       string
-	Role       string
-	Permission string
-	Projects   []string
-	KeySha256  []byte
-	CreatedAt  time.Time
-	CreatedBy  *string
-	RevokedAt  *time.Time
+	ID           string
+	Name         string
+	Role         string
+	Permission   string
+	Projects     []string
+	KeySha256    []byte
+	CreatedAt    time.Time
+	CreatedBy    *string
+	RevokedAt    *time.Time
+	MaxAuthority *string
 }
 
 type AuditEntry struct {

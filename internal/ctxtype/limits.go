@@ -1,0 +1,114 @@
+package ctxtype
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/validation"
+)
+
+// checkLimits refuses a request over any of the process's limits (package
+// limits), by pointer: the work of assembling it is then bounded by them.
+func (r *Request) checkLimits(errs *validation.List) {
+	l := limits.Get()
+	limits.Chars(errs, "/target_role", r.TargetRole, l.Role)
+	limits.Chars(errs, "/query", r.Query, l.Query)
+	if t := r.Task; t != nil {
+		limits.Chars(errs, "/task/task_id", t.TaskID, l.TaskID)
+		limits.Chars(errs, "/task/step_id", t.StepID, l.StepID)
+		limits.Chars(errs, "/task/objective", t.Objective, l.Objective)
+		limits.Items(errs, "/task/allowed_outcomes", len(t.AllowedOutcomes), l.List)
+		for i, o := range t.AllowedOutcomes {
+			limits.Chars(errs, fmt.Sprintf("/task/allowed_outcomes/%d", i), o, l.Text)
+		}
+	}
+	limits.Items(errs, "/acceptance_criteria", len(r.AcceptanceCriteria), l.List)
+	for i, c := range r.AcceptanceCriteria {
+		p := fmt.Sprintf("/acceptance_criteria/%d", i)
+		limits.Chars(errs, p+"/id", c.ID, l.Text)
+		limits.Chars(errs, p+"/description", c.Description, l.Text)
+		limits.Chars(errs, p+"/target_ref", c.TargetRef, l.Text)
+	}
+	if r.Plan != nil {
+		limits.Chars(errs, "/plan/plan_hash", r.Plan.PlanHash, l.Text)
+		limits.Items(errs, "/plan/settled_decisions", len(r.Plan.SettledDecisions), l.List)
+		for i, d := range r.Plan.SettledDecisions {
+			limits.Chars(errs, fmt.Sprintf("/plan/settled_decisions/%d", i), d, l.Text)
+		}
+	}
+	limits.Items(errs, "/predecessors", len(r.Predecessors), l.List)
+	limits.Items(errs, "/history", len(r.History), l.Messages)
+	for i, m := range r.History {
+		limits.Bytes(errs, fmt.Sprintf("/history/%d/content", i), len(m.Content), l.Message)
+	}
+	limits.Items(errs, "/tool_results", len(r.ToolResults), l.ToolResults)
+	for i, tr := range r.ToolResults {
+		limits.Chars(errs, fmt.Sprintf("/tool_results/%d/tool", i), tr.Tool, l.Text)
+		limits.Bytes(errs, fmt.Sprintf("/tool_results/%d/content", i), len(tr.Content), l.ToolResult)
+	}
+	limits.Items(errs, "/pins", len(r.Pins), l.Pins)
+	if r.AgentContext != nil && checkDocument(errs, "/agent_context", r.AgentContext, l.Depth) {
+		if b, err := json.Marshal(r.AgentContext); err == nil {
+			limits.Bytes(errs, "/agent_context", len(b), l.AgentContext)
+		}
+	}
+	if r.Variables != nil {
+		limits.Items(errs, "/variables", len(r.Variables), l.Variables)
+		checkDocument(errs, "/variables", r.Variables, l.Depth)
+	}
+}
+
+// checkDocument refuses credential-like keys at any depth of a free-form
+// document (as item metadata does: secrets never reach a prompt) and
+// nesting deeper than maxDepth; it reports whether the depth was within
+// the limit. The walk stops at the limit, so its cost is bounded too.
+func checkDocument(errs *validation.List, pointer string, doc map[string]any, maxDepth int) bool {
+	deep := false
+	var walk func(p string, v any, depth int)
+	walk = func(p string, v any, depth int) {
+		if deep {
+			return
+		}
+		switch v.(type) {
+		case map[string]any, []any:
+			if depth > maxDepth {
+				errs.Add(pointer, "too_deep", "nested deeper than %d levels", maxDepth)
+				deep = true
+				return
+			}
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range sortedKeys(x) {
+				cp := p + "/" + escapePointer(k)
+				if validation.LooksLikeCredential(k) {
+					errs.Add(cp, "forbidden_key", "key %q looks like a credential; credentials are never put in context", k)
+					continue
+				}
+				walk(cp, x[k], depth+1)
+			}
+		case []any:
+			for i, child := range x {
+				walk(fmt.Sprintf("%s/%d", p, i), child, depth+1)
+			}
+		}
+	}
+	walk(pointer, doc, 1)
+	return !deep
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

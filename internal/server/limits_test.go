@@ -1,0 +1,125 @@
+package server_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// nested is a JSON object n levels deep: {"a":{"a":...{"a":1}}}.
+func nested(n int) map[string]any {
+	var v any = 1
+	for range n - 1 {
+		v = map[string]any{"a": v}
+	}
+	return map[string]any{"a": v}
+}
+
+// TestInputLimits: every input has a limit (package limits, defaults
+// after KXM's); over it is 422 validation_failed with the pointer, or the
+// parameter's name, and nothing is written.
+func TestInputLimits(t *testing.T) {
+	t.Parallel()
+	e, a := handoffWorld(t)
+	long := func(n int) string { return strings.Repeat("x", n) }
+	assemble := func(body map[string]any) resp {
+		body["target_role"] = "implementer"
+		return e.do("POST", "/v1/projects/acme/packets", a.implementer, body)
+	}
+	cases := []struct {
+		name    string
+		r       resp
+		pointer string
+		code    string
+	}{
+		{"query", assemble(map[string]any{"query": long(4001)}), "/query", "too_long"},
+		{"objective", assemble(map[string]any{"task": map[string]any{"objective": long(4001)}}), "/task/objective", "too_long"},
+		{"task_id", assemble(map[string]any{"task": map[string]any{"task_id": long(129)}}), "/task/task_id", "too_long"},
+		{"step_id", assemble(map[string]any{"task": map[string]any{"step_id": long(65)}}), "/task/step_id", "too_long"},
+		{"pins", assemble(map[string]any{"pins": strings.Split(strings.Repeat("k,", 1001)[:2001], ",")}), "/pins", "too_many"},
+		{"history", assemble(map[string]any{"history": func() []any {
+			out := make([]any, 1001)
+			for i := range out {
+				out[i] = map[string]any{"role": "user", "author": "person", "content": "hi"}
+			}
+			return out
+		}()}), "/history", "too_many"},
+		{"message", assemble(map[string]any{"history": []any{map[string]any{"role": "user", "author": "person", "content": long(100<<10 + 1)}}}), "/history/0/content", "too_long"},
+		{"tool result", assemble(map[string]any{"tool_results": []any{map[string]any{"tool": "t", "content": long(100<<10 + 1)}}}), "/tool_results/0/content", "too_long"},
+		{"agent_context key", assemble(map[string]any{"agent_context": map[string]any{"a": map[string]any{"accessToken": "s3cr3t"}}}), "/agent_context/a/accessToken", "forbidden_key"},
+		{"agent_context in a list", assemble(map[string]any{"agent_context": map[string]any{"l": []any{map[string]any{"api_key": "k"}}}}), "/agent_context/l/0/api_key", "forbidden_key"},
+		{"variables key", assemble(map[string]any{"variables": map[string]any{"password": "hunter2"}}), "/variables/password", "forbidden_key"},
+		{"agent_context depth", assemble(map[string]any{"agent_context": nested(17)}), "/agent_context", "too_deep"},
+		{"agent_context very deep", assemble(map[string]any{"agent_context": nested(5000)}), "/agent_context", "too_deep"},
+		{"agent_context size", assemble(map[string]any{"agent_context": map[string]any{"notes": long(256 << 10)}}), "/agent_context", "too_long"},
+		{"variables", assemble(map[string]any{"variables": func() map[string]any {
+			m := map[string]any{}
+			for i := range 1001 {
+				m[fmt.Sprint("v", i)] = "x"
+			}
+			return m
+		}()}), "/variables", "too_many"},
+		{"content", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": long(1<<20 + 1)}), "/content", "too_long"},
+		{"summary", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "summary": long(4001)}), "/summary", "too_long"},
+		{"keywords", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "trigger": map[string]any{"keywords": strings.Split(strings.Repeat("k,", 65)[:129], ",")}}), "/trigger/keywords", "too_many"},
+		{"keyword", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "trigger": map[string]any{"keywords": []string{long(101)}}}), "/trigger/keywords/0", "too_long"},
+		{"batch item", e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []any{map[string]any{"key": "k", "content": "x", "summary": long(4001)}}}), "/items/0/summary", "too_long"},
+		{"agent name", e.do("POST", "/v1/agents", e.admin, map[string]any{"name": long(129), "role": "r", "permission": "edit", "projects": []string{"acme"}}), "/name", "too_long"},
+		{"agent role", e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "n", "role": long(65), "permission": "edit", "projects": []string{"acme"}}), "/role", "too_long"},
+		{"description", e.do("PUT", "/v1/projects/acme", e.admin, map[string]any{"description": long(2001)}), "/description", "too_long"},
+		{"handoff summary", e.do("POST", "/v1/projects/acme/handoffs", a.implementer, manifest("T-1", "critic", "summary", long(4001))), "/summary", "too_long"},
+		{"handoff task_id", e.do("POST", "/v1/projects/acme/handoffs", a.implementer, manifest(long(129), "critic")), "/task_id", "too_long"},
+	}
+	for _, c := range cases {
+		require.Equal(t, 422, c.r.status, "%s: %.300s", c.name, c.r.text)
+		require.Equal(t, "validation_failed", c.r.json["code"], c.name)
+		require.Contains(t, c.r.pointers(), c.pointer, "%s: %.300s", c.name, c.r.text)
+		found := false
+		for _, f := range c.r.json["errors"].([]any) {
+			if f.(map[string]any)["pointer"] == c.pointer && f.(map[string]any)["code"] == c.code {
+				found = true
+			}
+		}
+		require.True(t, found, "%s: want code %s at %s: %.300s", c.name, c.code, c.pointer, c.r.text)
+	}
+	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/big", e.admin, nil).status, "nothing written")
+
+	// At the limit is fine.
+	require.Equal(t, 201, assemble(map[string]any{"query": long(4000), "agent_context": nested(16)}).status)
+	id := e.handoff(a.implementer, manifest("T-2", "critic"))
+	r := e.do("POST", "/v1/projects/acme/handoffs/"+id+"/reject", a.critic, map[string]any{"reason": long(2001)})
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, []string{"/reason"}, r.pointers())
+
+	// Parameters: named, not pointed at.
+	for _, path := range []string{"/v1/projects/acme/items?q=" + strings.Repeat("word+", 3000), "/v1/projects/acme/tasks/" + long(129) + "/history"} {
+		r := e.do("GET", path, a.implementer, nil)
+		require.Equal(t, 422, r.status, "%.200s: %.300s", path, r.text)
+		errs := r.json["errors"].([]any)
+		require.NotEmpty(t, errs[0].(map[string]any)["parameter"], r.text)
+	}
+}
+
+// TestListPagesAreCappedByBytes: a page holds at most 8 MiB of item text
+// past its first item whatever its limit, and its cursor goes on.
+func TestListPagesAreCappedByBytes(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	var items []map[string]any
+	for i := range 10 {
+		items = append(items, map[string]any{"key": fmt.Sprintf("big.%d", i), "content": fmt.Sprint(i) + strings.Repeat("x ", 1<<19)[1:]}) // 1 MiB
+	}
+	e.batch("acme", items)
+	r := e.do("GET", "/v1/projects/acme/items?limit=1000", e.admin, nil)
+	require.Equal(t, 200, r.status)
+	require.Len(t, r.list(), 8, "8 MiB, then the cursor")
+	next, _ := r.json["next_cursor"].(string)
+	require.NotEmpty(t, next)
+	r = e.do("GET", "/v1/projects/acme/items?limit=1000&cursor="+next, e.admin, nil)
+	require.Len(t, r.list(), 2)
+	require.Equal(t, "big.8", r.list()[0]["key"])
+	require.Nil(t, r.json["next_cursor"])
+}
