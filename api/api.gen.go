@@ -2725,7 +2725,14 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 }
 
-type ProblemApplicationProblemPlusJSONResponse Problem
+type ProblemResponseHeaders struct {
+	RetryAfter *int
+}
+type ProblemApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers ProblemResponseHeaders
+}
 
 type GetHealthzRequestObject struct {
 }
@@ -2771,6 +2778,7 @@ func (response GetReadyz200JSONResponse) VisitGetReadyzResponse(w http.ResponseW
 
 type GetReadyzdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -2781,6 +2789,9 @@ func (response GetReadyzdefaultApplicationProblemPlusJSONResponse) VisitGetReady
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2810,6 +2821,7 @@ func (response ListAgents200JSONResponse) VisitListAgentsResponse(w http.Respons
 
 type ListAgentsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -2820,6 +2832,9 @@ func (response ListAgentsdefaultApplicationProblemPlusJSONResponse) VisitListAge
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2850,6 +2865,7 @@ func (response CreateAgent201JSONResponse) VisitCreateAgentResponse(w http.Respo
 
 type CreateAgentdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -2860,6 +2876,9 @@ func (response CreateAgentdefaultApplicationProblemPlusJSONResponse) VisitCreate
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2889,6 +2908,7 @@ func (response RevokeAgent200JSONResponse) VisitRevokeAgentResponse(w http.Respo
 
 type RevokeAgentdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -2899,6 +2919,9 @@ func (response RevokeAgentdefaultApplicationProblemPlusJSONResponse) VisitRevoke
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2930,6 +2953,7 @@ func (response UpdateAgent200JSONResponse) VisitUpdateAgentResponse(w http.Respo
 
 type UpdateAgentdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -2940,6 +2964,9 @@ func (response UpdateAgentdefaultApplicationProblemPlusJSONResponse) VisitUpdate
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2968,6 +2995,7 @@ func (response GetGlobalAuditCheckpoint200JSONResponse) VisitGetGlobalAuditCheck
 
 type GetGlobalAuditCheckpointdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -2978,6 +3006,9 @@ func (response GetGlobalAuditCheckpointdefaultApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3007,6 +3038,7 @@ func (response ListGlobalAuditEntries200JSONResponse) VisitListGlobalAuditEntrie
 
 type ListGlobalAuditEntriesdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3017,6 +3049,9 @@ func (response ListGlobalAuditEntriesdefaultApplicationProblemPlusJSONResponse) 
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3045,6 +3080,7 @@ func (response VerifyGlobalAudit200JSONResponse) VisitVerifyGlobalAuditResponse(
 
 type VerifyGlobalAuditdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3055,6 +3091,9 @@ func (response VerifyGlobalAuditdefaultApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3084,6 +3123,7 @@ func (response ListProjects200JSONResponse) VisitListProjectsResponse(w http.Res
 
 type ListProjectsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3094,6 +3134,9 @@ func (response ListProjectsdefaultApplicationProblemPlusJSONResponse) VisitListP
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3139,6 +3182,7 @@ func (response PutProject201JSONResponse) VisitPutProjectResponse(w http.Respons
 
 type PutProjectdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3149,6 +3193,9 @@ func (response PutProjectdefaultApplicationProblemPlusJSONResponse) VisitPutProj
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3178,6 +3225,7 @@ func (response GetAuditCheckpoint200JSONResponse) VisitGetAuditCheckpointRespons
 
 type GetAuditCheckpointdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3188,6 +3236,9 @@ func (response GetAuditCheckpointdefaultApplicationProblemPlusJSONResponse) Visi
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3218,6 +3269,7 @@ func (response ListAuditEntries200JSONResponse) VisitListAuditEntriesResponse(w 
 
 type ListAuditEntriesdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3228,6 +3280,9 @@ func (response ListAuditEntriesdefaultApplicationProblemPlusJSONResponse) VisitL
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3257,6 +3312,7 @@ func (response VerifyAudit200JSONResponse) VisitVerifyAuditResponse(w http.Respo
 
 type VerifyAuditdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3267,6 +3323,9 @@ func (response VerifyAuditdefaultApplicationProblemPlusJSONResponse) VisitVerify
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3297,6 +3356,7 @@ func (response ListHandoffs200JSONResponse) VisitListHandoffsResponse(w http.Res
 
 type ListHandoffsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3307,6 +3367,9 @@ func (response ListHandoffsdefaultApplicationProblemPlusJSONResponse) VisitListH
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3338,6 +3401,7 @@ func (response CreateHandoff201JSONResponse) VisitCreateHandoffResponse(w http.R
 
 type CreateHandoffdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3348,6 +3412,9 @@ func (response CreateHandoffdefaultApplicationProblemPlusJSONResponse) VisitCrea
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3407,6 +3474,7 @@ func (response StreamHandoffEvents200TexteventStreamResponse) VisitStreamHandoff
 
 type StreamHandoffEventsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3417,6 +3485,9 @@ func (response StreamHandoffEventsdefaultApplicationProblemPlusJSONResponse) Vis
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3447,6 +3518,7 @@ func (response GetHandoff200JSONResponse) VisitGetHandoffResponse(w http.Respons
 
 type GetHandoffdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3457,6 +3529,9 @@ func (response GetHandoffdefaultApplicationProblemPlusJSONResponse) VisitGetHand
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3489,6 +3564,7 @@ func (response AcceptHandoff200JSONResponse) VisitAcceptHandoffResponse(w http.R
 
 type AcceptHandoffdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3499,6 +3575,9 @@ func (response AcceptHandoffdefaultApplicationProblemPlusJSONResponse) VisitAcce
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3531,6 +3610,7 @@ func (response RejectHandoff200JSONResponse) VisitRejectHandoffResponse(w http.R
 
 type RejectHandoffdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3541,6 +3621,9 @@ func (response RejectHandoffdefaultApplicationProblemPlusJSONResponse) VisitReje
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3573,6 +3656,7 @@ func (response WithdrawHandoff200JSONResponse) VisitWithdrawHandoffResponse(w ht
 
 type WithdrawHandoffdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3583,6 +3667,9 @@ func (response WithdrawHandoffdefaultApplicationProblemPlusJSONResponse) VisitWi
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3613,6 +3700,7 @@ func (response ListItems200JSONResponse) VisitListItemsResponse(w http.ResponseW
 
 type ListItemsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3623,6 +3711,9 @@ func (response ListItemsdefaultApplicationProblemPlusJSONResponse) VisitListItem
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3654,6 +3745,7 @@ func (response BatchItems200JSONResponse) VisitBatchItemsResponse(w http.Respons
 
 type BatchItemsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3664,6 +3756,9 @@ func (response BatchItemsdefaultApplicationProblemPlusJSONResponse) VisitBatchIt
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3705,6 +3800,7 @@ func (response DeleteItem200JSONResponse) VisitDeleteItemResponse(w http.Respons
 
 type DeleteItemdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3715,6 +3811,9 @@ func (response DeleteItemdefaultApplicationProblemPlusJSONResponse) VisitDeleteI
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3756,6 +3855,7 @@ func (response GetItem200JSONResponse) VisitGetItemResponse(w http.ResponseWrite
 
 type GetItemdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3766,6 +3866,9 @@ func (response GetItemdefaultApplicationProblemPlusJSONResponse) VisitGetItemRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3832,6 +3935,7 @@ func (response PutItem201JSONResponse) VisitPutItemResponse(w http.ResponseWrite
 
 type PutItemdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3842,6 +3946,9 @@ func (response PutItemdefaultApplicationProblemPlusJSONResponse) VisitPutItemRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3873,6 +3980,7 @@ func (response ListItemInjections200JSONResponse) VisitListItemInjectionsRespons
 
 type ListItemInjectionsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3883,6 +3991,9 @@ func (response ListItemInjectionsdefaultApplicationProblemPlusJSONResponse) Visi
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3914,6 +4025,7 @@ func (response ListItemVersions200JSONResponse) VisitListItemVersionsResponse(w 
 
 type ListItemVersionsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3924,6 +4036,9 @@ func (response ListItemVersionsdefaultApplicationProblemPlusJSONResponse) VisitL
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3965,6 +4080,7 @@ func (response GetItemVersion200JSONResponse) VisitGetItemVersionResponse(w http
 
 type GetItemVersiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -3975,6 +4091,9 @@ func (response GetItemVersiondefaultApplicationProblemPlusJSONResponse) VisitGet
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4007,6 +4126,7 @@ func (response RedactItemVersion202JSONResponse) VisitRedactItemVersionResponse(
 
 type RedactItemVersiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4017,6 +4137,9 @@ func (response RedactItemVersiondefaultApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4047,6 +4170,7 @@ func (response ListPackets200JSONResponse) VisitListPacketsResponse(w http.Respo
 
 type ListPacketsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4057,6 +4181,9 @@ func (response ListPacketsdefaultApplicationProblemPlusJSONResponse) VisitListPa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4088,6 +4215,7 @@ func (response AssemblePacket201JSONResponse) VisitAssemblePacketResponse(w http
 
 type AssemblePacketdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4098,6 +4226,9 @@ func (response AssemblePacketdefaultApplicationProblemPlusJSONResponse) VisitAss
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4128,6 +4259,7 @@ func (response GetPacket200JSONResponse) VisitGetPacketResponse(w http.ResponseW
 
 type GetPacketdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4138,6 +4270,9 @@ func (response GetPacketdefaultApplicationProblemPlusJSONResponse) VisitGetPacke
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4169,6 +4304,7 @@ func (response AttributePacket200JSONResponse) VisitAttributePacketResponse(w ht
 
 type AttributePacketdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4179,6 +4315,9 @@ func (response AttributePacketdefaultApplicationProblemPlusJSONResponse) VisitAt
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4210,6 +4349,7 @@ func (response ListPacketRecords200JSONResponse) VisitListPacketRecordsResponse(
 
 type ListPacketRecordsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4220,6 +4360,9 @@ func (response ListPacketRecordsdefaultApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4250,6 +4393,7 @@ func (response ReplayPacket200JSONResponse) VisitReplayPacketResponse(w http.Res
 
 type ReplayPacketdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4260,6 +4404,9 @@ func (response ReplayPacketdefaultApplicationProblemPlusJSONResponse) VisitRepla
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4291,6 +4438,7 @@ func (response WhyPacket200JSONResponse) VisitWhyPacketResponse(w http.ResponseW
 
 type WhyPacketdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4301,6 +4449,9 @@ func (response WhyPacketdefaultApplicationProblemPlusJSONResponse) VisitWhyPacke
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4331,6 +4482,7 @@ func (response GetRedaction200JSONResponse) VisitGetRedactionResponse(w http.Res
 
 type GetRedactiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4341,6 +4493,9 @@ func (response GetRedactiondefaultApplicationProblemPlusJSONResponse) VisitGetRe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4371,6 +4526,7 @@ func (response GetTaskHistory200JSONResponse) VisitGetTaskHistoryResponse(w http
 
 type GetTaskHistorydefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
+	Headers    ProblemResponseHeaders
 	StatusCode int
 }
 
@@ -4381,6 +4537,9 @@ func (response GetTaskHistorydefaultApplicationProblemPlusJSONResponse) VisitGet
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,12 +173,22 @@ func uncount(m map[string]int, k string) {
 // hidden from its role now: such an item does not exist for it, on this
 // endpoint as on every other (the packet's text stays what it was).
 func (s *Service) withoutHiddenNow(ctx context.Context, agent *auth.Agent, records []assemble.Record) ([]assemble.Record, error) {
+	hidden, err := s.hiddenNow(ctx, agent, records)
+	if err != nil || len(hidden) == 0 {
+		return records, err
+	}
+	return withoutHidden(records, hidden), nil
+}
+
+// hiddenNow is the (layer, key) of the items among records that are hidden
+// from a non-admin's role now, read in one query per layer.
+func (s *Service) hiddenNow(ctx context.Context, agent *auth.Agent, records []assemble.Record) (map[[2]string]bool, error) {
 	if agent.SeesAllRoles() {
-		return records, nil
+		return nil, nil
 	}
 	keys := map[string][]string{}
 	for _, r := range records {
-		if r.SubjectKind == assemble.SubjectItem {
+		if r.SubjectKind == assemble.SubjectItem && !slices.Contains(keys[r.SubjectProject], r.SubjectKey) {
 			keys[r.SubjectProject] = append(keys[r.SubjectProject], r.SubjectKey)
 		}
 	}
@@ -193,16 +204,49 @@ func (s *Service) withoutHiddenNow(ctx context.Context, agent *auth.Agent, recor
 			}
 		}
 	}
-	if len(hidden) == 0 {
-		return records, nil
-	}
+	return hidden, nil
+}
+
+func withoutHidden(records []assemble.Record, hidden map[[2]string]bool) []assemble.Record {
 	out := records[:0:0]
 	for _, r := range records {
 		if r.SubjectKind != assemble.SubjectItem || !hidden[[2]string{r.SubjectProject, r.SubjectKey}] {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// summariesNow makes a non-admin's page of packet summaries leave out what
+// is hidden from its role now (gaps, counts), as Get does for one packet:
+// the page's records are read, and their items' visibility in one query
+// per layer for the whole page.
+func (s *Service) summariesNow(ctx context.Context, agent *auth.Agent, proj string, ps []*Packet) error {
+	if agent.SeesAllRoles() || len(ps) == 0 {
+		return nil
+	}
+	var all []assemble.Record
+	for _, p := range ps {
+		recs, err := s.store.PacketRecordList(ctx, proj, p.ID)
+		if err != nil {
+			return err
+		}
+		p.Records = visibleRecords(agent, recs)
+		all = append(all, p.Records...)
+	}
+	hidden, err := s.hiddenNow(ctx, agent, all)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if shown := withoutHidden(p.Records, hidden); len(shown) < len(p.Records) {
+			if err := s.withoutRecordsOf(ctx, p, shown); err != nil {
+				return err
+			}
+		}
+		p.Records = nil // a summary carries no records
+	}
+	return nil
 }
 
 // ListParams filters a listing of packets.
@@ -267,6 +311,9 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 			return nil, "", err
 		}
 		out = append(out, p)
+	}
+	if err := s.summariesNow(ctx, agent, proj, out); err != nil {
+		return nil, "", err
 	}
 	return out, next, nil
 }

@@ -252,6 +252,11 @@ func TestHiddenSinceIsWithheld(t *testing.T) {
 	require.Equal(t, 200, got.status, got.text)
 	require.Equal(t, []string{"big2"}, gapKeys(got), "a gap hidden since is not named")
 	require.Equal(t, 1.0, got.json["provenance_summary"].(map[string]any)["by_kind"].(map[string]any)["knowledge"], "counts leave it out")
+	list := e.do("GET", "/v1/projects/acme/packets", impl, nil)
+	require.Equal(t, 200, list.status, list.text)
+	sum := list.list()[0]
+	require.Equal(t, budgetOf(got), sum["budget"], "the listing's summary is the packet's, computed alike")
+	require.Equal(t, got.json["provenance_summary"], sum["provenance_summary"])
 	recs := e.do("GET", "/v1/projects/acme/packets/"+id+"/records", impl, nil)
 	require.NotContains(t, recs.text, `"sec"`)
 	require.NotContains(t, recs.text, `"big"`)
