@@ -81,7 +81,18 @@ type Page struct {
 	Entries  []audit.Entry
 	HeadSeq  int64
 	HeadHash []byte
+	// More: entries after the page's last remain (up to the head it read).
+	More bool
 }
+
+// A page holds at most MaxPageBytes of entry bodies past its first entry
+// (a packet's body carries its request, up to the body limit), read
+// pageChunk entries at a time, so that an answer stays bounded whatever
+// its limit.
+const (
+	MaxPageBytes = 8 << 20
+	pageChunk    = 100
+)
 
 // Entries is the page of proj's chain after seq after (admin).
 func (s *Service) Entries(ctx context.Context, agent *auth.Agent, proj string, after int64, limit int) (Page, error) {
@@ -103,10 +114,39 @@ func (s *Service) Entries(ctx context.Context, agent *auth.Agent, proj string, a
 		if p.HeadSeq, p.HeadHash, err = tx.AuditHead(ctx, proj); err != nil {
 			return err
 		}
-		p.Entries, err = tx.AuditEntries(ctx, proj, after, limit)
+		p.Entries, p.More, err = entriesPage(ctx, tx, proj, after, limit)
+		if n := len(p.Entries); n > 0 && p.Entries[n-1].Seq >= p.HeadSeq {
+			p.More = false
+		}
 		return err
 	})
 	return p, err
+}
+
+// entriesPage reads up to limit entries after seq after, in chunks, until
+// the page holds MaxPageBytes of bodies.
+func entriesPage(ctx context.Context, tx *store.Tx, chain string, after int64, limit int) ([]audit.Entry, bool, error) {
+	var out []audit.Entry
+	bytes := 0
+	for len(out) < limit {
+		want := min(limit-len(out), pageChunk)
+		got, err := tx.AuditEntries(ctx, chain, after, want)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, e := range got {
+			if len(out) > 0 && bytes >= MaxPageBytes {
+				return out, true, nil
+			}
+			out = append(out, e)
+			bytes += len(e.Body)
+			after = got[i].Seq
+		}
+		if len(got) < want {
+			return out, false, nil
+		}
+	}
+	return out, true, nil
 }
 
 // Result is a verification's answer: the entries checked and the head

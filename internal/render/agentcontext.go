@@ -107,8 +107,8 @@ func CanonicalNumber(n json.Number) string {
 	}
 	// An integer written with a fraction or an exponent (1e15, 2.0E3) is
 	// its digits too: PostgreSQL's jsonb gives it back as digits, and a
-	// replay must render what the assembly did. Exponents are bounded so
-	// that the exact value stays cheap.
+	// replay must render what the assembly did. Exponents are bounded as
+	// PostgreSQL bounds them, so the exact value stays cheap.
 	if smallExponent(string(n)) {
 		if r, ok := new(big.Rat).SetString(string(n)); ok && r.IsInt() {
 			return r.Num().String()
@@ -128,15 +128,17 @@ func CanonicalNumber(n json.Number) string {
 	return n.String()
 }
 
-// smallExponent reports whether a number's exponent, if any, is at most
-// 400 in size (a float64's range).
+// smallExponent reports whether a number's exponent, if any, is within
+// what PostgreSQL's numeric holds (131,072 digits before the point,
+// 16,383 after), which bounds the exact value's cost; jsonb refuses the
+// rest.
 func smallExponent(n string) bool {
 	i := strings.IndexAny(n, "eE")
 	if i < 0 {
 		return true
 	}
 	e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
-	return err == nil && e >= -400 && e <= 400
+	return err == nil && e >= -16383 && e <= 131072
 }
 
 // keyWords turns a key into words: mediaAssets and media_assets both give

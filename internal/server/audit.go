@@ -41,7 +41,7 @@ func (s *Server) auditEntries(ctx context.Context, chain string, after int64, li
 		out.Data = append(out.Data, api.AuditEntry{Seq: e.Seq, Kind: e.Kind, Subject: e.Subject, Body: e.Body,
 			EntryHash: hex.EncodeToString(e.EntryHash), ChainHash: hex.EncodeToString(e.ChainHash)})
 	}
-	if n := len(p.Entries); n == limit && p.Entries[n-1].Seq < p.HeadSeq {
+	if n := len(p.Entries); n > 0 && p.More {
 		next := p.Entries[n-1].Seq
 		out.NextAfter = &next
 	}
