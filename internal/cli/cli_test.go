@@ -56,8 +56,10 @@ func TestAgentsCreateJSON(t *testing.T) {
 	var a struct {
 		ID, Name, Role, Permission, Key string
 		Projects                        []string
+		MaxAuthority                    string `json:"max_authority"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &a), out)
+	require.Equal(t, "instruction", a.MaxAuthority, "an edit agent's default")
 	require.True(t, strings.HasPrefix(a.ID, "agt_"))
 	require.True(t, strings.HasPrefix(a.Key, "ctxd_"))
 	require.Equal(t, []string{"acme", "globex"}, a.Projects)
@@ -67,6 +69,15 @@ func TestAgentsCreateJSON(t *testing.T) {
 	_, errs, code = run(t, "agents", "create", "--database-url", url, "--name", "x", "--role", "r", "--permission", "root", "--projects", "a")
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "permission")
+
+	out, errs, code = run(t, "agents", "create", "--database-url", url, "--name", "host", "--role", "host",
+		"--permission", "edit", "--projects", "acme", "--max-authority", "policy", "--json")
+	require.Equal(t, 0, code, errs)
+	require.NoError(t, json.Unmarshal([]byte(out), &a), out)
+	require.Equal(t, "policy", a.MaxAuthority)
+	_, errs, code = run(t, "agents", "create", "--database-url", url, "--name", "x", "--role", "r", "--permission", "edit", "--projects", "a", "--max-authority", "gospel")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "max_authority")
 }
 
 // serve starts `contextd serve` in-process and returns its base URL, its
