@@ -19,11 +19,13 @@ type UpdateParams struct {
 	MaxAuthority *string
 }
 
-// grants refuses a ceiling above the caller's own: an admin hands out only
-// the authority it holds.
+// grants refuses a ceiling above the caller's own (403
+// authority_exceeds_grant at /max_authority): an admin hands out only the
+// authority it holds.
 func (a *Agent) grants(maxAuthority string) error {
 	if authorityRank[maxAuthority] > authorityRank[a.ceiling()] {
-		return fmt.Errorf("%w: max_authority %q exceeds your own %q; an admin grants at most its own", ErrForbidden, maxAuthority, a.ceiling())
+		return &GrantError{Fields: []validation.Field{{Pointer: "/max_authority", Code: "authority_exceeds_grant",
+			Detail: fmt.Sprintf("max_authority %q exceeds your own max_authority %q; an admin grants at most its own", maxAuthority, a.ceiling())}}}
 	}
 	return nil
 }

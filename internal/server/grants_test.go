@@ -100,10 +100,14 @@ func TestMaxAuthorityIsGrantedAndChanged(t *testing.T) {
 	require.Equal(t, 201, r.status, r.text)
 	_, _, r = e.newAgent(lesser, map[string]any{"name": "x", "role": "x", "permission": "edit", "projects": []string{"acme"}, "max_authority": "policy"})
 	require.Equal(t, 403, r.status, r.text)
+	require.Equal(t, "authority_exceeds_grant", r.json["code"])
+	require.Equal(t, []string{"/max_authority"}, r.pointers())
 	_, _, r = e.newAgent(lesser, map[string]any{"name": "x", "role": "x", "permission": "admin", "projects": []string{"acme"}})
 	require.Equal(t, 201, r.status, r.text)
 	require.Equal(t, "instruction", r.json["max_authority"], "an admin's default, capped by its granter's")
-	require.Equal(t, 403, e.do("PATCH", "/v1/agents/"+id, lesser, map[string]any{"max_authority": "policy"}).status)
+	p := e.do("PATCH", "/v1/agents/"+id, lesser, map[string]any{"max_authority": "policy"})
+	require.Equal(t, 403, p.status, p.text)
+	require.Equal(t, "authority_exceeds_grant", p.json["code"])
 
 	// Lowering takes effect at once.
 	r = e.do("PATCH", "/v1/agents/"+id, e.admin, map[string]any{"max_authority": "evidence"})
