@@ -10,16 +10,50 @@ package keyword
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
-// Words splits text into case-folded words. Lower-casing alone is not
-// folding: "ΛΌΓΟΣ" lowers to "λόγοσ" where the word is written "λόγος",
-// and ſ, µ and ϑ have the same trouble; upper then lower maps every
-// spelling of a letter to one.
+// Words splits text into case-folded words, in one pass over the text.
+// Lower-casing alone is not folding: "ΛΌΓΟΣ" lowers to "λόγοσ" where the
+// word is written "λόγος", and ſ, µ and ϑ have the same trouble; upper
+// then lower maps every spelling of a letter to one.
 func Words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(strings.ToUpper(text)), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
-	})
+	var out []string
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 {
+			out = append(out, b.String())
+			b.Reset()
+		}
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf { // ASCII: the common case, without a rune decode
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_':
+				b.WriteByte(c)
+			case 'A' <= c && c <= 'Z':
+				b.WriteByte(c + 'a' - 'A')
+			default:
+				flush()
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+		if r == utf8.RuneError && size == 1 {
+			r = utf8.RuneError // as strings.ToUpper reads invalid bytes
+		}
+		f := unicode.ToLower(unicode.ToUpper(r))
+		if !unicode.IsLetter(f) && !unicode.IsDigit(f) {
+			flush()
+			continue
+		}
+		b.WriteRune(f)
+	}
+	flush()
+	return out
 }
 
 // First returns the first word of a keyword, "" if it has none. Assembly
