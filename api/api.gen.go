@@ -380,7 +380,10 @@ type Handoff struct {
 	TaskId               string           `json:"task_id"`
 	UpdatedAt            time.Time        `json:"updated_at"`
 	VerificationEvidence HandoffEvidence  `json:"verification_evidence"`
-	WorkflowRunId        string           `json:"workflow_run_id"`
+
+	// Warnings On a create only, what was allowed but worth knowing (code no_agent_for_role).
+	Warnings      *[]HandoffWarning `json:"warnings,omitempty"`
+	WorkflowRunId string            `json:"workflow_run_id"`
 }
 
 // HandoffCreate defines model for HandoffCreate.
@@ -448,7 +451,10 @@ type HandoffDetail struct {
 	UpdatedAt            time.Time        `json:"updated_at"`
 	UsedByPackets        []PacketUse      `json:"used_by_packets"`
 	VerificationEvidence HandoffEvidence  `json:"verification_evidence"`
-	WorkflowRunId        string           `json:"workflow_run_id"`
+
+	// Warnings On a create only, what was allowed but worth knowing (code no_agent_for_role).
+	Warnings      *[]HandoffWarning `json:"warnings,omitempty"`
+	WorkflowRunId string            `json:"workflow_run_id"`
 }
 
 // HandoffEvent defines model for HandoffEvent.
@@ -517,6 +523,12 @@ type HandoffTarget struct {
 	// Permission read-only, edit or admin
 	Permission *string `json:"permission,omitempty"`
 	Role       *string `json:"role,omitempty"`
+}
+
+// HandoffWarning defines model for HandoffWarning.
+type HandoffWarning struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
 }
 
 // Health defines model for Health.
@@ -1068,7 +1080,11 @@ type CreateHandoffParams struct {
 
 // StreamHandoffEventsParams defines parameters for StreamHandoffEvents.
 type StreamHandoffEventsParams struct {
-	TargetRole  *string `form:"target_role,omitempty" json:"target_role,omitempty"`
+	// TargetRole The inbox of a role: handoffs to it (an agent's own role; admins any). Default, without source_role: the caller's own.
+	TargetRole *string `form:"target_role,omitempty" json:"target_role,omitempty"`
+
+	// SourceRole The answers to a role's handoffs: handoffs from it (an agent's own role; admins any).
+	SourceRole  *string `form:"source_role,omitempty" json:"source_role,omitempty"`
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
@@ -1763,6 +1779,13 @@ func (w *ServerInterfaceWrapper) StreamHandoffEvents(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "target_role", ctx.QueryParams(), &params.TargetRole, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_role: %s", err))
+	}
+
+	// ------------- Optional query parameter "source_role" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "source_role", ctx.QueryParams(), &params.SourceRole, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter source_role: %s", err))
 	}
 
 	headers := ctx.Request().Header

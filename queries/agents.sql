@@ -35,3 +35,12 @@ RETURNING *;
 -- name: AgentBootstrapLock :exec
 -- Serialises the first start of several servers, so one admin is made.
 SELECT pg_advisory_xact_lock(hashtext('contextd.bootstrap'));
+
+-- name: AgentRoleHeld :one
+-- Whether an agent of a role may work in a project (its key not revoked,
+-- the project in its scope): a handoff to a role nobody holds is allowed,
+-- and its answer says so.
+SELECT EXISTS (
+    SELECT 1 FROM agents
+    WHERE role = @role AND revoked_at IS NULL AND (@project::text = ANY(projects) OR '*' = ANY(projects))
+);

@@ -18,12 +18,14 @@ ORDER BY e.seq;
 SELECT coalesce(max(seq), 0)::bigint FROM handoff_events WHERE project = @project;
 
 -- name: HandoffEventStream :many
--- Events after a sequence number for handoffs to one target role (any when
--- null), with what an inbox needs of their handoff.
+-- Events after a sequence number for handoffs to one target role and from
+-- one source role (any when null), with what an inbox needs of their
+-- handoff.
 SELECT e.*, h.task_id, h.source_role, h.source_agent_id, h.target_role, h.target_permission, h.intent
 FROM handoff_events e
 JOIN handoffs h ON h.project = e.project AND h.id = e.handoff_id
 WHERE e.project = @project AND e.seq > @after
   AND (sqlc.narg('target_role')::text IS NULL OR h.target_role = sqlc.narg('target_role'))
+  AND (sqlc.narg('source_role')::text IS NULL OR h.source_role = sqlc.narg('source_role'))
 ORDER BY e.seq
 LIMIT @max;

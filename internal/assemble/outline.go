@@ -42,6 +42,9 @@ func (p *pipeline) requestParts() {
 			Ref: ref, ID: h.ID, SourceRole: h.SourceRole, TargetRole: h.TargetRole, Status: h.Status, StepID: h.StepID,
 			AttemptID: h.AttemptID, Summary: h.Summary, Decisions: h.Decisions, Artifacts: h.Artifacts, Verdicts: h.Verdicts,
 			WitnessExitCode: h.WitnessExitCode, WitnessPassed: h.WitnessPassed,
+			Reason: h.Reason, ReasonBy: h.ReasonBy, ReasonByRole: h.ReasonByRole, BaseCommit: h.BaseCommit,
+			CandidateTreeHash: h.CandidateTreeHash, Patches: h.Patches, Reports: h.Reports, OpenQuestions: h.OpenQuestions,
+			NextStep: h.NextStep,
 		})
 	}
 	if req.AgentContext != nil {

@@ -40,6 +40,9 @@ func (p Permission) rank() int {
 	return 0
 }
 
+// Exceeds reports whether p is stronger than q.
+func (p Permission) Exceeds(q Permission) bool { return p.rank() > q.rank() }
+
 // Valid reports whether p is a known permission.
 func (p Permission) Valid() bool { return p.rank() > 0 }
 

@@ -95,6 +95,23 @@ type Predecessor struct {
 	Verdicts        []Verdict  `json:"verdicts"`
 	WitnessExitCode *int       `json:"witness_exit_code,omitempty"`
 	WitnessPassed   *bool      `json:"witness_passed,omitempty"`
+	// The rest came with issue 12's handoff loop; absent in packets stored
+	// before, which then render as they did.
+	Reason            string    `json:"reason,omitempty"`         // why it was rejected or withdrawn
+	ReasonBy          string    `json:"reason_by,omitempty"`      // the agent that gave the reason
+	ReasonByRole      string    `json:"reason_by_role,omitempty"` // and its role
+	BaseCommit        string    `json:"base_commit,omitempty"`
+	CandidateTreeHash string    `json:"candidate_tree_hash,omitempty"`
+	Patches           []string  `json:"patches,omitempty"`
+	Reports           []string  `json:"reports,omitempty"`
+	OpenQuestions     []string  `json:"open_questions,omitempty"`
+	NextStep          *NextStep `json:"suggested_next_step,omitempty"`
+}
+
+// NextStep is a predecessor's suggested next step.
+type NextStep struct {
+	StepID string `json:"step_id,omitempty"`
+	Action string `json:"action,omitempty"`
 }
 
 // Artifact is one artifact of a predecessor. Its fields carry no JSON tags:

@@ -129,6 +129,9 @@ type Manifest struct {
 // Handoff is a stored handoff.
 type Handoff struct {
 	Manifest
+	// Warnings are what a create allowed but the caller should know (no
+	// agent holds the target role); only a create's answer carries them.
+	Warnings     []validation.Field
 	ID           string
 	Project      string
 	Status       string
@@ -214,6 +217,10 @@ func (m *Manifest) normalize(agent *auth.Agent) error {
 	if err := errs.Err(); err != nil {
 		return err
 	}
+	if auth.Permission(m.Target.Permission).Exceeds(agent.Permission) {
+		return fmt.Errorf("%w: target.permission %s exceeds your own permission %s; a handoff hands on at most what its author holds",
+			auth.ErrForbidden, m.Target.Permission, agent.Permission)
+	}
 	if m.Source.Role == "" {
 		m.Source.Role = agent.Role
 	} else if m.Source.Role != agent.Role && !agent.IsAdmin() {
@@ -276,6 +283,14 @@ func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 	if err != nil {
 		return nil, fmt.Errorf("create handoff: %w", err)
 	}
+	held, err := tx.AgentRoleHeld(ctx, proj, m.Target.Role)
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		out.Warnings = append(out.Warnings, validation.Field{Code: "no_agent_for_role",
+			Detail: fmt.Sprintf("no agent of role %q works in project %s yet: the handoff waits until one does", m.Target.Role, proj)})
+	}
 	return out, nil
 }
 
@@ -324,6 +339,12 @@ func (s *Service) checkRefs(ctx context.Context, tx *store.Tx, proj string, m Ma
 		}
 		if err != nil || prev.TaskID != m.TaskID {
 			return validation.One("/rework_of", "invalid", "rework_of must name a handoff of the same task in this project")
+		}
+		// A pending handoff to the same role is superseded by this very
+		// create, so it may be reworked too.
+		supersededNow := prev.Status == Pending && prev.TargetRole == m.Target.Role
+		if prev.Status != Rejected && prev.Status != Superseded && !supersededNow {
+			return validation.One("/rework_of", "invalid", "rework_of must name a rejected or superseded handoff; %s is %s", m.ReworkOf, prev.Status)
 		}
 	}
 	if m.PacketID != "" {

@@ -234,23 +234,36 @@ type StreamEvent struct {
 // handoff events; call the function to stop.
 func (s *Service) Subscribe(proj string) (<-chan struct{}, func()) { return s.hub.subscribe(proj) }
 
-// AuthorizeStream checks that agent may listen to targetRole's inbox:
-// its own role, or any role for an admin. It returns the role to filter by
-// ("" for every role, admins only).
-func (s *Service) AuthorizeStream(ctx context.Context, agent *auth.Agent, proj, targetRole string) (string, error) {
+// StreamFilter is which handoffs' events a stream carries: those to
+// TargetRole and from SourceRole ("" for any).
+type StreamFilter struct{ TargetRole, SourceRole string }
+
+// AuthorizeStream checks that agent may listen to the stream it asks for
+// and returns the filter to apply. A target's inbox (target_role) and an
+// author's answers (source_role) are open to agents of that role; admins
+// listen to any. Without either, an agent listens to its own inbox (an
+// admin to every event). A non-admin naming its own source role may narrow
+// it by any target role.
+func (s *Service) AuthorizeStream(ctx context.Context, agent *auth.Agent, proj string, f StreamFilter) (StreamFilter, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
-		return "", err
+		return StreamFilter{}, err
 	}
 	if agent.IsAdmin() {
-		return targetRole, nil
+		return f, nil
 	}
-	if targetRole == "" {
-		return agent.Role, nil
+	if f.SourceRole != "" {
+		if f.SourceRole != agent.Role {
+			return StreamFilter{}, fmt.Errorf("%w: an agent listens to the answers to its own role's handoffs (%s), not %s's", auth.ErrForbidden, agent.Role, f.SourceRole)
+		}
+		return f, nil
 	}
-	if targetRole != agent.Role {
-		return "", fmt.Errorf("%w: an agent listens to its own role's inbox (%s), not %s", auth.ErrForbidden, agent.Role, targetRole)
+	if f.TargetRole == "" {
+		return StreamFilter{TargetRole: agent.Role}, nil
 	}
-	return targetRole, nil
+	if f.TargetRole != agent.Role {
+		return StreamFilter{}, fmt.Errorf("%w: an agent listens to its own role's inbox (%s), not %s", auth.ErrForbidden, agent.Role, f.TargetRole)
+	}
+	return f, nil
 }
 
 // LatestSeq is the project's last event number: a stream without
@@ -259,10 +272,10 @@ func (s *Service) LatestSeq(ctx context.Context, proj string) (int64, error) {
 	return s.store.HandoffEventMaxSeq(ctx, proj)
 }
 
-// EventsAfter returns up to limit events after seq, oldest first, for one
-// target role ("" for all).
-func (s *Service) EventsAfter(ctx context.Context, proj string, after int64, targetRole string, limit int) ([]StreamEvent, error) {
-	rows, err := s.store.HandoffEventStream(ctx, proj, after, targetRole, limit)
+// EventsAfter returns up to limit events after seq, oldest first, of the
+// handoffs the filter names.
+func (s *Service) EventsAfter(ctx context.Context, proj string, after int64, f StreamFilter, limit int) ([]StreamEvent, error) {
+	rows, err := s.store.HandoffEventStream(ctx, proj, after, f.TargetRole, f.SourceRole, limit)
 	if err != nil {
 		return nil, err
 	}

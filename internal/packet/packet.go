@@ -25,6 +25,7 @@ import (
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/validation"
 )
 
 // ErrNotFound means no such packet, or one the caller may not see.
@@ -134,11 +135,22 @@ func NewService(st *store.Store, projects *project.Service, handoffs *handoff.Se
 }
 
 // predecessorsOf resolves the request's predecessor handoffs as the
-// snapshot sees them.
-func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj string, ids []string) ([]assemble.Predecessor, error) {
+// snapshot sees them; with a task_id, each must be of that task.
+func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID string, ids []string) ([]assemble.Predecessor, error) {
 	hs, err := s.handoffs.Resolve(ctx, db, proj, ids)
 	if err != nil {
 		return nil, err
+	}
+	if taskID != "" {
+		var errs validation.List
+		for i, h := range hs {
+			if h.TaskID != taskID {
+				errs.Add(fmt.Sprintf("/predecessors/%d", i), "other_task", "handoff %s is of task %q, not the packet's task %q", h.ID, h.TaskID, taskID)
+			}
+		}
+		if err := errs.Err(); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]assemble.Predecessor, len(hs))
 	for i, h := range hs {
@@ -154,9 +166,38 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj string, 
 		for _, v := range h.VerificationEvidence.CriticVerdicts {
 			p.Verdicts = append(p.Verdicts, render.Verdict{Critic: v.Critic, Verdict: v.Verdict, Summary: v.Summary})
 		}
+		p.BaseCommit, p.CandidateTreeHash = h.BaseCommit, h.CandidateTreeHash
+		p.Patches, p.Reports, p.OpenQuestions = h.Deliverables.Patches, h.Deliverables.Reports, h.OpenQuestions
+		if n := h.SuggestedNextStep; n != nil {
+			p.NextStep = &render.NextStep{StepID: n.StepID, Action: n.Action}
+		}
+		if err := reasonOf(ctx, db, proj, h, &p); err != nil {
+			return nil, err
+		}
 		out[i] = p
 	}
 	return out, nil
+}
+
+// reasonOf gives a predecessor that was rejected or withdrawn (superseded
+// with a reason) its reason and who gave it (the event that set its
+// status), so a rework packet says why.
+func reasonOf(ctx context.Context, db store.DB, proj string, h *handoff.Handoff, p *assemble.Predecessor) error {
+	if h.StatusReason == "" {
+		return nil
+	}
+	p.Reason = h.StatusReason
+	events, err := db.HandoffEventList(ctx, proj, h.ID)
+	if err != nil {
+		return err
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].ToStatus == h.Status {
+			p.ReasonBy, p.ReasonByRole = events[i].Actor, events[i].ActorRole
+			break
+		}
+	}
+	return nil
 }
 
 // Assemble builds, stores and returns a packet for req (already decoded;
@@ -201,7 +242,11 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	// it runs inside it; what it read is what the snapshot held.
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
 		var err error
-		if preds, err = s.predecessorsOf(ctx, tx.DB, proj, req.Predecessors); err != nil {
+		taskID := ""
+		if req.Task != nil {
+			taskID = req.Task.TaskID
+		}
+		if preds, err = s.predecessorsOf(ctx, tx.DB, proj, taskID, req.Predecessors); err != nil {
 			return err
 		}
 		if point, err = tx.PacketReadPoint(ctx); err != nil {

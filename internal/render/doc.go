@@ -73,7 +73,15 @@ type Predecessor struct {
 	Verdicts                           []Verdict
 	WitnessExitCode                    *int
 	WitnessPassed                      *bool
+	// Why it was rejected or withdrawn, and by whom (agent id and role).
+	Reason, ReasonBy, ReasonByRole  string
+	BaseCommit, CandidateTreeHash   string
+	Patches, Reports, OpenQuestions []string
+	NextStep                        *NextStep
 }
+
+// NextStep is a predecessor's suggested next step (the leaf package's type).
+type NextStep = ctxtype.NextStep
 
 // Artifact is one artifact of a predecessor: the leaf package's type
 // (internal/ctxtype), which a stored packet carries and a replay renders.

@@ -71,6 +71,22 @@ func predecessorJSON(p Predecessor) map[string]any {
 	if p.WitnessPassed != nil {
 		m["witness_passed"] = *p.WitnessPassed
 	}
+	// Members of the handoff loop: only when set, so that a packet stored
+	// before them replays to the same bytes.
+	for k, v := range map[string]string{"reason": p.Reason, "reason_by": p.ReasonBy, "reason_by_role": p.ReasonByRole,
+		"base_commit": p.BaseCommit, "candidate_tree_hash": p.CandidateTreeHash} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	for k, v := range map[string][]string{"patches": p.Patches, "reports": p.Reports, "open_questions": p.OpenQuestions} {
+		if len(v) > 0 {
+			m[k] = v
+		}
+	}
+	if n := p.NextStep; n != nil && (n.StepID != "" || n.Action != "") {
+		m["suggested_next_step"] = map[string]any{"step_id": n.StepID, "action": n.Action}
+	}
 	return m
 }
 

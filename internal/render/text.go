@@ -83,6 +83,23 @@ func (d *Doc) planText() string {
 func predecessorText(p Predecessor) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Predecessor: %s → %s, %s (%s)\n", oneLine(p.SourceRole), oneLine(p.TargetRole), p.ID, p.Status)
+	if p.Reason != "" {
+		b.WriteString(capitalized(p.Status))
+		if p.ReasonByRole != "" || p.ReasonBy != "" {
+			b.WriteString(" by " + oneLine(p.ReasonByRole))
+			if p.ReasonBy != "" {
+				b.WriteString(" (" + oneLine(p.ReasonBy) + ")")
+			}
+		}
+		b.WriteString(": " + oneLine(p.Reason) + "\n")
+	}
+	if p.BaseCommit != "" || p.CandidateTreeHash != "" {
+		b.WriteString("Base commit: " + orNone(oneLine(p.BaseCommit)))
+		if p.CandidateTreeHash != "" {
+			b.WriteString("; candidate tree: " + oneLine(p.CandidateTreeHash))
+		}
+		b.WriteByte('\n')
+	}
 	if p.StepID != "" {
 		b.WriteString("Step: " + oneLine(p.StepID))
 		if p.AttemptID != "" {
@@ -97,6 +114,17 @@ func predecessorText(p Predecessor) string {
 		b.WriteString("Decisions:\n")
 		for _, d := range p.Decisions {
 			b.WriteString("  - " + oneLine(d) + "\n")
+		}
+	}
+	for _, list := range []struct {
+		title string
+		items []string
+	}{{"Patches", p.Patches}, {"Reports", p.Reports}} {
+		if len(list.items) > 0 {
+			b.WriteString(list.title + ":\n")
+			for _, it := range list.items {
+				b.WriteString("  - " + oneLine(it) + "\n")
+			}
 		}
 	}
 	if len(p.Artifacts) > 0 {
@@ -144,7 +172,41 @@ func predecessorText(p Predecessor) string {
 		}
 		b.WriteByte('\n')
 	}
+	if len(p.OpenQuestions) > 0 {
+		b.WriteString("Open questions:\n")
+		for _, q := range p.OpenQuestions {
+			b.WriteString("  - " + oneLine(q) + "\n")
+		}
+	}
+	if n := p.NextStep; n != nil && (n.StepID != "" || n.Action != "") {
+		b.WriteString("Suggested next step:")
+		if n.StepID != "" {
+			b.WriteString(" " + oneLine(n.StepID))
+			if n.Action != "" {
+				b.WriteString(" —")
+			}
+		}
+		if n.Action != "" {
+			b.WriteString(" " + oneLine(n.Action))
+		}
+		b.WriteByte('\n')
+	}
 	return b.String()
+}
+
+// capitalized is s with its first letter upper-case ("rejected" → "Rejected").
+func capitalized(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // fenceFor returns a code fence longer than any run of backticks in s, so

@@ -37,6 +37,13 @@ func toHandoff(h *handoff.Handoff) (api.Handoff, error) {
 	out.StatusReason, out.SupersededBy = ptrIf(h.StatusReason), ptrIf(h.SupersededBy)
 	out.CreatedBy, out.CreatedAt, out.UpdatedAt = h.CreatedBy, h.CreatedAt, h.UpdatedAt
 	out.ReworkOf, out.PacketId = ptrIf(h.ReworkOf), ptrIf(h.PacketID)
+	if len(h.Warnings) > 0 {
+		ws := make([]api.HandoffWarning, len(h.Warnings))
+		for i, w := range h.Warnings {
+			ws[i] = api.HandoffWarning{Code: w.Code, Detail: w.Detail}
+		}
+		out.Warnings = &ws
+	}
 	return out, nil
 }
 
@@ -194,7 +201,8 @@ func (s *Server) GetTaskHistory(ctx context.Context, r api.GetTaskHistoryRequest
 // StreamHandoffEvents implements api.StrictServerInterface: the live inbox.
 func (s *Server) StreamHandoffEvents(ctx context.Context, r api.StreamHandoffEventsRequestObject) (api.StreamHandoffEventsResponseObject, error) {
 	agent := agentFrom(ctx)
-	role, err := s.handoffs.AuthorizeStream(ctx, agent, r.Project, deref(r.Params.TargetRole))
+	filter, err := s.handoffs.AuthorizeStream(ctx, agent, r.Project, handoff.StreamFilter{
+		TargetRole: deref(r.Params.TargetRole), SourceRole: deref(r.Params.SourceRole)})
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +213,7 @@ func (s *Server) StreamHandoffEvents(ctx context.Context, r api.StreamHandoffEve
 			return nil, validation.One("Last-Event-ID", "format", "Last-Event-ID must be an event id this stream sent")
 		}
 	}
-	return &eventStream{ctx: ctx, s: s, agent: agent, project: r.Project, role: role, after: after}, nil
+	return &eventStream{ctx: ctx, s: s, agent: agent, project: r.Project, filter: filter, after: after}, nil
 }
 
 // eventStream writes Server-Sent Events until the client goes away, the
@@ -215,7 +223,7 @@ type eventStream struct {
 	s       *Server
 	agent   *auth.Agent
 	project string
-	role    string
+	filter  handoff.StreamFilter
 	after   int64 // -1: start from now
 }
 
@@ -291,7 +299,7 @@ func (e *eventStream) VisitStreamHandoffEventsResponse(w http.ResponseWriter) er
 // sendNew sends every event after e.after, in pages of 500.
 func (e *eventStream) sendNew(ctx context.Context, out *sseWriter) error {
 	for {
-		evs, err := e.s.handoffs.EventsAfter(ctx, e.project, e.after, e.role, 500)
+		evs, err := e.s.handoffs.EventsAfter(ctx, e.project, e.after, e.filter, 500)
 		if err != nil {
 			return err
 		}

@@ -167,3 +167,10 @@ func (db DB) AgentCount(ctx context.Context) (int64, error) {
 	n, err := q.AgentCount(ctx, db.ex)
 	return n, interpret(err)
 }
+
+// AgentRoleHeld reports whether an agent of role, not revoked, has project
+// in its scope.
+func (db DB) AgentRoleHeld(ctx context.Context, project, role string) (bool, error) {
+	ok, err := q.AgentRoleHeld(ctx, db.ex, dbsqlc.AgentRoleHeldParams{Project: project, Role: role})
+	return ok, interpret(err)
+}

@@ -262,9 +262,10 @@ func (db DB) HandoffEventMaxSeq(ctx context.Context, project string) (int64, err
 }
 
 // HandoffEventStream is up to max events after seq for handoffs to one
-// target role ("" for all), oldest first.
-func (db DB) HandoffEventStream(ctx context.Context, project string, after int64, targetRole string, max int) ([]HandoffEvent, error) {
-	rows, err := q.HandoffEventStream(ctx, db.ex, dbsqlc.HandoffEventStreamParams{Project: project, After: after, TargetRole: nullable(targetRole), Max: int32(max)})
+// target role and from one source role ("" for any), oldest first.
+func (db DB) HandoffEventStream(ctx context.Context, project string, after int64, targetRole, sourceRole string, max int) ([]HandoffEvent, error) {
+	rows, err := q.HandoffEventStream(ctx, db.ex, dbsqlc.HandoffEventStreamParams{Project: project, After: after,
+		TargetRole: nullable(targetRole), SourceRole: nullable(sourceRole), Max: int32(max)})
 	if err != nil {
 		return nil, interpret(err)
 	}

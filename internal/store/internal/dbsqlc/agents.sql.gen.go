@@ -207,6 +207,28 @@ func (q *Queries) AgentRevoke(ctx context.Context, db DBTX, id string) (Agent, e
 	return i, err
 }
 
+const agentRoleHeld = `-- name: AgentRoleHeld :one
+SELECT EXISTS (
+    SELECT 1 FROM agents
+    WHERE role = $1 AND revoked_at IS NULL AND ($2::text = ANY(projects) OR '*' = ANY(projects))
+)
+`
+
+type AgentRoleHeldParams struct {
+	Role    string
+	Project string
+}
+
+// Whether an agent of a role may work in a project (its key not revoked,
+// the project in its scope): a handoff to a role nobody holds is allowed,
+// and its answer says so.
+func (q *Queries) AgentRoleHeld(ctx context.Context, db DBTX, arg AgentRoleHeldParams) (bool, error) {
+	row := db.QueryRow(ctx, agentRoleHeld, arg.Role, arg.Project)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const agentUpdate = `-- name: AgentUpdate :one
 UPDATE agents SET name = $1, role = $2, permission = $3, projects = $4,
     max_authority = $5

@@ -177,14 +177,16 @@ FROM handoff_events e
 JOIN handoffs h ON h.project = e.project AND h.id = e.handoff_id
 WHERE e.project = $1 AND e.seq > $2
   AND ($3::text IS NULL OR h.target_role = $3)
+  AND ($4::text IS NULL OR h.source_role = $4)
 ORDER BY e.seq
-LIMIT $4
+LIMIT $5
 `
 
 type HandoffEventStreamParams struct {
 	Project    string
 	After      int64
 	TargetRole *string
+	SourceRole *string
 	Max        int32
 }
 
@@ -207,13 +209,15 @@ type HandoffEventStreamRow struct {
 	Intent           string
 }
 
-// Events after a sequence number for handoffs to one target role (any when
-// null), with what an inbox needs of their handoff.
+// Events after a sequence number for handoffs to one target role and from
+// one source role (any when null), with what an inbox needs of their
+// handoff.
 func (q *Queries) HandoffEventStream(ctx context.Context, db DBTX, arg HandoffEventStreamParams) ([]HandoffEventStreamRow, error) {
 	rows, err := db.Query(ctx, handoffEventStream,
 		arg.Project,
 		arg.After,
 		arg.TargetRole,
+		arg.SourceRole,
 		arg.Max,
 	)
 	if err != nil {
