@@ -173,11 +173,17 @@ type AgentWithKey struct {
 type AttributeMatch struct {
 	End int `json:"end"`
 
+	// Match exact (the text as given), normalized (its words in sequence: case, NFC, white space, punctuation and markdown markers aside) or passage (at least 8 consecutive words the text shares with the packet; the longest first).
+	Match string `json:"match"`
+
 	// Records The records whose spans overlap the range; a span whose record the caller may no longer see (its item hidden from the caller's role since) is {"withheld": true, "span": ...}, without its subject.
 	Records     []AttributeRecord `json:"records"`
 	Scaffolding []Span            `json:"scaffolding"`
-	Start       int               `json:"start"`
-	Text        string            `json:"text"`
+
+	// Similarity 1 for exact and normalized; a passage's share of the text's words.
+	Similarity float64 `json:"similarity"`
+	Start      int     `json:"start"`
+	Text       string  `json:"text"`
 }
 
 // AttributeRecord defines model for AttributeRecord.
@@ -185,9 +191,11 @@ type AttributeRecord = json.RawMessage
 
 // AttributeRequest defines model for AttributeRequest.
 type AttributeRequest struct {
-	End   *int    `json:"end,omitempty"`
-	Start *int    `json:"start,omitempty"`
-	Text  *string `json:"text,omitempty"`
+	End   *int `json:"end,omitempty"`
+	Start *int `json:"start,omitempty"`
+
+	// Text As a person copies it from a model's answer (at most 100 KB).
+	Text *string `json:"text,omitempty"`
 }
 
 // AttributeResult defines model for AttributeResult.

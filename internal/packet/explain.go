@@ -13,10 +13,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/attribute"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
@@ -555,6 +557,10 @@ func window(v *item.Version) string {
 // Match is one range of the rendered text and what it came from.
 type Match struct {
 	Start, End int
+	// Kind is how the text was found (attribute.Exact, Normalized or
+	// Passage), Similarity its share of the text asked about.
+	Kind       string
+	Similarity float64
 	Records    []assemble.Record
 	// Withheld are the spans over the range whose records the caller may
 	// no longer see (an item hidden from its role since).
@@ -576,7 +582,7 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 	if err != nil {
 		return nil, err
 	}
-	var ranges [][2]int
+	var found []attribute.Match
 	switch {
 	case ap.Text != nil && (ap.Start != nil || ap.End != nil):
 		return nil, validation.One("", "invalid", "give either text or start and end, not both")
@@ -584,18 +590,14 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 		if *ap.Text == "" {
 			return nil, validation.One("/text", "required", "text must not be empty")
 		}
-		// Every occurrence, overlapping ones included ("aa" in "aaa" twice).
-		for off := 0; off < len(p.Rendered); {
-			i := strings.Index(p.Rendered[off:], *ap.Text)
-			if i < 0 {
-				break
-			}
-			ranges = append(ranges, [2]int{off + i, off + i + len(*ap.Text)})
-			_, size := utf8.DecodeRuneInString(p.Rendered[off+i:])
-			off += i + size
+		var errs validation.List
+		limits.Bytes(&errs, "/text", len(*ap.Text), limits.Get().Message)
+		if err := errs.Err(); err != nil {
+			return nil, err
 		}
-		if len(ranges) == 0 {
-			return nil, fmt.Errorf("%w: the text does not occur in packet %s", ErrNotFound, id)
+		found = attribute.Find(p.Rendered, *ap.Text)
+		if len(found) == 0 {
+			return nil, &TextNotFound{PacketID: id}
 		}
 	case ap.Start != nil && ap.End != nil:
 		if *ap.Start < 0 || *ap.End > len(p.Rendered) || *ap.Start >= *ap.End {
@@ -604,7 +606,7 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 		if !utf8.RuneStart(p.Rendered[*ap.Start]) || (*ap.End < len(p.Rendered) && !utf8.RuneStart(p.Rendered[*ap.End])) {
 			return nil, validation.One("/start", "range", "start and end must not cut a UTF-8 character")
 		}
-		ranges = append(ranges, [2]int{*ap.Start, *ap.End})
+		found = []attribute.Match{{Start: *ap.Start, End: *ap.End, Kind: attribute.Exact, Similarity: 1}}
 	default:
 		return nil, validation.One("/text", "required", "give text, or start and end")
 	}
@@ -613,8 +615,9 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 		return nil, err
 	}
 	var out []Match
-	for _, rg := range ranges {
-		m := Match{Start: rg[0], End: rg[1], Records: []assemble.Record{}, Scaffolding: []assemble.Span{}}
+	for _, f := range found {
+		rg := [2]int{f.Start, f.End}
+		m := Match{Start: rg[0], End: rg[1], Kind: f.Kind, Similarity: f.Similarity, Records: []assemble.Record{}, Scaffolding: []assemble.Span{}}
 		covered := make([]bool, rg[1]-rg[0])
 		cover := func(sp assemble.Span) bool {
 			if sp.End <= rg[0] || sp.Start >= rg[1] {
@@ -651,6 +654,18 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 	}
 	return out, nil
 }
+
+// TextNotFound is an attribute whose text the packet's prompt does not
+// hold, not even in part: 404 with reason text_not_found (the packet
+// exists).
+type TextNotFound struct{ PacketID string }
+
+func (e *TextNotFound) Error() string {
+	return fmt.Sprintf("the text was not found in packet %s, not even %d consecutive words of it", e.PacketID, attribute.MinPassage)
+}
+
+// Is makes a TextNotFound a not-found.
+func (e *TextNotFound) Is(target error) bool { return target == fault.ErrNotFound }
 
 // Injection is one packet that included an item.
 type Injection struct {

@@ -83,23 +83,7 @@ func (d *Doc) planText() string {
 func predecessorText(p Predecessor) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Predecessor: %s → %s, %s (%s)\n", oneLine(p.SourceRole), oneLine(p.TargetRole), p.ID, p.Status)
-	if p.Reason != "" {
-		b.WriteString(capitalized(p.Status))
-		if p.ReasonByRole != "" || p.ReasonBy != "" {
-			b.WriteString(" by " + oneLine(p.ReasonByRole))
-			if p.ReasonBy != "" {
-				b.WriteString(" (" + oneLine(p.ReasonBy) + ")")
-			}
-		}
-		b.WriteString(": " + oneLine(p.Reason) + "\n")
-	}
-	if p.BaseCommit != "" || p.CandidateTreeHash != "" {
-		b.WriteString("Base commit: " + orNone(oneLine(p.BaseCommit)))
-		if p.CandidateTreeHash != "" {
-			b.WriteString("; candidate tree: " + oneLine(p.CandidateTreeHash))
-		}
-		b.WriteByte('\n')
-	}
+	predecessorOutcome(&b, p)
 	if p.StepID != "" {
 		b.WriteString("Step: " + oneLine(p.StepID))
 		if p.AttemptID != "" {
@@ -172,6 +156,35 @@ func predecessorText(p Predecessor) string {
 		}
 		b.WriteByte('\n')
 	}
+	predecessorNext(&b, p)
+	return b.String()
+}
+
+// predecessorOutcome writes why a predecessor ended as it did, and who
+// said so, and the commit and tree it worked on.
+func predecessorOutcome(b *strings.Builder, p Predecessor) {
+	if p.Reason != "" {
+		b.WriteString(capitalized(p.Status))
+		if p.ReasonByRole != "" || p.ReasonBy != "" {
+			b.WriteString(" by " + oneLine(p.ReasonByRole))
+			if p.ReasonBy != "" {
+				b.WriteString(" (" + oneLine(p.ReasonBy) + ")")
+			}
+		}
+		b.WriteString(": " + oneLine(p.Reason) + "\n")
+	}
+	if p.BaseCommit != "" || p.CandidateTreeHash != "" {
+		b.WriteString("Base commit: " + orNone(oneLine(p.BaseCommit)))
+		if p.CandidateTreeHash != "" {
+			b.WriteString("; candidate tree: " + oneLine(p.CandidateTreeHash))
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// predecessorNext writes what a predecessor left open and what it
+// suggests doing next.
+func predecessorNext(b *strings.Builder, p Predecessor) {
 	if len(p.OpenQuestions) > 0 {
 		b.WriteString("Open questions:\n")
 		for _, q := range p.OpenQuestions {
@@ -191,7 +204,6 @@ func predecessorText(p Predecessor) string {
 		}
 		b.WriteByte('\n')
 	}
-	return b.String()
 }
 
 // capitalized is s with its first letter upper-case ("rejected" → "Rejected").

@@ -224,7 +224,8 @@ func (s *Server) AttributePacket(ctx context.Context, r api.AttributePacketReque
 	}
 	out := api.AttributePacket200JSONResponse{Matches: []api.AttributeMatch{}}
 	for _, m := range ms {
-		am := api.AttributeMatch{Start: m.Start, End: m.End, Text: p.Rendered[m.Start:m.End], Records: []api.AttributeRecord{}, Scaffolding: []api.Span{}}
+		am := api.AttributeMatch{Start: m.Start, End: m.End, Text: p.Rendered[m.Start:m.End], Match: m.Kind, Similarity: m.Similarity,
+			Records: []api.AttributeRecord{}, Scaffolding: []api.Span{}}
 		for _, rec := range m.Records {
 			b, err := json.Marshal(toRecord(rec))
 			if err != nil {

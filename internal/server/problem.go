@@ -14,6 +14,7 @@ import (
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -90,6 +91,10 @@ func toProblem(err error) *Problem {
 	var verr *validation.Error
 	if errors.As(err, &verr) {
 		return &Problem{Status: 422, Code: "validation_failed", Detail: "the request has invalid values; see errors", Fields: verr.Fields}
+	}
+	var tnf *packet.TextNotFound
+	if errors.As(err, &tnf) {
+		return &Problem{Status: 404, Code: "not_found", Detail: tnf.Error(), Extra: map[string]any{"reason": "text_not_found"}}
 	}
 	var gerr *auth.GrantError
 	if errors.As(err, &gerr) {
