@@ -916,6 +916,26 @@ type Span struct {
 	Start int `json:"start"`
 }
 
+// TaskAttributeMatch defines model for TaskAttributeMatch.
+type TaskAttributeMatch struct {
+	CreatedAt time.Time `json:"created_at"`
+	End       int       `json:"end"`
+
+	// Match exact, normalized or passage
+	Match      string            `json:"match"`
+	PacketId   string            `json:"packet_id"`
+	Records    []AttributeRecord `json:"records"`
+	Similarity float64           `json:"similarity"`
+	Start      int               `json:"start"`
+	Text       string            `json:"text"`
+}
+
+// TaskAttributeResult defines model for TaskAttributeResult.
+type TaskAttributeResult struct {
+	Matches []TaskAttributeMatch `json:"matches"`
+	TaskId  string               `json:"task_id"`
+}
+
 // TaskHistory defines model for TaskHistory.
 type TaskHistory struct {
 	Entries []TimelineEntry `json:"entries"`
@@ -1219,6 +1239,11 @@ type WhyPacketParams struct {
 	Layer *string `form:"layer,omitempty" json:"layer,omitempty"`
 }
 
+// AttributeTaskJSONBody defines parameters for AttributeTask.
+type AttributeTaskJSONBody struct {
+	Text string `json:"text"`
+}
+
 // CreateAgentJSONRequestBody defines body for CreateAgent for application/json ContentType.
 type CreateAgentJSONRequestBody = AgentCreate
 
@@ -1254,6 +1279,9 @@ type AssemblePacketJSONRequestBody = PacketRequest
 
 // AttributePacketJSONRequestBody defines body for AttributePacket for application/json ContentType.
 type AttributePacketJSONRequestBody = AttributeRequest
+
+// AttributeTaskJSONRequestBody defines body for AttributeTask for application/json ContentType.
+type AttributeTaskJSONRequestBody AttributeTaskJSONBody
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -1371,6 +1399,9 @@ type ServerInterface interface {
 	// GetRedaction A redaction's progress.
 	// (GET /v1/projects/{project}/redactions/{id})
 	GetRedaction(ctx echo.Context, project ProjectPath, id string) error
+	// AttributeTask Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
+	// (POST /v1/projects/{project}/tasks/{task_id}/attribute)
+	AttributeTask(ctx echo.Context, project ProjectPath, taskId string) error
 	// GetTaskHistory One chronological timeline of a task, oldest first.
 	// (GET /v1/projects/{project}/tasks/{task_id}/history)
 	GetTaskHistory(ctx echo.Context, project ProjectPath, taskId string) error
@@ -2643,6 +2674,30 @@ func (w *ServerInterfaceWrapper) GetRedaction(ctx echo.Context) error {
 	return err
 }
 
+// AttributeTask converts echo context to params.
+func (w *ServerInterfaceWrapper) AttributeTask(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "task_id" -------------
+	var taskId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "task_id", ctx.Param("task_id"), &taskId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter task_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AttributeTask(ctx, project, taskId)
+	return err
+}
+
 // GetTaskHistory converts echo context to params.
 func (w *ServerInterfaceWrapper) GetTaskHistory(ctx echo.Context) error {
 	var err error
@@ -2749,6 +2804,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/projects/:project/handoffs/:id/reject", wrapper.RejectHandoff, options.OperationMiddlewares["rejectHandoff"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/handoffs/:id/withdraw", wrapper.WithdrawHandoff, options.OperationMiddlewares["withdrawHandoff"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/tasks/:task_id/history", wrapper.GetTaskHistory, options.OperationMiddlewares["getTaskHistory"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/tasks/:task_id/attribute", wrapper.AttributeTask, options.OperationMiddlewares["attributeTask"]...)
 	router.GET(options.BaseURL+"/v1/agents", wrapper.ListAgents, options.OperationMiddlewares["listAgents"]...)
 	router.POST(options.BaseURL+"/v1/agents", wrapper.CreateAgent, options.OperationMiddlewares["createAgent"]...)
 	router.DELETE(options.BaseURL+"/v1/agents/:id", wrapper.RevokeAgent, options.OperationMiddlewares["revokeAgent"]...)
@@ -4532,6 +4588,51 @@ func (response GetRedactiondefaultApplicationProblemPlusJSONResponse) VisitGetRe
 	return err
 }
 
+type AttributeTaskRequestObject struct {
+	Project ProjectPath `json:"project"`
+	TaskId  string      `json:"task_id"`
+	Body    *AttributeTaskJSONRequestBody
+}
+
+type AttributeTaskResponseObject interface {
+	VisitAttributeTaskResponse(w http.ResponseWriter) error
+}
+
+type AttributeTask200JSONResponse TaskAttributeResult
+
+func (response AttributeTask200JSONResponse) VisitAttributeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AttributeTaskdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response AttributeTaskdefaultApplicationProblemPlusJSONResponse) VisitAttributeTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTaskHistoryRequestObject struct {
 	Project ProjectPath `json:"project"`
 	TaskId  string      `json:"task_id"`
@@ -4692,6 +4793,9 @@ type StrictServerInterface interface {
 	// GetRedaction A redaction's progress.
 	// (GET /v1/projects/{project}/redactions/{id})
 	GetRedaction(ctx context.Context, request GetRedactionRequestObject) (GetRedactionResponseObject, error)
+	// AttributeTask Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
+	// (POST /v1/projects/{project}/tasks/{task_id}/attribute)
+	AttributeTask(ctx context.Context, request AttributeTaskRequestObject) (AttributeTaskResponseObject, error)
 	// GetTaskHistory One chronological timeline of a task, oldest first.
 	// (GET /v1/projects/{project}/tasks/{task_id}/history)
 	GetTaskHistory(ctx context.Context, request GetTaskHistoryRequestObject) (GetTaskHistoryResponseObject, error)
@@ -5972,6 +6076,55 @@ func (sh *strictHandler) GetRedaction(ctx echo.Context, project ProjectPath, id 
 		return err
 	} else if validResponse, ok := response.(GetRedactionResponseObject); ok {
 		return validResponse.VisitGetRedactionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AttributeTask operation middleware
+func (sh *strictHandler) AttributeTask(ctx echo.Context, project ProjectPath, taskId string) error {
+	var request AttributeTaskRequestObject
+
+	request.Project = project
+	request.TaskId = taskId
+
+	var body AttributeTaskJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AttributeTask(ctx.Request().Context(), request.(AttributeTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AttributeTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AttributeTaskResponseObject); ok {
+		return validResponse.VisitAttributeTaskResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -578,41 +579,47 @@ type AttributeParams struct {
 // Attribute says which records each occurrence of a text (or a byte range)
 // of the rendered packet came from, and which parts are scaffolding.
 func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id string, ap AttributeParams) ([]Match, error) {
+	_, ms, err := s.attribute(ctx, agent, proj, id, ap)
+	return ms, err
+}
+
+// attribute is Attribute, with the packet it read.
+func (s *Service) attribute(ctx context.Context, agent *auth.Agent, proj, id string, ap AttributeParams) (*Packet, []Match, error) {
 	p, err := s.Get(ctx, agent, proj, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var found []attribute.Match
 	switch {
 	case ap.Text != nil && (ap.Start != nil || ap.End != nil):
-		return nil, validation.One("", "invalid", "give either text or start and end, not both")
+		return nil, nil, validation.One("", "invalid", "give either text or start and end, not both")
 	case ap.Text != nil:
 		if *ap.Text == "" {
-			return nil, validation.One("/text", "required", "text must not be empty")
+			return nil, nil, validation.One("/text", "required", "text must not be empty")
 		}
 		var errs validation.List
 		limits.Bytes(&errs, "/text", len(*ap.Text), limits.Get().Message)
 		if err := errs.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		found = attribute.Find(p.Rendered, *ap.Text)
 		if len(found) == 0 {
-			return nil, &TextNotFound{PacketID: id}
+			return nil, nil, &TextNotFound{PacketID: id}
 		}
 	case ap.Start != nil && ap.End != nil:
 		if *ap.Start < 0 || *ap.End > len(p.Rendered) || *ap.Start >= *ap.End {
-			return nil, validation.One("/start", "range", "need 0 <= start < end <= %d (the rendered length in bytes)", len(p.Rendered))
+			return nil, nil, validation.One("/start", "range", "need 0 <= start < end <= %d (the rendered length in bytes)", len(p.Rendered))
 		}
 		if !utf8.RuneStart(p.Rendered[*ap.Start]) || (*ap.End < len(p.Rendered) && !utf8.RuneStart(p.Rendered[*ap.End])) {
-			return nil, validation.One("/start", "range", "start and end must not cut a UTF-8 character")
+			return nil, nil, validation.One("/start", "range", "start and end must not cut a UTF-8 character")
 		}
 		found = []attribute.Match{{Start: *ap.Start, End: *ap.End, Kind: attribute.Exact, Similarity: 1}}
 	default:
-		return nil, validation.One("/text", "required", "give text, or start and end")
+		return nil, nil, validation.One("/text", "required", "give text, or start and end")
 	}
 	withheld, err := s.withheldSpans(ctx, agent, proj, id, p.Records)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Match
 	for _, f := range found {
@@ -652,6 +659,57 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 		}
 		out = append(out, m)
 	}
+	return p, out, nil
+}
+
+// TaskMatch is the best match of a text in one packet of a task.
+type TaskMatch struct {
+	PacketID  string
+	CreatedAt time.Time
+	Text      string // the matched text of the packet
+	Match
+}
+
+// MaxTaskPackets is how many of a task's packets, newest first, a task
+// attribute looks through.
+const MaxTaskPackets = 100
+
+// AttributeTask looks for text in every packet of a task that the agent may
+// open (its newest MaxTaskPackets), and answers each packet's best match,
+// best first (similarity, then the longer match), then newest first.
+func (s *Service) AttributeTask(ctx context.Context, agent *auth.Agent, proj, taskID, text string) ([]TaskMatch, error) {
+	if strings.TrimSpace(taskID) == "" {
+		return nil, validation.One("task_id", "required", "task_id is required")
+	}
+	ps, _, err := s.List(ctx, agent, proj, ListParams{TaskID: taskID, Limit: MaxTaskPackets})
+	if err != nil {
+		return nil, err
+	}
+	out := []TaskMatch{}
+	for _, sum := range ps {
+		p, ms, err := s.attribute(ctx, agent, proj, sum.ID, AttributeParams{Text: &text})
+		var tnf *TextNotFound
+		switch {
+		case errors.As(err, &tnf):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		best := ms[0]
+		for _, m := range ms[1:] {
+			if m.Similarity > best.Similarity {
+				best = m
+			}
+		}
+		out = append(out, TaskMatch{PacketID: sum.ID, CreatedAt: sum.CreatedAt, Text: p.Rendered[best.Start:best.End], Match: best})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Similarity != b.Similarity {
+			return a.Similarity > b.Similarity
+		}
+		return a.End-a.Start > b.End-b.Start
+	})
 	return out, nil
 }
 

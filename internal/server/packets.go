@@ -226,20 +226,11 @@ func (s *Server) AttributePacket(ctx context.Context, r api.AttributePacketReque
 	for _, m := range ms {
 		am := api.AttributeMatch{Start: m.Start, End: m.End, Text: p.Rendered[m.Start:m.End], Match: m.Kind, Similarity: m.Similarity,
 			Records: []api.AttributeRecord{}, Scaffolding: []api.Span{}}
-		for _, rec := range m.Records {
-			b, err := json.Marshal(toRecord(rec))
-			if err != nil {
-				return nil, err
-			}
-			am.Records = append(am.Records, b)
+		recs, err := attributeRecords(m)
+		if err != nil {
+			return nil, err
 		}
-		for _, sp := range m.Withheld {
-			b, err := json.Marshal(api.WithheldRecord{Withheld: true, Span: api.Span{Start: sp.Start, End: sp.End}})
-			if err != nil {
-				return nil, err
-			}
-			am.Records = append(am.Records, b)
-		}
+		am.Records = recs
 		for _, sp := range m.Scaffolding {
 			am.Scaffolding = append(am.Scaffolding, api.Span{Start: sp.Start, End: sp.End})
 		}
@@ -294,6 +285,49 @@ func (s *Server) ListItemInjections(ctx context.Context, r api.ListItemInjection
 	for _, i := range inj {
 		out.Data = append(out.Data, api.Injection{PacketId: i.PacketID, Project: i.Project, CreatedAt: i.CreatedAt,
 			TargetRole: i.TargetRole, Agent: i.Agent, Section: i.Section, Rule: i.Rule, Version: i.Version})
+	}
+	return out, nil
+}
+
+// attributeRecords are a match's records and withheld spans, as the
+// contract writes them.
+func attributeRecords(m packet.Match) ([]api.AttributeRecord, error) {
+	out := []api.AttributeRecord{}
+	for _, rec := range m.Records {
+		b, err := json.Marshal(toRecord(rec))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	for _, sp := range m.Withheld {
+		b, err := json.Marshal(api.WithheldRecord{Withheld: true, Span: api.Span{Start: sp.Start, End: sp.End}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// AttributeTask implements api.StrictServerInterface.
+func (s *Server) AttributeTask(ctx context.Context, r api.AttributeTaskRequestObject) (api.AttributeTaskResponseObject, error) {
+	body, err := requireBody(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := s.packets.AttributeTask(ctx, agentFrom(ctx), r.Project, r.TaskId, body.Text)
+	if err != nil {
+		return nil, err
+	}
+	out := api.AttributeTask200JSONResponse{TaskId: r.TaskId, Matches: []api.TaskAttributeMatch{}}
+	for _, m := range ms {
+		recs, err := attributeRecords(m.Match)
+		if err != nil {
+			return nil, err
+		}
+		out.Matches = append(out.Matches, api.TaskAttributeMatch{PacketId: m.PacketID, CreatedAt: m.CreatedAt.UTC(), Similarity: m.Similarity,
+			Match: m.Kind, Start: m.Start, End: m.End, Text: m.Text, Records: recs})
 	}
 	return out, nil
 }

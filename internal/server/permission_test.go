@@ -317,7 +317,10 @@ var walkCases = map[string]walkCase{
 		return home + "/handoffs/" + id + "/withdraw", map[string]any{"reason": "taken back"}
 	}},
 	"getTaskHistory": {perm: "read", ok: 200, call: at(home + "/tasks/T-1/history")},
-	"listAgents":     {perm: "admin", ok: 200, call: at("/v1/agents")},
+	"attributeTask": {perm: "read", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/tasks/T-1/attribute", map[string]any{"text": fact}
+	}},
+	"listAgents": {perm: "admin", ok: 200, call: at("/v1/agents")},
 	// The new agents are scoped to beta, which the admin of another
 	// project holds, so it may grant and revoke them.
 	"createAgent": {perm: "admin", ok: 201, call: func(w *world, _ identity) (string, any) {
