@@ -196,6 +196,7 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	base, out, stop := serve(t, "--database-url", "", "--data-dir", dir)
 	key := keyRE.FindString(out.String())
 	require.NotEmpty(t, key, out.String())
+	require.Less(t, strings.Index(out.String(), "listening on"), strings.Index(out.String(), key), "the key is shown once the server listens")
 	keyFile := filepath.Join(dir, "admin.key")
 	st, err := os.Stat(keyFile)
 	require.NoError(t, err)
@@ -334,4 +335,21 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 	start := time.Now()
 	require.Equal(t, 0, stop())
 	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestClientReadsTheEmbeddedAdminKey: without --key or CONTEXTD_KEY, the
+// command line uses the admin key the embedded default keeps in its data
+// directory; an explicit key wins.
+func TestClientReadsTheEmbeddedAdminKey(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CONTEXTD_DATA_DIR", dir)
+	_, err := (&clientFlags{}).client()
+	require.ErrorContains(t, err, "no API key")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "admin.key"), []byte("ctxd_fromfile\n"), 0o600))
+	c, err := (&clientFlags{}).client()
+	require.NoError(t, err)
+	require.Equal(t, "ctxd_fromfile", c.key)
+	c, err = (&clientFlags{key: "ctxd_given"}).client()
+	require.NoError(t, err)
+	require.Equal(t, "ctxd_given", c.key)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -39,7 +40,15 @@ func (f *clientFlags) registerWith(cmd *cobra.Command, projectHelp string) {
 
 func (f *clientFlags) client() (*client, error) {
 	if f.key == "" {
-		return nil, errors.New("no API key: pass --key or set CONTEXTD_KEY")
+		// The embedded default keeps its first admin's key in its data
+		// directory (serve writes it, 0600).
+		path := filepath.Join(app.EnvOr("CONTEXTD_DATA_DIR", ".contextd"), "admin.key")
+		if b, err := os.ReadFile(path); err == nil {
+			f.key = strings.TrimSpace(string(b))
+		}
+	}
+	if f.key == "" {
+		return nil, errors.New("no API key: pass --key, set CONTEXTD_KEY, or run where the embedded default keeps .contextd/admin.key")
 	}
 	return &client{base: strings.TrimRight(f.url, "/"), key: f.key, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }

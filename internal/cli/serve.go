@@ -84,7 +84,8 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 		return err
 	}
 	a := app.New(st, app.WithKeys(keys))
-	if err := bootstrap(ctx, cmd, a, cluster); err != nil {
+	announce, err := bootstrap(ctx, a, cluster)
+	if err != nil {
 		return err
 	}
 	go sweepIdempotencyKeys(ctx, st, log)
@@ -108,7 +109,9 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	}
 	srv := cfg.HTTPServer(e)
 	srv.RegisterOnShutdown(func() { close(stopping) })
-	fmt.Fprintf(cmd.OutOrStdout(), "contextd listening on http://%s\n", ln.Addr())
+	// A new admin's key comes with the listening line, in one write: it is
+	// shown only once the server can be reached with it.
+	fmt.Fprintf(cmd.OutOrStdout(), "contextd listening on http://%s\n%s", ln.Addr(), announce)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -181,21 +184,23 @@ func auditKeys(cmd *cobra.Command, cfg app.Config, cluster *pgcluster.Cluster, l
 	return nil, nil
 }
 
-// bootstrap makes the first admin on an empty database and shows its key once.
-func bootstrap(ctx context.Context, cmd *cobra.Command, a *app.App, cluster *pgcluster.Cluster) error {
+// bootstrap makes the first admin on an empty database, keeps its key in
+// the data directory of the embedded default (0600), and returns what to
+// show once the server listens: the key, once; "" when there was an admin.
+func bootstrap(ctx context.Context, a *app.App, cluster *pgcluster.Cluster) (string, error) {
 	agent, key, err := a.Agents.Bootstrap(ctx)
 	if err != nil || key == "" {
-		return err
+		return "", err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Created the first admin agent %s. Its key is shown once:\n\n    %s\n\n", agent.ID, key)
+	msg := fmt.Sprintf("Created the first admin agent %s. Its key is shown once:\n\n    %s\n\n", agent.ID, key)
 	if cluster != nil {
 		path := filepath.Join(cluster.DataDir(), "admin.key")
 		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
-			return fmt.Errorf("write admin key: %w", err)
+			return "", fmt.Errorf("write admin key: %w", err)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "It is also in %s (mode 0600).\n", path)
+		msg += fmt.Sprintf("It is also in %s (mode 0600); the command line reads it when no --key is given.\n", path)
 	}
-	return nil
+	return msg, nil
 }
 
 // sweepIdempotencyKeys deletes answers older than 24 hours, hourly.
