@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,9 +34,14 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 }
 
 func (f *clientFlags) registerWith(cmd *cobra.Command, projectHelp string) {
-	cmd.Flags().StringVar(&f.url, "url", app.EnvOr("CONTEXTD_URL", "http://127.0.0.1:8080"), "server URL (env CONTEXTD_URL)")
-	cmd.Flags().StringVar(&f.key, "key", os.Getenv("CONTEXTD_KEY"), "API key (env CONTEXTD_KEY)")
+	f.registerServer(cmd)
 	cmd.Flags().StringVar(&f.project, "project", os.Getenv("CONTEXTD_PROJECT"), projectHelp)
+}
+
+// registerServer declares --url and --key alone, for commands of no project.
+func (f *clientFlags) registerServer(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.url, "url", app.EnvOr("CONTEXTD_URL", "http://127.0.0.1:8080"), "server URL (env CONTEXTD_URL)")
+	cmd.Flags().StringVar(&f.key, "key", os.Getenv("CONTEXTD_KEY"), "API key (env CONTEXTD_KEY; default: the embedded default's .contextd/admin.key)")
 }
 
 func (f *clientFlags) client() (*client, error) {
@@ -63,26 +69,46 @@ type apiError struct {
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail) }
 
 func (c *client) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	return c.do(ctx, http.MethodGet, path, nil, out)
+}
+
+// do sends one request (body, when not nil, as JSON) and decodes a 2xx
+// answer into out (when not nil); anything else is an *apiError.
+func (c *client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("contextd at %s: %w", c.base, err)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		return err
 	}
 	if res.StatusCode >= 300 {
 		var p api.Problem
-		_ = json.Unmarshal(body, &p)
+		_ = json.Unmarshal(b, &p)
 		return &apiError{Status: res.StatusCode, Code: p.Code, Detail: deref(p.Detail)}
 	}
-	return json.Unmarshal(body, out)
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
 }
 
 func deref(s *string) string {

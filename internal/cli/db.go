@@ -131,5 +131,6 @@ func newAgents() *cobra.Command {
 	create.Flags().StringVar(&maxAuth, "max-authority", "", "highest authority the agent's items may claim: policy, instruction, evidence or hypothesis (default: policy for admins, instruction otherwise)")
 	create.Flags().BoolVar(&asJSON, "json", false, "print {id,name,role,permission,projects,max_authority,key} as JSON")
 	cmd.AddCommand(create)
+	cmd.AddCommand(agentsRemote()...)
 	return cmd
 }

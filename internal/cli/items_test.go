@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/pgtest"
+)
+
+// TestItemsAndAgentsCommands drives a running server through the command
+// line: items put (content or JSON), get, list, versions, delete; agents
+// list and revoke; version.
+func TestItemsAndAgentsCommands(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Empty(t)
+	base, out, stop := serve(t, "--database-url", url)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	require.NotEmpty(t, key)
+	cli := func(args ...string) (map[string]any, string, int) {
+		o, e, code := run(t, append(args, "--url", base, "--key", key)...)
+		var v map[string]any
+		_ = json.Unmarshal([]byte(o), &v)
+		return v, o + e, code
+	}
+	status, body := get(t, base+"/v1/projects", key)
+	require.Equal(t, 200, status, body)
+	listed, _, _ := run(t, "agents", "list", "--url", base, "--key", key)
+	require.Contains(t, listed, `"permission": "admin"`)
+
+	// A project, through the API (no command for it).
+	_, _, code := cli("items", "put", "k1", "x", "--project", "nowhere")
+	require.Equal(t, 1, code, "a missing project is the API's 404")
+	require.Equal(t, 201, put(t, base+"/v1/projects/acme", key, `{"description":"d"}`))
+
+	v, o, code := cli("items", "put", "k1", "Refunds need a receipt.", "--project", "acme")
+	require.Equal(t, 0, code, o)
+	require.Equal(t, 1.0, v["version"])
+	file := filepath.Join(t.TempDir(), "item.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"content": "Refunds need a receipt and a reason.", "kind": "instruction", "source": "human"}`), 0o600))
+	v, o, code = cli("items", "put", "k1", "--project", "acme", "--file", file)
+	require.Equal(t, 0, code, o)
+	require.Equal(t, 2.0, v["version"])
+	require.NoError(t, os.WriteFile(file, []byte(`not json`), 0o600))
+	_, o, code = cli("items", "put", "k1", "--project", "acme", "--file", file)
+	require.Equal(t, 1, code)
+	require.Contains(t, o, "not JSON")
+	v, o, code = cli("items", "get", "k1", "--project", "acme")
+	require.Equal(t, 0, code, o)
+	require.Equal(t, "Refunds need a receipt and a reason.", v["content"])
+	require.Equal(t, "instruction", v["kind"])
+	v, o, code = cli("items", "list", "--project", "acme", "--query", "receipt")
+	require.Equal(t, 0, code, o)
+	require.Len(t, v["data"], 1)
+	v, o, code = cli("items", "delete", "k1", "--project", "acme")
+	require.Equal(t, 0, code, o)
+	require.Equal(t, true, v["deleted"])
+	v, o, code = cli("items", "versions", "k1", "--project", "acme")
+	require.Equal(t, 0, code, o)
+	require.Len(t, v["data"], 3)
+	_, o, code = cli("items", "get", "k1")
+	require.Equal(t, 1, code)
+	require.Contains(t, o, "--project is required")
+
+	a, o, code := run(t, "agents", "create", "--database-url", url, "--name", "w", "--role", "r", "--permission", "edit", "--projects", "acme", "--json")
+	require.Equal(t, 0, code, o)
+	var made struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(a), &made))
+	v, o, code = cli("agents", "revoke", made.ID)
+	require.Equal(t, 0, code, o)
+	require.NotEmpty(t, v["revoked_at"])
+
+	ver, _, code := run(t, "version")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(ver, "contextd "), ver)
+}
+
+func put(t *testing.T, url, key, body string) int {
+	t.Helper()
+	req, err := http.NewRequest("PUT", url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	return res.StatusCode
+}
