@@ -250,6 +250,7 @@ func TestWhyAndPacketShow(t *testing.T) {
 	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
 	send(t, "PUT", base+"/v1/projects/acme/items/refund.rules", key, `{"content":"Refunds over 500 EUR need a manager.","trigger":{"keywords":["refund"]}}`)
 	send(t, "PUT", base+"/v1/projects/acme/items/deploy", key, `{"content":"Deploys freeze on Fridays.","trigger":{"keywords":["deploy"]}}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/greeting", key, `{"content":"Hello {{customer}}.","template":true}`)
 	p := send(t, "POST", base+"/v1/projects/acme/packets", key,
 		`{"target_role":"implementer","history":[{"role":"user","author":"person","content":"my refund failed"}]}`)
 	id := p["packet_id"].(string)
@@ -269,6 +270,12 @@ func TestWhyAndPacketShow(t *testing.T) {
 	require.Contains(t, stdout, "packet    "+id)
 	require.Contains(t, stdout, "item:refund.rules v1")
 	require.Contains(t, stdout, "---- rendered ----\n# Context Packet\n")
+	require.Contains(t, stdout, "excluded items:\n  greeting")
+	require.Contains(t, stdout, "template_unresolved")
+
+	stdout, errs, code = run(t, "why", id, "refund.rules", "--layer", "shared", "--url", base, "--key", key)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, "NOT A CANDIDATE (did_not_exist)", "no _shared item of that key")
 
 	_, errs, code = run(t, "packet", "show", "ctxpkt_missing", "--url", base, "--key", key)
 	require.Equal(t, 1, code)

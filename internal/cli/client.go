@@ -153,6 +153,7 @@ func (c *client) findPacket(ctx context.Context, project, id string) (*api.Packe
 
 func newWhy() *cobra.Command {
 	var f clientFlags
+	var layer string
 	cmd := &cobra.Command{
 		Use:   "why PACKET_ID ITEM_KEY|HANDOFF_ID",
 		Short: "Explain why a packet did or did not contain an item (or a handoff, hnd_...)",
@@ -173,6 +174,9 @@ func newWhy() *cobra.Command {
 				param = "handoff" // handoff ids start with hnd_
 			}
 			path := "/v1/projects/" + url.PathEscape(p.Project) + "/packets/" + url.PathEscape(p.PacketId) + "/why?" + param + "=" + url.QueryEscape(args[1])
+			if layer != "" {
+				path += "&layer=" + url.QueryEscape(layer)
+			}
 			if err := c.get(ctx, path, &w); err != nil {
 				return err
 			}
@@ -181,6 +185,7 @@ func newWhy() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&layer, "layer", "", "project or shared: which layer's item of the key to explain")
 	return cmd
 }
 
@@ -228,7 +233,7 @@ func printWhy(out io.Writer, p *api.Packet, key string, w *api.WhyAnswer) {
 }
 
 func newPacket() *cobra.Command {
-	cmd := &cobra.Command{Use: "packet", Short: "Inspect packets"}
+	cmd := &cobra.Command{Use: "packet", Aliases: []string{"packets"}, Short: "Assemble and inspect packets"}
 	var f clientFlags
 	show := &cobra.Command{
 		Use:   "show PACKET_ID",
@@ -244,11 +249,17 @@ func newPacket() *cobra.Command {
 				return err
 			}
 			printPacket(cmd.OutOrStdout(), p)
+			var recs api.RecordList
+			if err := c.get(cmd.Context(), "/v1/projects/"+url.PathEscape(p.Project)+"/packets/"+url.PathEscape(p.PacketId)+"/records", &recs); err != nil {
+				return err
+			}
+			printExcluded(cmd.OutOrStdout(), recs.Data)
 			return nil
 		},
 	}
 	f.register(show)
 	cmd.AddCommand(show)
+	cmd.AddCommand(packetCommands()...)
 	return cmd
 }
 
@@ -300,4 +311,23 @@ func deref32(p *int) int {
 		return 0
 	}
 	return *p
+}
+
+// printExcluded lists each excluded item of a packet with its reason.
+func printExcluded(out io.Writer, recs []api.Record) {
+	n := 0
+	for _, r := range recs {
+		if r.Decision != "excluded" || r.Subject != "item" {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(out, "excluded items:")
+		}
+		n++
+		fmt.Fprintf(out, "  %-32s v%-3d %s", r.Key, deref32(r.Version), deref(r.Reason))
+		if d := deref(r.Detail); d != "" {
+			fmt.Fprintf(out, ": %s", d)
+		}
+		fmt.Fprintln(out)
+	}
 }

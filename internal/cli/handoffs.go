@@ -13,7 +13,7 @@ import (
 )
 
 func newHandoffs() *cobra.Command {
-	cmd := &cobra.Command{Use: "handoffs", Short: "Inspect handoffs"}
+	cmd := &cobra.Command{Use: "handoffs", Short: "Hand work over, answer, inspect and follow handoffs"}
 	var f clientFlags
 	history := &cobra.Command{
 		Use:   "history TASK_ID",
@@ -38,6 +38,7 @@ func newHandoffs() *cobra.Command {
 	}
 	f.registerWith(history, "project (env CONTEXTD_PROJECT), required")
 	cmd.AddCommand(history)
+	cmd.AddCommand(handoffCommands()...)
 	return cmd
 }
 

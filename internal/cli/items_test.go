@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -91,4 +94,58 @@ func put(t *testing.T, url, key, body string) int {
 	require.NoError(t, err)
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// TestPacketAndHandoffCommands: packets assemble|records|attribute|replay
+// and handoffs create|reject|show|watch through the command line.
+func TestPacketAndHandoffCommands(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Empty(t)
+	base, out, stop := serve(t, "--database-url", url)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	require.Equal(t, 201, put(t, base+"/v1/projects/acme", key, `{}`))
+	require.Equal(t, 201, put(t, base+"/v1/projects/acme/items/rule", key, `{"content":"Refunds need a receipt."}`))
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	cli := func(args ...string) (map[string]any, string) {
+		o, e, code := run(t, append(args, "--url", base, "--key", key, "--project", "acme")...)
+		require.Equal(t, 0, code, "%v: %s%s", args, o, e)
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(o), &v), o)
+		return v, o
+	}
+	p, _ := cli("packets", "assemble", "--file", file("req.json", `{"target_role":"admin"}`))
+	id := p["packet_id"].(string)
+	require.Contains(t, p["rendered"], "Refunds need a receipt.")
+	recs, _ := cli("packets", "records", id)
+	require.NotEmpty(t, recs["data"])
+	at, _ := cli("packets", "attribute", id, "refunds", "NEED a receipt")
+	require.Equal(t, "normalized", at["matches"].([]any)[0].(map[string]any)["match"])
+	rp, _ := cli("packets", "replay", id)
+	require.Equal(t, true, rp["identical"])
+
+	h, _ := cli("handoffs", "create", "--file", file("h.json", `{"task_id":"T-1","intent":"request_review","target":{"role":"critic"},"summary":"Patch."}`))
+	hid := h["id"].(string)
+	_, e, code := run(t, "handoffs", "reject", hid, "--url", base, "--key", key, "--project", "acme")
+	require.Equal(t, 1, code, "a reject needs a reason")
+	require.Contains(t, e, "422")
+	r, _ := cli("handoffs", "reject", hid, "--reason", "no test")
+	require.Equal(t, "rejected", r["status"])
+	s, _ := cli("handoffs", "show", hid)
+	require.Len(t, s["events"], 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var wout, werr bytes.Buffer
+	Execute(ctx, []string{"handoffs", "watch", "--target-role", "critic", "--last-event-id", "0", "--url", base, "--key", key, "--project", "acme"}, &wout, &werr)
+	lines := strings.Split(strings.TrimSpace(wout.String()), "\n")
+	require.Len(t, lines, 2, wout.String()+werr.String())
+	require.Contains(t, lines[0], `"event":"created"`)
+	require.Contains(t, lines[1], `"event":"rejected"`)
+	require.Contains(t, lines[1], `"reason":"no test"`)
 }
