@@ -95,7 +95,47 @@ func newItems() *cobra.Command {
 			return call(cmd, http.MethodGet, b+"?"+q.Encode(), nil)
 		}}
 	list.Flags().String("query", "", "full-text query")
-	subs := []*cobra.Command{put, list,
+	var importFile string
+	imp := &cobra.Command{Use: "import", Short: "Write many items in one transaction, all or nothing (--file: {\"items\": [...]} or [...], - for standard input)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := base()
+			if err != nil {
+				return err
+			}
+			if importFile == "" {
+				return errors.New("--file is required")
+			}
+			raw, err := readInput(cmd, importFile)
+			if err != nil {
+				return err
+			}
+			var body any
+			if err := json.Unmarshal(raw, &body); err != nil {
+				return fmt.Errorf("--file: not JSON: %w", err)
+			}
+			if list, ok := body.([]any); ok {
+				body = map[string]any{"items": list}
+			}
+			return call(cmd, http.MethodPost, b, body)
+		}}
+	imp.Flags().StringVar(&importFile, "file", "", "the items as JSON, - for standard input")
+	exp := &cobra.Command{Use: "export", Short: "Print every live item as {\"items\": [...]} that import takes back", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := base()
+			if err != nil {
+				return err
+			}
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			items, err := exportItems(cmd, c, b)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), map[string]any{"items": items})
+		}}
+	subs := []*cobra.Command{put, list, imp, exp,
 		oneKey("get KEY", "Print an item's current version", http.MethodGet, ""),
 		oneKey("versions KEY", "Print an item's versions, oldest first", http.MethodGet, "/versions"),
 		oneKey("delete KEY", "Tombstone an item (a new version; its history stays)", http.MethodDelete, ""),
@@ -174,4 +214,37 @@ func newVersion() *cobra.Command {
 		fmt.Fprintln(cmd.OutOrStdout())
 		return nil
 	}}
+}
+
+// writable are the members of an item that a write takes (ItemWrite, with
+// the key): an export holds these only, so that importing it changes
+// nothing.
+var writable = []string{"key", "kind", "source", "title", "summary", "content", "priority", "authority", "confidence",
+	"state_key", "valid_from", "valid_until", "slot", "trigger", "roles", "template", "metadata", "provenance"}
+
+// exportItems reads every page of the project's items.
+func exportItems(cmd *cobra.Command, c *client, base string) ([]map[string]any, error) {
+	out := []map[string]any{}
+	for cursor := ""; ; {
+		var page struct {
+			Data       []map[string]any `json:"data"`
+			NextCursor string           `json:"next_cursor"`
+		}
+		if err := c.get(cmd.Context(), base+"?limit=1000&cursor="+url.QueryEscape(cursor), &page); err != nil {
+			return nil, err
+		}
+		for _, it := range page.Data {
+			w := map[string]any{}
+			for _, k := range writable {
+				if v, ok := it[k]; ok && v != nil {
+					w[k] = v
+				}
+			}
+			out = append(out, w)
+		}
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
 }

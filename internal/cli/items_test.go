@@ -149,3 +149,28 @@ func TestPacketAndHandoffCommands(t *testing.T) {
 	require.Contains(t, lines[1], `"event":"rejected"`)
 	require.Contains(t, lines[1], `"reason":"no test"`)
 }
+
+// TestItemsImportExport: export prints what import takes back; importing
+// an export changes nothing.
+func TestItemsImportExport(t *testing.T) {
+	t.Parallel()
+	base, out, stop := serve(t, "--database-url", pgtest.Empty(t))
+	defer stop()
+	key := keyRE.FindString(out.String())
+	require.Equal(t, 201, put(t, base+"/v1/projects/acme", key, `{}`))
+	file := filepath.Join(t.TempDir(), "items.json")
+	require.NoError(t, os.WriteFile(file, []byte(`[{"key":"a","content":"A fact.","priority":3,"trigger":{"keywords":["refund"]}},
+		{"key":"b","content":"Hello {{project}}.","template":true,"roles":{"hidden_from":["critic"]},"metadata":{"ticket":"T-1"}}]`), 0o600))
+	args := []string{"--url", base, "--key", key, "--project", "acme"}
+	o, e, code := run(t, append([]string{"items", "import", "--file", file}, args...)...)
+	require.Equal(t, 0, code, o+e)
+	require.Contains(t, o, `"created": 2`)
+	exported, e, code := run(t, append([]string{"items", "export"}, args...)...)
+	require.Equal(t, 0, code, e)
+	require.Contains(t, exported, `"ticket": "T-1"`)
+	require.NotContains(t, exported, `"version"`)
+	require.NoError(t, os.WriteFile(file, []byte(exported), 0o600))
+	o, e, code = run(t, append([]string{"items", "import", "--file", file}, args...)...)
+	require.Equal(t, 0, code, o+e)
+	require.Contains(t, o, `"unchanged": 2`)
+}
