@@ -95,8 +95,24 @@ func newItems() *cobra.Command {
 			return call(cmd, http.MethodGet, b+"?"+q.Encode(), nil)
 		}}
 	list.Flags().String("query", "", "full-text query")
+	imp, exp := transferCommands(&f, base, call)
+	subs := []*cobra.Command{put, list, imp, exp,
+		oneKey("get KEY", "Print an item's current version", http.MethodGet, ""),
+		oneKey("versions KEY", "Print an item's versions, oldest first", http.MethodGet, "/versions"),
+		oneKey("delete KEY", "Tombstone an item (a new version; its history stays)", http.MethodDelete, ""),
+		oneKey("injections KEY", "Print the packets that included an item, newest first", http.MethodGet, "/injections"),
+	}
+	for _, sc := range subs {
+		f.registerWith(sc, "project (env CONTEXTD_PROJECT), required")
+		cmd.AddCommand(sc)
+	}
+	return cmd
+}
+
+// transferCommands are `items import` and `items export`.
+func transferCommands(f *clientFlags, base func() (string, error), call func(*cobra.Command, string, string, any) error) (imp, exp *cobra.Command) {
 	var importFile string
-	imp := &cobra.Command{Use: "import", Short: "Write many items in one transaction, all or nothing (--file: {\"items\": [...]} or [...], - for standard input)", Args: cobra.NoArgs,
+	imp = &cobra.Command{Use: "import", Short: "Write many items in one transaction, all or nothing (--file: {\"items\": [...]} or [...], - for standard input)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := base()
 			if err != nil {
@@ -119,7 +135,7 @@ func newItems() *cobra.Command {
 			return call(cmd, http.MethodPost, b, body)
 		}}
 	imp.Flags().StringVar(&importFile, "file", "", "the items as JSON, - for standard input")
-	exp := &cobra.Command{Use: "export", Short: "Print every live item as {\"items\": [...]} that import takes back", Args: cobra.NoArgs,
+	exp = &cobra.Command{Use: "export", Short: "Print every live item as {\"items\": [...]} that import takes back", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := base()
 			if err != nil {
@@ -135,17 +151,7 @@ func newItems() *cobra.Command {
 			}
 			return printJSON(cmd.OutOrStdout(), map[string]any{"items": items})
 		}}
-	subs := []*cobra.Command{put, list, imp, exp,
-		oneKey("get KEY", "Print an item's current version", http.MethodGet, ""),
-		oneKey("versions KEY", "Print an item's versions, oldest first", http.MethodGet, "/versions"),
-		oneKey("delete KEY", "Tombstone an item (a new version; its history stays)", http.MethodDelete, ""),
-		oneKey("injections KEY", "Print the packets that included an item, newest first", http.MethodGet, "/injections"),
-	}
-	for _, sc := range subs {
-		f.registerWith(sc, "project (env CONTEXTD_PROJECT), required")
-		cmd.AddCommand(sc)
-	}
-	return cmd
+	return imp, exp
 }
 
 func readInput(cmd *cobra.Command, path string) ([]byte, error) {
