@@ -65,6 +65,90 @@ func (e AgentUpdateMaxAuthority) Valid() bool {
 	}
 }
 
+// Defines values for KxmContextItemKind.
+const (
+	KxmContextItemKindEpisode   KxmContextItemKind = "episode"
+	KxmContextItemKindEvidence  KxmContextItemKind = "evidence"
+	KxmContextItemKindKnowledge KxmContextItemKind = "knowledge"
+	KxmContextItemKindSkill     KxmContextItemKind = "skill"
+	KxmContextItemKindState     KxmContextItemKind = "state"
+)
+
+// Valid indicates whether the value is a known member of the KxmContextItemKind enum.
+func (e KxmContextItemKind) Valid() bool {
+	switch e {
+	case KxmContextItemKindEpisode:
+		return true
+	case KxmContextItemKindEvidence:
+		return true
+	case KxmContextItemKindKnowledge:
+		return true
+	case KxmContextItemKindSkill:
+		return true
+	case KxmContextItemKindState:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KxmContextItemProvenanceSourceType.
+const (
+	Derived  KxmContextItemProvenanceSourceType = "derived"
+	External KxmContextItemProvenanceSourceType = "external"
+	Git      KxmContextItemProvenanceSourceType = "git"
+	Human    KxmContextItemProvenanceSourceType = "human"
+	Peer     KxmContextItemProvenanceSourceType = "peer"
+	Tool     KxmContextItemProvenanceSourceType = "tool"
+	Workflow KxmContextItemProvenanceSourceType = "workflow"
+)
+
+// Valid indicates whether the value is a known member of the KxmContextItemProvenanceSourceType enum.
+func (e KxmContextItemProvenanceSourceType) Valid() bool {
+	switch e {
+	case Derived:
+		return true
+	case External:
+		return true
+	case Git:
+		return true
+	case Human:
+		return true
+	case Peer:
+		return true
+	case Tool:
+		return true
+	case Workflow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KxmContextItemStatus.
+const (
+	Current    KxmContextItemStatus = "current"
+	Proposed   KxmContextItemStatus = "proposed"
+	Rejected   KxmContextItemStatus = "rejected"
+	Superseded KxmContextItemStatus = "superseded"
+)
+
+// Valid indicates whether the value is a known member of the KxmContextItemStatus enum.
+func (e KxmContextItemStatus) Valid() bool {
+	switch e {
+	case Current:
+		return true
+	case Proposed:
+		return true
+	case Rejected:
+		return true
+	case Superseded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RedactionStatus.
 const (
 	Done    RedactionStatus = "done"
@@ -95,6 +179,24 @@ const (
 func (e WithheldRecordWithheld) Valid() bool {
 	switch e {
 	case True:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetItemParamsFormat.
+const (
+	Contextd GetItemParamsFormat = "contextd"
+	Kxm      GetItemParamsFormat = "kxm"
+)
+
+// Valid indicates whether the value is a known member of the GetItemParamsFormat enum.
+func (e GetItemParamsFormat) Valid() bool {
+	switch e {
+	case Contextd:
+		return true
+	case Kxm:
 		return true
 	default:
 		return false
@@ -610,6 +712,9 @@ type Item struct {
 	XactId int64 `json:"xact_id"`
 }
 
+// ItemAnswer defines model for ItemAnswer.
+type ItemAnswer = json.RawMessage
+
 // ItemList defines model for ItemList.
 type ItemList struct {
 	Data       []Item  `json:"data"`
@@ -649,6 +754,37 @@ type ItemWrite struct {
 	ValidFrom  *string  `json:"valid_from,omitempty"`
 	ValidUntil *string  `json:"valid_until,omitempty"`
 }
+
+// KxmContextItem KXM's ContextItem v1 (kontextmind/kxm, plugins/kxm/src/context.ts), exactly its members.
+type KxmContextItem struct {
+	Authority    string             `json:"authority"`
+	Confidence   string             `json:"confidence"`
+	EvidenceRefs *[]string          `json:"evidenceRefs,omitempty"`
+	Id           string             `json:"id"`
+	Kind         KxmContextItemKind `json:"kind"`
+	ObservedAt   *string            `json:"observedAt,omitempty"`
+	Project      string             `json:"project"`
+	Provenance   struct {
+		DerivedFrom *[]string                          `json:"derivedFrom,omitempty"`
+		SourceRef   *string                            `json:"sourceRef,omitempty"`
+		SourceType  KxmContextItemProvenanceSourceType `json:"sourceType"`
+	} `json:"provenance"`
+	StateKey   *string               `json:"stateKey,omitempty"`
+	Status     *KxmContextItemStatus `json:"status,omitempty"`
+	Summary    string                `json:"summary"`
+	Supersedes *[]string             `json:"supersedes,omitempty"`
+	ValidFrom  *string               `json:"validFrom,omitempty"`
+	ValidUntil *string               `json:"validUntil,omitempty"`
+}
+
+// KxmContextItemKind defines model for KxmContextItem.Kind.
+type KxmContextItemKind string
+
+// KxmContextItemProvenanceSourceType defines model for KxmContextItem.Provenance.SourceType.
+type KxmContextItemProvenanceSourceType string
+
+// KxmContextItemStatus defines model for KxmContextItem.Status.
+type KxmContextItemStatus string
 
 // Packet defines model for Packet.
 type Packet struct {
@@ -1165,7 +1301,13 @@ type DeleteItemParams struct {
 type GetItemParams struct {
 	// AsOf RFC 3339 time; recorded time, not the validity window.
 	AsOf *string `form:"as_of,omitempty" json:"as_of,omitempty"`
+
+	// Format contextd (the default): an Item; kxm: KXM's ContextItem v1, mapped as the README says.
+	Format *GetItemParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
+
+// GetItemParamsFormat defines parameters for GetItem.
+type GetItemParamsFormat string
 
 // PutItemParams defines parameters for PutItem.
 type PutItemParams struct {
@@ -2164,6 +2306,13 @@ func (w *ServerInterfaceWrapper) GetItem(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_of", ctx.QueryParams(), &params.AsOf, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_of: %s", err))
+	}
+
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -3921,7 +4070,7 @@ type GetItem200ResponseHeaders struct {
 }
 
 type GetItem200JSONResponse struct {
-	Body    Item
+	Body    ItemAnswer
 	Headers GetItem200ResponseHeaders
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/kxm"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -213,11 +214,26 @@ func (s *Server) GetItem(ctx context.Context, r api.GetItemRequestObject) (api.G
 		}
 		asOf = &t
 	}
+	format := api.Contextd
+	if r.Params.Format != nil {
+		format = *r.Params.Format
+	}
+	if !format.Valid() {
+		return nil, validation.One("format", "enum", "format must be contextd or kxm, not %q", format)
+	}
 	v, err := s.items.Get(ctx, agentFrom(ctx), r.Project, r.Key, asOf)
 	if err != nil {
 		return nil, err
 	}
-	return api.GetItem200JSONResponse{Body: toItem(v), Headers: api.GetItem200ResponseHeaders{ETag: etag(v.Version)}}, nil
+	var body any = toItem(v)
+	if format == api.Kxm {
+		body = kxm.Export(v)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetItem200JSONResponse{Body: b, Headers: api.GetItem200ResponseHeaders{ETag: etag(v.Version)}}, nil
 }
 
 // DeleteItem implements api.StrictServerInterface.
