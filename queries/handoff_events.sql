@@ -29,3 +29,10 @@ WHERE e.project = @project AND e.seq > @after
   AND (sqlc.narg('source_role')::text IS NULL OR h.source_role = sqlc.narg('source_role'))
 ORDER BY e.seq
 LIMIT @max;
+
+-- name: HandoffLastEvents :many
+-- The last event of each of several handoffs: for a terminal handoff, the
+-- one that set its status (who accepted, rejected or withdrew it).
+SELECT DISTINCT ON (handoff_id) * FROM handoff_events
+WHERE project = @project AND handoff_id = ANY(@handoff_ids::text[])
+ORDER BY handoff_id, seq DESC;

@@ -111,3 +111,12 @@ SELECT key, version FROM item_versions
 WHERE project = @project AND (key, version) > (@after_key::text, @after_version::integer)
 ORDER BY key, version
 LIMIT @lim;
+
+-- name: ItemVersionKindSources :many
+-- The kind and source of versions by (key, version): what a packet's
+-- provenance counts were made of.
+SELECT v.key, v.version, v.kind, v.source
+FROM item_versions v
+JOIN (SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version) s
+  ON v.key = s.key AND v.version = s.version
+WHERE v.project = @project;

@@ -41,3 +41,10 @@ FROM packet_records r
 JOIN packets p ON p.project = r.project AND p.id = r.packet_id
 WHERE r.project = @project AND r.subject_kind = 'handoff' AND r.subject_key = @handoff_id
 ORDER BY r.created_at, r.packet_id;
+
+-- name: PacketRecordListMany :many
+-- The records of several packets of a project, by packet and order: a
+-- page of packet summaries reads its records in one trip.
+SELECT * FROM packet_records
+WHERE project = @project AND packet_id = ANY(@packet_ids::text[])
+ORDER BY packet_id, ord;

@@ -252,7 +252,7 @@ func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, caller *Agent, p C
 		return nil, "", fmt.Errorf("%w: an admin grants only projects in its own scope", ErrForbidden)
 	}
 	if p.MaxAuthority == "" {
-		p.MaxAuthority = lowerAuthority(DefaultMaxAuthority(p.Permission), caller.ceiling())
+		p.MaxAuthority = Capped(DefaultMaxAuthority(p.Permission), caller.ceiling())
 	}
 	if err := caller.grants(p.MaxAuthority); err != nil {
 		return nil, "", err

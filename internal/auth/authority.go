@@ -31,8 +31,8 @@ func DefaultMaxAuthority(p Permission) string {
 	return Instruction
 }
 
-// lowerAuthority is the weaker of two authorities.
-func lowerAuthority(a, b string) string {
+// Capped is authority a capped at b: the weaker of the two.
+func Capped(a, b string) string {
 	if authorityRank[a] <= authorityRank[b] {
 		return a
 	}

@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/contextd/contextd/internal/auth"
 )
 
 // Roles are the agent roles of the workload; some items are hidden from
@@ -194,24 +196,6 @@ var (
 	stateGroupEach = 100 // one contradiction group per this many always-on items
 )
 
-// withinCeiling caps an authority at its source's ceiling, as contextd
-// enforces it (auth.SourceCeiling): people and workflows may write policy,
-// git, the project and decisions instruction, everything else evidence.
-func withinCeiling(authority, source string) string {
-	rank := map[string]int{"policy": 4, "instruction": 3, "evidence": 2, "hypothesis": 1}
-	ceiling := "evidence"
-	switch source {
-	case "human", "workflow", "steering":
-		ceiling = "policy"
-	case "git", "project", "decision":
-		ceiling = "instruction"
-	}
-	if rank[authority] > rank[ceiling] {
-		return ceiling
-	}
-	return authority
-}
-
 // Layer generates the n items of one layer (a bench project or _shared):
 // a fraction always of always-on items, the rest split evenly, at random,
 // among keyword, tool and relevance items; every 100th always-on item
@@ -227,7 +211,7 @@ func (c *Corpus) Layer(project string, n int, always float64) []Item {
 		it.Key = Key(project, i)
 		it.Kind = pick(rng, kindVals, kindWeights)
 		it.Source = pick(rng, sourceVals, sourceWeights)
-		it.Authority = withinCeiling(pick(rng, authVals, authWeights), it.Source)
+		it.Authority = auth.Capped(pick(rng, authVals, authWeights), auth.SourceCeiling(it.Source)) // as contextd enforces it
 		it.Confidence = pick(rng, confVals, confWeights)
 		it.Priority = rng.IntN(11)
 		it.Title = strings.ToUpper(c.Word(rng)[:1]) + c.Words(rng, 1+rng.IntN(5))[1:]

@@ -3,8 +3,8 @@ package ctxtype
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 
 	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/validation"
@@ -82,8 +82,8 @@ func checkDocument(errs *validation.List, pointer string, doc map[string]any, ma
 		}
 		switch x := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(x) {
-				cp := p + "/" + escapePointer(k)
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				cp := p + "/" + validation.EscapePointer(k)
 				if validation.LooksLikeCredential(k) {
 					errs.Add(cp, "forbidden_key", "key %q looks like a credential; credentials are never put in context", k)
 					continue
@@ -98,17 +98,4 @@ func checkDocument(errs *validation.List, pointer string, doc map[string]any, ma
 	}
 	walk(pointer, doc, 1)
 	return !deep
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

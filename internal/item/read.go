@@ -115,7 +115,7 @@ func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cu
 	rows, more, err := fillPage(limit, func(max int) ([]*Version, error) {
 		lp.Max = max
 		return s.store.ItemVersionList(ctx, lp)
-	}, func(last *Version) { lp.After = last.Version })
+	}, func(last *Version) { lp.After = last.Version }, textBytes)
 	if err != nil {
 		return Page{}, fmt.Errorf("list versions: %w", err)
 	}
@@ -163,7 +163,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 		rows, more, err := fillPage(p.Limit, func(max int) ([]*Version, error) {
 			lp.Max = max
 			return s.store.ItemList(ctx, lp)
-		}, func(last *Version) { lp.AfterKey = last.Key })
+		}, func(last *Version) { lp.AfterKey = last.Key }, textBytes)
 		if err != nil {
 			return Page{}, fmt.Errorf("list items: %w", err)
 		}
@@ -179,7 +179,8 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 	rows, more, err := fillPage(p.Limit, func(max int) ([]store.RankedVersion, error) {
 		lp.Max = max
 		return s.store.ItemSearch(ctx, lp)
-	}, func(last store.RankedVersion) { lp.HasCursor, lp.AfterKey, lp.AfterRank = true, last.Key, last.Rank })
+	}, func(last store.RankedVersion) { lp.HasCursor, lp.AfterKey, lp.AfterRank = true, last.Key, last.Rank },
+		func(r store.RankedVersion) int { return textBytes(r.Version) })
 	if err != nil {
 		return Page{}, fmt.Errorf("search items: %w", err)
 	}
@@ -207,8 +208,9 @@ func textBytes(v *Version) int { return len(v.Content) + len(v.Title) + len(v.Su
 
 // fillPage reads up to limit rows in chunks (fetch(max) returns the next
 // rows after the position advance last moved to), stopping early once the
-// page holds MaxPageBytes; more reports whether rows remain after it.
-func fillPage[R any](limit int, fetch func(max int) ([]R, error), advance func(last R)) (rows []R, more bool, err error) {
+// page holds MaxPageBytes by size; more reports whether rows remain after
+// it.
+func fillPage[R any](limit int, fetch func(max int) ([]R, error), advance func(last R), size func(R) int) (rows []R, more bool, err error) {
 	bytes := 0
 	for len(rows) < limit {
 		want := min(limit-len(rows), pageChunk)
@@ -224,7 +226,7 @@ func fillPage[R any](limit int, fetch func(max int) ([]R, error), advance func(l
 				return rows, true, nil
 			}
 			rows = append(rows, r)
-			bytes += sizeOf(r)
+			bytes += size(r)
 		}
 		if len(got) <= want {
 			return rows, false, nil
@@ -232,14 +234,4 @@ func fillPage[R any](limit int, fetch func(max int) ([]R, error), advance func(l
 		advance(rows[len(rows)-1])
 	}
 	return rows, true, nil
-}
-
-func sizeOf(r any) int {
-	switch v := r.(type) {
-	case *Version:
-		return textBytes(v)
-	case store.RankedVersion:
-		return textBytes(v.Version)
-	}
-	return 0
 }

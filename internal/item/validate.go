@@ -257,7 +257,7 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 		case map[string]any:
 			for _, k := range slices.Sorted(maps.Keys(x)) {
 				child := x[k]
-				cp := p + "/" + escapePointer(k)
+				cp := p + "/" + validation.EscapePointer(k)
 				if validation.LooksLikeCredential(k) {
 					errs.Add(cp, "forbidden_key", "metadata key %q looks like a credential; credentials are never stored in context", k)
 					continue
@@ -280,8 +280,4 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 		errs.Add(pointer, "format", "metadata must not contain NUL characters")
 	}
 	return out
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

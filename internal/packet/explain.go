@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -131,35 +130,45 @@ func (s *Service) withheldSpans(ctx context.Context, agent *auth.Agent, proj, id
 // unresolved gaps of the others, their share of the gaps not listed and of
 // the provenance counts go too, computed as the packet is read.
 func (s *Service) withoutRecordsOf(ctx context.Context, p *Packet, shown []assemble.Record) error {
-	kept := map[[2]string]bool{}
-	for _, r := range shown {
-		kept[[2]string{r.SubjectKey, strconv.Itoa(r.SubjectVersion)}] = true
+	type id struct {
+		key     string
+		version int
 	}
-	listed := map[[2]string]bool{}
+	kept, listed := map[id]bool{}, map[id]bool{}
+	for _, r := range shown {
+		kept[id{r.SubjectKey, r.SubjectVersion}] = true
+	}
 	gaps := p.Gaps[:0:0]
 	for _, g := range p.Gaps {
-		id := [2]string{g.Key, strconv.Itoa(g.Version)}
-		listed[id] = true
-		if g.Key == "" || kept[id] {
+		listed[id{g.Key, g.Version}] = true
+		if g.Key == "" || kept[id{g.Key, g.Version}] {
 			gaps = append(gaps, g)
 		}
 	}
+	// Stored records do not carry kind and source; their versions do, read
+	// in one query per layer.
+	keys, versions := map[string][]string{}, map[string][]int32{}
 	for _, r := range p.Records {
-		id := [2]string{r.SubjectKey, strconv.Itoa(r.SubjectVersion)}
-		if r.SubjectKind != assemble.SubjectItem || kept[id] {
+		if r.SubjectKind != assemble.SubjectItem || kept[id{r.SubjectKey, r.SubjectVersion}] {
 			continue
 		}
-		if r.Reason == assemble.ReasonBudget && !listed[id] {
+		if r.Reason == assemble.ReasonBudget && !listed[id{r.SubjectKey, r.SubjectVersion}] {
 			p.GapsMore--
 		}
 		if r.Decision == assemble.Included {
-			// Stored records do not carry kind and source; the version does.
-			v, err := s.store.ItemVersionGet(ctx, r.SubjectProject, r.SubjectKey, r.SubjectVersion)
-			if err != nil {
-				return err
-			}
-			uncount(p.Provenance.ByKind, v.Kind)
-			uncount(p.Provenance.BySource, v.Source)
+			keys[r.SubjectProject] = append(keys[r.SubjectProject], r.SubjectKey)
+			versions[r.SubjectProject] = append(versions[r.SubjectProject], int32(r.SubjectVersion))
+		}
+	}
+	for layer, ks := range keys {
+		got, err := s.store.ItemVersionKindSources(ctx, layer, ks, versions[layer])
+		if err != nil {
+			return err
+		}
+		for i, k := range ks {
+			ksrc := got[store.VersionKey{Key: k, Version: int(versions[layer][i])}]
+			uncount(p.Provenance.ByKind, ksrc.Kind)
+			uncount(p.Provenance.BySource, ksrc.Source)
 		}
 	}
 	p.Gaps, p.Records = gaps, shown
@@ -222,19 +231,23 @@ func withoutHidden(records []assemble.Record, hidden map[[2]string]bool) []assem
 
 // summariesNow makes a non-admin's page of packet summaries leave out what
 // is hidden from its role now (gaps, counts), as Get does for one packet:
-// the page's records are read, and their items' visibility in one query
-// per layer for the whole page.
+// the page's records are read in one query, and their items' visibility in
+// one query per layer for the whole page.
 func (s *Service) summariesNow(ctx context.Context, agent *auth.Agent, proj string, ps []*Packet) error {
 	if agent.SeesAllRoles() || len(ps) == 0 {
 		return nil
 	}
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+	}
+	recs, err := s.store.PacketRecordListMany(ctx, proj, ids)
+	if err != nil {
+		return err
+	}
 	var all []assemble.Record
 	for _, p := range ps {
-		recs, err := s.store.PacketRecordList(ctx, proj, p.ID)
-		if err != nil {
-			return err
-		}
-		p.Records = visibleRecords(agent, recs)
+		p.Records = visibleRecords(agent, recs[p.ID])
 		all = append(all, p.Records...)
 	}
 	hidden, err := s.hiddenNow(ctx, agent, all)

@@ -171,30 +171,38 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID 
 		if n := h.SuggestedNextStep; n != nil {
 			p.NextStep = &render.NextStep{StepID: n.StepID, Action: n.Action}
 		}
-		if err := reasonOf(ctx, db, proj, h, &p); err != nil {
-			return nil, err
-		}
 		out[i] = p
+	}
+	if err := reasonsOf(ctx, db, proj, hs, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// reasonOf gives a predecessor that was rejected or withdrawn (superseded
-// with a reason) its reason and who gave it (the event that set its
-// status), so a rework packet says why.
-func reasonOf(ctx context.Context, db store.DB, proj string, h *handoff.Handoff, p *assemble.Predecessor) error {
-	if h.StatusReason == "" {
+// reasonsOf gives each predecessor that was rejected or withdrawn
+// (superseded with a reason) its reason and who gave it: the last event of
+// a terminal handoff is the one that set its status. One query for all.
+func reasonsOf(ctx context.Context, db store.DB, proj string, hs []*handoff.Handoff, out []assemble.Predecessor) error {
+	var ids []string
+	for _, h := range hs {
+		if h.StatusReason != "" {
+			ids = append(ids, h.ID)
+		}
+	}
+	if len(ids) == 0 {
 		return nil
 	}
-	p.Reason = h.StatusReason
-	events, err := db.HandoffEventList(ctx, proj, h.ID)
+	last, err := db.HandoffLastEvents(ctx, proj, ids)
 	if err != nil {
 		return err
 	}
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].ToStatus == h.Status {
-			p.ReasonBy, p.ReasonByRole = events[i].Actor, events[i].ActorRole
-			break
+	for i, h := range hs {
+		if h.StatusReason == "" {
+			continue
+		}
+		out[i].Reason = h.StatusReason
+		if e, ok := last[h.ID]; ok && e.ToStatus == h.Status {
+			out[i].ReasonBy, out[i].ReasonByRole = e.Actor, e.ActorRole
 		}
 	}
 	return nil

@@ -106,7 +106,7 @@ func nulProblem(body []byte) error {
 				if strings.ContainsRune(k, 0) {
 					errs.Add(ptr, "format", "member names must not contain NUL characters")
 				}
-				walk(ptr+"/"+strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"), el)
+				walk(ptr+"/"+validation.EscapePointer(k), el)
 			}
 		case []any:
 			for i, el := range x {
@@ -230,7 +230,7 @@ func shapeProblems(v any, t reflect.Type, ptr string, out *[]validation.Field) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			child := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			child := ptr + "/" + validation.EscapePointer(k)
 			f, ok := jsonField(t, k)
 			if !ok {
 				*out = append(*out, validation.Field{Pointer: child, Code: "unknown_field", Detail: fmt.Sprintf("unknown field %q", k)})

@@ -279,3 +279,17 @@ func (db DB) HandoffEventStream(ctx context.Context, project string, after int64
 	}
 	return out, nil
 }
+
+// HandoffLastEvents is the last event of each of several handoffs, by
+// handoff id, in one query.
+func (db DB) HandoffLastEvents(ctx context.Context, project string, ids []string) (map[string]HandoffEvent, error) {
+	rows, err := q.HandoffLastEvents(ctx, db.ex, dbsqlc.HandoffLastEventsParams{Project: project, HandoffIds: ids})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make(map[string]HandoffEvent, len(rows))
+	for _, r := range rows {
+		out[r.HandoffID] = eventOf(r)
+	}
+	return out, nil
+}

@@ -447,3 +447,20 @@ func (db DB) ItemVersionCurrentMany(ctx context.Context, project string, keys []
 	}
 	return out, nil
 }
+
+// KindSource is a version's kind and source.
+type KindSource struct{ Kind, Source string }
+
+// ItemVersionKindSources is the kind and source of versions of a project,
+// by key and version, in one query.
+func (db DB) ItemVersionKindSources(ctx context.Context, project string, keys []string, versions []int32) (map[VersionKey]KindSource, error) {
+	rows, err := q.ItemVersionKindSources(ctx, db.ex, dbsqlc.ItemVersionKindSourcesParams{Project: project, Keys: keys, Versions: versions})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make(map[VersionKey]KindSource, len(rows))
+	for _, r := range rows {
+		out[VersionKey{Key: r.Key, Version: int(r.Version)}] = KindSource{Kind: r.Kind, Source: r.Source}
+	}
+	return out, nil
+}

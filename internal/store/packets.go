@@ -57,17 +57,35 @@ func (db DB) PacketRecordList(ctx context.Context, project, id string) ([]ctxtyp
 	}
 	out := make([]ctxtype.Record, len(rows))
 	for i, r := range rows {
-		rec := ctxtype.Record{
-			SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int(r.SubjectVersion),
-			Decision: r.Decision, Section: r.Section, Position: int(r.Position), Tokens: int(r.Tokens), Rank: int(r.Rank),
-			Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
-		}
-		if r.SpanStart != nil && r.SpanEnd != nil {
-			rec.Span = &ctxtype.Span{Start: int(*r.SpanStart), End: int(*r.SpanEnd)}
-		}
-		out[i] = rec
+		out[i] = recordOf(r)
 	}
 	return out, nil
+}
+
+// PacketRecordListMany is the records of several packets, by packet id, in
+// one query.
+func (db DB) PacketRecordListMany(ctx context.Context, project string, ids []string) (map[string][]ctxtype.Record, error) {
+	rows, err := q.PacketRecordListMany(ctx, db.ex, dbsqlc.PacketRecordListManyParams{Project: project, PacketIds: ids})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make(map[string][]ctxtype.Record, len(ids))
+	for _, r := range rows {
+		out[r.PacketID] = append(out[r.PacketID], recordOf(r))
+	}
+	return out, nil
+}
+
+func recordOf(r dbsqlc.PacketRecord) ctxtype.Record {
+	rec := ctxtype.Record{
+		SubjectKind: r.SubjectKind, SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int(r.SubjectVersion),
+		Decision: r.Decision, Section: r.Section, Position: int(r.Position), Tokens: int(r.Tokens), Rank: int(r.Rank),
+		Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer, AdminOnly: r.AdminOnly,
+	}
+	if r.SpanStart != nil && r.SpanEnd != nil {
+		rec.Span = &ctxtype.Span{Start: int(*r.SpanStart), End: int(*r.SpanEnd)}
+	}
+	return rec
 }
 
 // PacketListParams filters a listing of packets, newest first.

@@ -39,6 +39,12 @@ func (l *List) Add(pointer, code, format string, args ...any) {
 	l.fields = append(l.fields, Field{Pointer: pointer, Code: code, Detail: fmt.Sprintf(format, args...)})
 }
 
+// EscapePointer escapes a member name as one JSON Pointer token (RFC
+// 6901: "~" as "~0", "/" as "~1").
+func EscapePointer(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}
+
 // Len is the number of problems so far.
 func (l *List) Len() int { return len(l.fields) }
 

@@ -254,3 +254,47 @@ func (q *Queries) HandoffEventStream(ctx context.Context, db DBTX, arg HandoffEv
 	}
 	return items, nil
 }
+
+const handoffLastEvents = `-- name: HandoffLastEvents :many
+SELECT DISTINCT ON (handoff_id) project, seq, handoff_id, event, from_status, to_status, actor, actor_role, reason, created_at FROM handoff_events
+WHERE project = $1 AND handoff_id = ANY($2::text[])
+ORDER BY handoff_id, seq DESC
+`
+
+type HandoffLastEventsParams struct {
+	Project    string
+	HandoffIds []string
+}
+
+// The last event of each of several handoffs: for a terminal handoff, the
+// one that set its status (who accepted, rejected or withdrew it).
+func (q *Queries) HandoffLastEvents(ctx context.Context, db DBTX, arg HandoffLastEventsParams) ([]HandoffEvent, error) {
+	rows, err := db.Query(ctx, handoffLastEvents, arg.Project, arg.HandoffIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HandoffEvent{}
+	for rows.Next() {
+		var i HandoffEvent
+		if err := rows.Scan(
+			&i.Project,
+			&i.Seq,
+			&i.HandoffID,
+			&i.Event,
+			&i.FromStatus,
+			&i.ToStatus,
+			&i.Actor,
+			&i.ActorRole,
+			&i.Reason,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

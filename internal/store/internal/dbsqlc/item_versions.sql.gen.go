@@ -495,6 +495,54 @@ func (q *Queries) ItemVersionKeysPage(ctx context.Context, db DBTX, arg ItemVers
 	return items, nil
 }
 
+const itemVersionKindSources = `-- name: ItemVersionKindSources :many
+SELECT v.key, v.version, v.kind, v.source
+FROM item_versions v
+JOIN (SELECT unnest($1::text[]) AS key, unnest($2::integer[]) AS version) s
+  ON v.key = s.key AND v.version = s.version
+WHERE v.project = $3
+`
+
+type ItemVersionKindSourcesParams struct {
+	Keys     []string
+	Versions []int32
+	Project  string
+}
+
+type ItemVersionKindSourcesRow struct {
+	Key     string
+	Version int32
+	Kind    string
+	Source  string
+}
+
+// The kind and source of versions by (key, version): what a packet's
+// provenance counts were made of.
+func (q *Queries) ItemVersionKindSources(ctx context.Context, db DBTX, arg ItemVersionKindSourcesParams) ([]ItemVersionKindSourcesRow, error) {
+	rows, err := db.Query(ctx, itemVersionKindSources, arg.Keys, arg.Versions, arg.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemVersionKindSourcesRow{}
+	for rows.Next() {
+		var i ItemVersionKindSourcesRow
+		if err := rows.Scan(
+			&i.Key,
+			&i.Version,
+			&i.Kind,
+			&i.Source,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const itemVersionList = `-- name: ItemVersionList :many
 SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows
 WHERE project = $1 AND key = $2 AND version > $3

@@ -217,3 +217,57 @@ func (q *Queries) PacketRecordList(ctx context.Context, db DBTX, arg PacketRecor
 	}
 	return items, nil
 }
+
+const packetRecordListMany = `-- name: PacketRecordListMany :many
+SELECT project, packet_id, ord, subject_kind, subject_project, subject_key, subject_version, decision, section, position, span_start, span_end, tokens, rank, rule, reason, detail, layer, admin_only, created_at FROM packet_records
+WHERE project = $1 AND packet_id = ANY($2::text[])
+ORDER BY packet_id, ord
+`
+
+type PacketRecordListManyParams struct {
+	Project   string
+	PacketIds []string
+}
+
+// The records of several packets of a project, by packet and order: a
+// page of packet summaries reads its records in one trip.
+func (q *Queries) PacketRecordListMany(ctx context.Context, db DBTX, arg PacketRecordListManyParams) ([]PacketRecord, error) {
+	rows, err := db.Query(ctx, packetRecordListMany, arg.Project, arg.PacketIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PacketRecord{}
+	for rows.Next() {
+		var i PacketRecord
+		if err := rows.Scan(
+			&i.Project,
+			&i.PacketID,
+			&i.Ord,
+			&i.SubjectKind,
+			&i.SubjectProject,
+			&i.SubjectKey,
+			&i.SubjectVersion,
+			&i.Decision,
+			&i.Section,
+			&i.Position,
+			&i.SpanStart,
+			&i.SpanEnd,
+			&i.Tokens,
+			&i.Rank,
+			&i.Rule,
+			&i.Reason,
+			&i.Detail,
+			&i.Layer,
+			&i.AdminOnly,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
