@@ -65,6 +65,48 @@ func (e AgentUpdateMaxAuthority) Valid() bool {
 	}
 }
 
+// Defines values for AgentfootprintInjectionRecordSlot.
+const (
+	Messages     AgentfootprintInjectionRecordSlot = "messages"
+	SystemPrompt AgentfootprintInjectionRecordSlot = "system-prompt"
+	Tools        AgentfootprintInjectionRecordSlot = "tools"
+)
+
+// Valid indicates whether the value is a known member of the AgentfootprintInjectionRecordSlot enum.
+func (e AgentfootprintInjectionRecordSlot) Valid() bool {
+	switch e {
+	case Messages:
+		return true
+	case SystemPrompt:
+		return true
+	case Tools:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportRequestFormat.
+const (
+	ImportRequestFormatContextd ImportRequestFormat = "contextd"
+	ImportRequestFormatKxm      ImportRequestFormat = "kxm"
+	ImportRequestFormatNavi     ImportRequestFormat = "navi"
+)
+
+// Valid indicates whether the value is a known member of the ImportRequestFormat enum.
+func (e ImportRequestFormat) Valid() bool {
+	switch e {
+	case ImportRequestFormatContextd:
+		return true
+	case ImportRequestFormatKxm:
+		return true
+	case ImportRequestFormatNavi:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for KxmContextItemKind.
 const (
 	KxmContextItemKindEpisode   KxmContextItemKind = "episode"
@@ -127,22 +169,130 @@ func (e KxmContextItemProvenanceSourceType) Valid() bool {
 
 // Defines values for KxmContextItemStatus.
 const (
-	Current    KxmContextItemStatus = "current"
-	Proposed   KxmContextItemStatus = "proposed"
-	Rejected   KxmContextItemStatus = "rejected"
-	Superseded KxmContextItemStatus = "superseded"
+	KxmContextItemStatusCurrent    KxmContextItemStatus = "current"
+	KxmContextItemStatusProposed   KxmContextItemStatus = "proposed"
+	KxmContextItemStatusRejected   KxmContextItemStatus = "rejected"
+	KxmContextItemStatusSuperseded KxmContextItemStatus = "superseded"
 )
 
 // Valid indicates whether the value is a known member of the KxmContextItemStatus enum.
 func (e KxmContextItemStatus) Valid() bool {
 	switch e {
-	case Current:
+	case KxmContextItemStatusCurrent:
 		return true
-	case Proposed:
+	case KxmContextItemStatusProposed:
 		return true
-	case Rejected:
+	case KxmContextItemStatusRejected:
 		return true
-	case Superseded:
+	case KxmContextItemStatusSuperseded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KxmHandoffManifestIntent.
+const (
+	CompleteWorkflow KxmHandoffManifestIntent = "complete_workflow"
+	DispatchFix      KxmHandoffManifestIntent = "dispatch_fix"
+	RequestApproval  KxmHandoffManifestIntent = "request_approval"
+	RequestReview    KxmHandoffManifestIntent = "request_review"
+)
+
+// Valid indicates whether the value is a known member of the KxmHandoffManifestIntent enum.
+func (e KxmHandoffManifestIntent) Valid() bool {
+	switch e {
+	case CompleteWorkflow:
+		return true
+	case DispatchFix:
+		return true
+	case RequestApproval:
+		return true
+	case RequestReview:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KxmHandoffManifestSchema.
+const (
+	KxmHandoffManifestV1 KxmHandoffManifestSchema = "kxm.handoff-manifest.v1"
+)
+
+// Valid indicates whether the value is a known member of the KxmHandoffManifestSchema enum.
+func (e KxmHandoffManifestSchema) Valid() bool {
+	switch e {
+	case KxmHandoffManifestV1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KxmHandoffManifestStatus.
+const (
+	KxmHandoffManifestStatusAccepted   KxmHandoffManifestStatus = "accepted"
+	KxmHandoffManifestStatusPending    KxmHandoffManifestStatus = "pending"
+	KxmHandoffManifestStatusRejected   KxmHandoffManifestStatus = "rejected"
+	KxmHandoffManifestStatusSuperseded KxmHandoffManifestStatus = "superseded"
+)
+
+// Valid indicates whether the value is a known member of the KxmHandoffManifestStatus enum.
+func (e KxmHandoffManifestStatus) Valid() bool {
+	switch e {
+	case KxmHandoffManifestStatusAccepted:
+		return true
+	case KxmHandoffManifestStatusPending:
+		return true
+	case KxmHandoffManifestStatusRejected:
+		return true
+	case KxmHandoffManifestStatusSuperseded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KxmHandoffManifestTargetPermission.
+const (
+	Admin    KxmHandoffManifestTargetPermission = "admin"
+	Edit     KxmHandoffManifestTargetPermission = "edit"
+	ReadOnly KxmHandoffManifestTargetPermission = "read-only"
+)
+
+// Valid indicates whether the value is a known member of the KxmHandoffManifestTargetPermission enum.
+func (e KxmHandoffManifestTargetPermission) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Edit:
+		return true
+	case ReadOnly:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict.
+const (
+	FAIL    KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict = "FAIL"
+	PASS    KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict = "PASS"
+	UNKNOWN KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict = "UNKNOWN"
+	WARN    KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict = "WARN"
+)
+
+// Valid indicates whether the value is a known member of the KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict enum.
+func (e KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict) Valid() bool {
+	switch e {
+	case FAIL:
+		return true
+	case PASS:
+		return true
+	case UNKNOWN:
+		return true
+	case WARN:
 		return true
 	default:
 		return false
@@ -170,6 +320,24 @@ func (e RedactionStatus) Valid() bool {
 	}
 }
 
+// Defines values for TriggerMatch.
+const (
+	Stem TriggerMatch = "stem"
+	Word TriggerMatch = "word"
+)
+
+// Valid indicates whether the value is a known member of the TriggerMatch enum.
+func (e TriggerMatch) Valid() bool {
+	switch e {
+	case Stem:
+		return true
+	case Word:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WithheldRecordWithheld.
 const (
 	True WithheldRecordWithheld = true
@@ -185,18 +353,54 @@ func (e WithheldRecordWithheld) Valid() bool {
 	}
 }
 
+// Defines values for GetHandoffParamsFormat.
+const (
+	HandoffFormatContextd GetHandoffParamsFormat = "contextd"
+	HandoffFormatKxm      GetHandoffParamsFormat = "kxm"
+)
+
+// Valid indicates whether the value is a known member of the GetHandoffParamsFormat enum.
+func (e GetHandoffParamsFormat) Valid() bool {
+	switch e {
+	case HandoffFormatContextd:
+		return true
+	case HandoffFormatKxm:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetItemParamsFormat.
 const (
-	Contextd GetItemParamsFormat = "contextd"
-	Kxm      GetItemParamsFormat = "kxm"
+	GetItemParamsFormatContextd GetItemParamsFormat = "contextd"
+	GetItemParamsFormatKxm      GetItemParamsFormat = "kxm"
 )
 
 // Valid indicates whether the value is a known member of the GetItemParamsFormat enum.
 func (e GetItemParamsFormat) Valid() bool {
 	switch e {
-	case Contextd:
+	case GetItemParamsFormatContextd:
 		return true
-	case Kxm:
+	case GetItemParamsFormatKxm:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListPacketRecordsParamsFormat.
+const (
+	RecordsFormatAgentfootprint ListPacketRecordsParamsFormat = "agentfootprint"
+	RecordsFormatContextd       ListPacketRecordsParamsFormat = "contextd"
+)
+
+// Valid indicates whether the value is a known member of the ListPacketRecordsParamsFormat enum.
+func (e ListPacketRecordsParamsFormat) Valid() bool {
+	switch e {
+	case RecordsFormatAgentfootprint:
+		return true
+	case RecordsFormatContextd:
 		return true
 	default:
 		return false
@@ -269,6 +473,63 @@ type AgentWithKey struct {
 	Projects     []string   `json:"projects"`
 	RevokedAt    *time.Time `json:"revoked_at,omitempty"`
 	Role         string     `json:"role"`
+}
+
+// AgentfootprintInjectionRecord agentfootprint's InjectionRecord, the members contextd has values for.
+type AgentfootprintInjectionRecord struct {
+	BudgetSpent *struct {
+		// FractionOfCap tokens over the packet's token budget.
+		FractionOfCap float32 `json:"fractionOfCap"`
+		Tokens        int     `json:"tokens"`
+	} `json:"budgetSpent,omitempty"`
+
+	// ContentHash agentfootprint's fnv1a of the text over the record's span.
+	ContentHash string `json:"contentHash"`
+
+	// ContentSummary truncate(text, 80) of the text over the record's span.
+	ContentSummary string `json:"contentSummary"`
+
+	// Position The entry's place in its section.
+	Position *int `json:"position,omitempty"`
+
+	// RankPosition Only for ranked items.
+	RankPosition *int `json:"rankPosition,omitempty"`
+
+	// Reason The record's rule.
+	Reason string `json:"reason"`
+
+	// RetrievalScore Only for an item a relevance trigger fired.
+	RetrievalScore *float32                          `json:"retrievalScore,omitempty"`
+	SectionTag     *string                           `json:"sectionTag,omitempty"`
+	Slot           AgentfootprintInjectionRecordSlot `json:"slot"`
+
+	// Source agentfootprint's ContextSource: fact, memory, rag, skill or registry.
+	Source   string  `json:"source"`
+	SourceId *string `json:"sourceId,omitempty"`
+}
+
+// AgentfootprintInjectionRecordSlot defines model for AgentfootprintInjectionRecord.Slot.
+type AgentfootprintInjectionRecordSlot string
+
+// AgentfootprintTrace A packet's records in agentfootprint's vocabulary (footprintjs/agentfootprint): the included ones as its InjectionRecord (src/recorders/core/types.ts), the exclusions that kept a subject from becoming active as skipped (its InjectionEvaluation.skipped), and those where the budget or another entry won as evicted.
+type AgentfootprintTrace struct {
+	Data    []AgentfootprintInjectionRecord `json:"data"`
+	Evicted []struct {
+		Id string `json:"id"`
+
+		// Reason budget, contradicted or overridden.
+		Reason string `json:"reason"`
+	} `json:"evicted"`
+	Skipped []struct {
+		// Error contextd's detail.
+		Error *string `json:"error,omitempty"`
+
+		// Id key, _shared/key, request/part or handoff/id.
+		Id string `json:"id"`
+
+		// Reason unknown-fact (an unresolved template) or contextd's own reason (hidden).
+		Reason string `json:"reason"`
+	} `json:"skipped"`
 }
 
 // AttributeMatch defines model for AttributeMatch.
@@ -410,8 +671,11 @@ type BatchResult struct {
 		Key string `json:"key"`
 
 		// Status created, updated or unchanged.
-		Status  string `json:"status"`
-		Version int32  `json:"version"`
+		Status string `json:"status"`
+
+		// Tombstoned An import wrote the item and then tombstoned it (a KXM item of status superseded or rejected); the version is the tombstones.
+		Tombstoned *bool `json:"tombstoned,omitempty"`
+		Version    int32 `json:"version"`
 	} `json:"items"`
 	Unchanged int `json:"unchanged"`
 	Updated   int `json:"updated"`
@@ -491,10 +755,13 @@ type Handoff struct {
 	UpdatedAt            time.Time        `json:"updated_at"`
 	VerificationEvidence HandoffEvidence  `json:"verification_evidence"`
 
-	// Warnings On a create only, what was allowed but worth knowing (code no_agent_for_role).
+	// Warnings On a create only, what was allowed but worth knowing (codes no_agent_for_role; for a KXM manifest kxm_handoff_id_replaced, kxm_status_ignored).
 	Warnings      *[]HandoffWarning `json:"warnings,omitempty"`
 	WorkflowRunId string            `json:"workflow_run_id"`
 }
+
+// HandoffAnswer defines model for HandoffAnswer.
+type HandoffAnswer = json.RawMessage
 
 // HandoffCreate defines model for HandoffCreate.
 type HandoffCreate struct {
@@ -516,6 +783,9 @@ type HandoffCreate struct {
 	VerificationEvidence *HandoffEvidence `json:"verification_evidence,omitempty"`
 	WorkflowRunId        *string          `json:"workflow_run_id,omitempty"`
 }
+
+// HandoffCreateBody defines model for HandoffCreateBody.
+type HandoffCreateBody = json.RawMessage
 
 // HandoffDeliverables defines model for HandoffDeliverables.
 type HandoffDeliverables struct {
@@ -562,7 +832,7 @@ type HandoffDetail struct {
 	UsedByPackets        []PacketUse      `json:"used_by_packets"`
 	VerificationEvidence HandoffEvidence  `json:"verification_evidence"`
 
-	// Warnings On a create only, what was allowed but worth knowing (code no_agent_for_role).
+	// Warnings On a create only, what was allowed but worth knowing (codes no_agent_for_role; for a KXM manifest kxm_handoff_id_replaced, kxm_status_ignored).
 	Warnings      *[]HandoffWarning `json:"warnings,omitempty"`
 	WorkflowRunId string            `json:"workflow_run_id"`
 }
@@ -645,6 +915,17 @@ type HandoffWarning struct {
 type Health struct {
 	Status string `json:"status"`
 }
+
+// ImportRequest defines model for ImportRequest.
+type ImportRequest struct {
+	Format ImportRequestFormat `json:"format"`
+
+	// Items Objects in the format's own shape.
+	Items []json.RawMessage `json:"items"`
+}
+
+// ImportRequestFormat defines model for ImportRequest.Format.
+type ImportRequestFormat string
 
 // Injection defines model for Injection.
 type Injection struct {
@@ -786,6 +1067,71 @@ type KxmContextItemProvenanceSourceType string
 // KxmContextItemStatus defines model for KxmContextItem.Status.
 type KxmContextItemStatus string
 
+// KxmHandoffManifest KXM's HandoffManifestV1 (kontextmind/kxm, plugins/kxm/src/context-packet.ts; schemas/handoff-manifest.schema.json), exactly its members. Required here as KXM's schema requires them; on a create only schema, taskId, target.role and intent are required, and handoffId, status and createdAt may be anything.
+type KxmHandoffManifest struct {
+	BaseCommit        string  `json:"baseCommit"`
+	CandidateTreeHash *string `json:"candidateTreeHash,omitempty"`
+
+	// CreatedAt RFC 3339 UTC, ending in Z.
+	CreatedAt    string `json:"createdAt"`
+	Deliverables struct {
+		Artifacts []struct {
+			ArtifactRef string `json:"artifactRef"`
+			Name        string `json:"name"`
+		} `json:"artifacts"`
+		Patches []string `json:"patches"`
+		Reports []string `json:"reports"`
+	} `json:"deliverables"`
+	HandoffId     string                   `json:"handoffId"`
+	Intent        KxmHandoffManifestIntent `json:"intent"`
+	OpenQuestions *[]string                `json:"openQuestions,omitempty"`
+	ReworkOf      *string                  `json:"reworkOf,omitempty"`
+	Schema        KxmHandoffManifestSchema `json:"schema"`
+	Source        struct {
+		AgentId   string  `json:"agentId"`
+		AttemptId string  `json:"attemptId"`
+		Harness   string  `json:"harness"`
+		Model     *string `json:"model,omitempty"`
+		Role      string  `json:"role"`
+		StepId    string  `json:"stepId"`
+	} `json:"source"`
+	Status            KxmHandoffManifestStatus `json:"status"`
+	SuggestedNextStep *struct {
+		Action *string `json:"action,omitempty"`
+		StepId *string `json:"stepId,omitempty"`
+	} `json:"suggestedNextStep,omitempty"`
+	Target struct {
+		Permission KxmHandoffManifestTargetPermission `json:"permission"`
+		Role       string                             `json:"role"`
+	} `json:"target"`
+	TaskId               string `json:"taskId"`
+	VerificationEvidence struct {
+		CriticVerdicts []struct {
+			Critic  string                                                      `json:"critic"`
+			Summary *string                                                     `json:"summary,omitempty"`
+			Verdict KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict `json:"verdict"`
+		} `json:"criticVerdicts"`
+		WitnessExitCode int  `json:"witnessExitCode"`
+		WitnessPassed   bool `json:"witnessPassed"`
+	} `json:"verificationEvidence"`
+	WorkflowRunId string `json:"workflowRunId"`
+}
+
+// KxmHandoffManifestIntent defines model for KxmHandoffManifest.Intent.
+type KxmHandoffManifestIntent string
+
+// KxmHandoffManifestSchema defines model for KxmHandoffManifest.Schema.
+type KxmHandoffManifestSchema string
+
+// KxmHandoffManifestStatus defines model for KxmHandoffManifest.Status.
+type KxmHandoffManifestStatus string
+
+// KxmHandoffManifestTargetPermission defines model for KxmHandoffManifest.Target.Permission.
+type KxmHandoffManifestTargetPermission string
+
+// KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict defines model for KxmHandoffManifest.VerificationEvidence.CriticVerdicts.Verdict.
+type KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict string
+
 // Packet defines model for Packet.
 type Packet struct {
 	Budget    Budget    `json:"budget"`
@@ -827,7 +1173,10 @@ type PacketRequest struct {
 	// AgentContext At most 256 KB as JSON and 16 levels deep; credential-like keys (token, password, api_key, ...) are refused at any depth.
 	AgentContext *json.RawMessage `json:"agent_context,omitempty"`
 
-	// Format markdown (default), blocks or json
+	// ContextPackets navi ContextPackets ({"id","source","title","content","priority","metadata"}, as navi writes them) that go into this packet only: ranked by priority like items of authority evidence, rendered in Project Knowledge (with format navi, in navi's block), budgeted and recorded (subject request, key context_packets[i]); never written as items.
+	ContextPackets *[]json.RawMessage `json:"context_packets,omitempty"`
+
+	// Format markdown (default), blocks, json, kxm or navi (navi's render_context_packets block, after the request's own parts)
 	Format  *string `json:"format,omitempty"`
 	History *[]struct {
 		// Author person, agent or library
@@ -974,6 +1323,9 @@ type RecordList struct {
 	Data []Record `json:"data"`
 }
 
+// RecordsAnswer defines model for RecordsAnswer.
+type RecordsAnswer = json.RawMessage
+
 // Redaction defines model for Redaction.
 type Redaction struct {
 	CreatedAt    *time.Time      `json:"created_at,omitempty"`
@@ -1105,15 +1457,24 @@ type TransitionRequest struct {
 
 // Trigger Exactly one of the members.
 type Trigger struct {
-	Always     *bool     `json:"always,omitempty"`
-	Keywords   *[]string `json:"keywords,omitempty"`
-	PinnedOnly *bool     `json:"pinned_only,omitempty"`
-	Relevance  *bool     `json:"relevance,omitempty"`
-	Tool       *string   `json:"tool,omitempty"`
+	Always   *bool     `json:"always,omitempty"`
+	Keywords *[]string `json:"keywords,omitempty"`
+
+	// Match How keywords match, with keywords only: word (the default) compares whole words; stem compares the words' English stems (Snowball Porter2, as PostgreSQL's english_stem), so "chargeback" matches "chargebacks". Stored and answered only when stem.
+	Match      *TriggerMatch `json:"match,omitempty"`
+	PinnedOnly *bool         `json:"pinned_only,omitempty"`
+	Relevance  *bool         `json:"relevance,omitempty"`
+	Tool       *string       `json:"tool,omitempty"`
 }
+
+// TriggerMatch How keywords match, with keywords only: word (the default) compares whole words; stem compares the words' English stems (Snowball Porter2, as PostgreSQL's english_stem), so "chargeback" matches "chargebacks". Stored and answered only when stem.
+type TriggerMatch string
 
 // WhyAnswer defines model for WhyAnswer.
 type WhyAnswer struct {
+	// ContextPacket The request's context packet, as it was sent (navi's ContextPacket).
+	ContextPacket *json.RawMessage `json:"context_packet,omitempty"`
+
 	// Cutoff Where the budget stopped trying candidates: after the first candidate that did not fit it tries 32 more in rank order; every later one is excluded with reason budget_cutoff without being tried (and without a record). Absent when every candidate was tried.
 	Cutoff *Cutoff `json:"cutoff,omitempty"`
 
@@ -1252,6 +1613,15 @@ type StreamHandoffEventsParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// GetHandoffParams defines parameters for GetHandoff.
+type GetHandoffParams struct {
+	// Format contextd (the default): a HandoffDetail; kxm: KXM's handoff manifest v1 with the status contextd holds, mapped as the README says.
+	Format *GetHandoffParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// GetHandoffParamsFormat defines parameters for GetHandoff.
+type GetHandoffParamsFormat string
+
 // AcceptHandoffParams defines parameters for AcceptHandoff.
 type AcceptHandoffParams struct {
 	// IdempotencyKey Replay protection, per agent, kept 24 hours.
@@ -1342,6 +1712,12 @@ type ListItemVersionsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ImportItemsParams defines parameters for ImportItems.
+type ImportItemsParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListPacketsParams defines parameters for ListPackets.
 type ListPacketsParams struct {
 	TaskId     *string `form:"task_id,omitempty" json:"task_id,omitempty"`
@@ -1367,15 +1743,24 @@ type AssemblePacketParams struct {
 // ListPacketRecordsParams defines parameters for ListPacketRecords.
 type ListPacketRecordsParams struct {
 	Decision *string `form:"decision,omitempty" json:"decision,omitempty"`
+
+	// Format contextd (the default): a RecordList; agentfootprint: an AgentfootprintTrace, the records in agentfootprint's vocabulary, mapped as the README says.
+	Format *ListPacketRecordsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
+
+// ListPacketRecordsParamsFormat defines parameters for ListPacketRecords.
+type ListPacketRecordsParamsFormat string
 
 // WhyPacketParams defines parameters for WhyPacket.
 type WhyPacketParams struct {
 	// Item An item key (give item or handoff).
 	Item *string `form:"item,omitempty" json:"item,omitempty"`
 
-	// Handoff A handoff id (give item or handoff).
+	// Handoff A handoff id (give item, handoff or context_packet).
 	Handoff *string `form:"handoff,omitempty" json:"handoff,omitempty"`
+
+	// ContextPacket The index of one of the request's context_packets (give item, handoff or context_packet).
+	ContextPacket *int `form:"context_packet,omitempty" json:"context_packet,omitempty"`
 
 	// Layer For an item in both layers: project (default) or shared.
 	Layer *string `form:"layer,omitempty" json:"layer,omitempty"`
@@ -1396,7 +1781,7 @@ type UpdateAgentJSONRequestBody = AgentUpdate
 type PutProjectJSONRequestBody = ProjectWrite
 
 // CreateHandoffJSONRequestBody defines body for CreateHandoff for application/json ContentType.
-type CreateHandoffJSONRequestBody = HandoffCreate
+type CreateHandoffJSONRequestBody = HandoffCreateBody
 
 // AcceptHandoffJSONRequestBody defines body for AcceptHandoff for application/json ContentType.
 type AcceptHandoffJSONRequestBody = TransitionRequest
@@ -1415,6 +1800,9 @@ type PutItemJSONRequestBody = ItemWrite
 
 // RedactItemVersionJSONRequestBody defines body for RedactItemVersion for application/json ContentType.
 type RedactItemVersionJSONRequestBody = RedactionRequest
+
+// ImportItemsJSONRequestBody defines body for ImportItems for application/json ContentType.
+type ImportItemsJSONRequestBody = ImportRequest
 
 // AssemblePacketJSONRequestBody defines body for AssemblePacket for application/json ContentType.
 type AssemblePacketJSONRequestBody = PacketRequest
@@ -1480,7 +1868,7 @@ type ServerInterface interface {
 	StreamHandoffEvents(ctx echo.Context, project ProjectPath, params StreamHandoffEventsParams) error
 	// GetHandoff A handoff with its events, rework chain and packets.
 	// (GET /v1/projects/{project}/handoffs/{id})
-	GetHandoff(ctx echo.Context, project ProjectPath, id HandoffID) error
+	GetHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params GetHandoffParams) error
 	// AcceptHandoff Accept a pending handoff (target role or admin).
 	// (POST /v1/projects/{project}/handoffs/{id}/accept)
 	AcceptHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params AcceptHandoffParams) error
@@ -1517,6 +1905,9 @@ type ServerInterface interface {
 	// RedactItemVersion Remove a version's content (a leaked secret) from the version, the packets that included it and stored answers, keeping the proof.
 	// (POST /v1/projects/{project}/items/{key}/versions/{version}/redact)
 	RedactItemVersion(ctx echo.Context, project ProjectPath, key KeyPath, version int32) error
+	// ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
+	// (POST /v1/projects/{project}/items:import)
+	ImportItems(ctx echo.Context, project ProjectPath, params ImportItemsParams) error
 	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx echo.Context, project ProjectPath, params ListPacketsParams) error
@@ -2010,8 +2401,17 @@ func (w *ServerInterfaceWrapper) GetHandoff(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetHandoffParams
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetHandoff(ctx, project, id)
+	err = w.Handler.GetHandoff(ctx, project, id, params)
 	return err
 }
 
@@ -2551,6 +2951,42 @@ func (w *ServerInterfaceWrapper) RedactItemVersion(ctx echo.Context) error {
 	return err
 }
 
+// ImportItems converts echo context to params.
+func (w *ServerInterfaceWrapper) ImportItems(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ImportItemsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ImportItems(ctx, project, params)
+	return err
+}
+
 // ListPackets converts echo context to params.
 func (w *ServerInterfaceWrapper) ListPackets(ctx echo.Context) error {
 	var err error
@@ -2723,6 +3159,13 @@ func (w *ServerInterfaceWrapper) ListPacketRecords(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter decision: %s", err))
 	}
 
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListPacketRecords(ctx, project, id, params)
 	return err
@@ -2785,6 +3228,13 @@ func (w *ServerInterfaceWrapper) WhyPacket(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "handoff", ctx.QueryParams(), &params.Handoff, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter handoff: %s", err))
+	}
+
+	// ------------- Optional query parameter "context_packet" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "context_packet", ctx.QueryParams(), &params.ContextPacket, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter context_packet: %s", err))
 	}
 
 	// ------------- Optional query parameter "layer" -------------
@@ -2924,6 +3374,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/v1/projects/:project", wrapper.PutProject, options.OperationMiddlewares["putProject"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items", wrapper.ListItems, options.OperationMiddlewares["listItems"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/items", wrapper.BatchItems, options.OperationMiddlewares["batchItems"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/items\\:import", wrapper.ImportItems, options.OperationMiddlewares["importItems"]...)
 	router.DELETE(options.BaseURL+"/v1/projects/:project/items/:key", wrapper.DeleteItem, options.OperationMiddlewares["deleteItem"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key", wrapper.GetItem, options.OperationMiddlewares["getItem"]...)
 	router.PUT(options.BaseURL+"/v1/projects/:project/items/:key", wrapper.PutItem, options.OperationMiddlewares["putItem"]...)
@@ -3732,13 +4183,22 @@ func (response StreamHandoffEventsdefaultApplicationProblemPlusJSONResponse) Vis
 type GetHandoffRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Id      HandoffID   `json:"id"`
+	Params  GetHandoffParams
 }
 
 type GetHandoffResponseObject interface {
 	VisitGetHandoffResponse(w http.ResponseWriter) error
 }
 
-type GetHandoff200JSONResponse HandoffDetail
+type GetHandoff200JSONResponse HandoffAnswer
+
+func (t GetHandoff200JSONResponse) MarshalJSON() ([]byte, error) {
+	return HandoffAnswer(t).MarshalJSON()
+}
+
+func (t *GetHandoff200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*HandoffAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response GetHandoff200JSONResponse) VisitGetHandoffResponse(w http.ResponseWriter) error {
 
@@ -4381,6 +4841,51 @@ func (response RedactItemVersiondefaultApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type ImportItemsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  ImportItemsParams
+	Body    *ImportItemsJSONRequestBody
+}
+
+type ImportItemsResponseObject interface {
+	VisitImportItemsResponse(w http.ResponseWriter) error
+}
+
+type ImportItems200JSONResponse BatchResult
+
+func (response ImportItems200JSONResponse) VisitImportItemsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportItemsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ImportItemsdefaultApplicationProblemPlusJSONResponse) VisitImportItemsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPacketsRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Params  ListPacketsParams
@@ -4569,7 +5074,15 @@ type ListPacketRecordsResponseObject interface {
 	VisitListPacketRecordsResponse(w http.ResponseWriter) error
 }
 
-type ListPacketRecords200JSONResponse RecordList
+type ListPacketRecords200JSONResponse RecordsAnswer
+
+func (t ListPacketRecords200JSONResponse) MarshalJSON() ([]byte, error) {
+	return RecordsAnswer(t).MarshalJSON()
+}
+
+func (t *ListPacketRecords200JSONResponse) UnmarshalJSON(b []byte) error {
+	return (*RecordsAnswer)(t).UnmarshalJSON(b)
+}
 
 func (response ListPacketRecords200JSONResponse) VisitListPacketRecordsResponse(w http.ResponseWriter) error {
 
@@ -4918,6 +5431,9 @@ type StrictServerInterface interface {
 	// RedactItemVersion Remove a version's content (a leaked secret) from the version, the packets that included it and stored answers, keeping the proof.
 	// (POST /v1/projects/{project}/items/{key}/versions/{version}/redact)
 	RedactItemVersion(ctx context.Context, request RedactItemVersionRequestObject) (RedactItemVersionResponseObject, error)
+	// ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
+	// (POST /v1/projects/{project}/items:import)
+	ImportItems(ctx context.Context, request ImportItemsRequestObject) (ImportItemsResponseObject, error)
 	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx context.Context, request ListPacketsRequestObject) (ListPacketsResponseObject, error)
@@ -5481,11 +5997,12 @@ func (sh *strictHandler) StreamHandoffEvents(ctx echo.Context, project ProjectPa
 }
 
 // GetHandoff operation middleware
-func (sh *strictHandler) GetHandoff(ctx echo.Context, project ProjectPath, id HandoffID) error {
+func (sh *strictHandler) GetHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params GetHandoffParams) error {
 	var request GetHandoffRequestObject
 
 	request.Project = project
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetHandoff(ctx.Request().Context(), request.(GetHandoffRequestObject))
@@ -5969,6 +6486,55 @@ func (sh *strictHandler) RedactItemVersion(ctx echo.Context, project ProjectPath
 		return err
 	} else if validResponse, ok := response.(RedactItemVersionResponseObject); ok {
 		return validResponse.VisitRedactItemVersionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ImportItems operation middleware
+func (sh *strictHandler) ImportItems(ctx echo.Context, project ProjectPath, params ImportItemsParams) error {
+	var request ImportItemsRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	var body ImportItemsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ImportItems(ctx.Request().Context(), request.(ImportItemsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ImportItems")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ImportItemsResponseObject); ok {
+		return validResponse.VisitImportItemsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

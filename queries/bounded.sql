@@ -65,10 +65,11 @@ WHERE i.project = ANY(@projects::text[]) AND i.live AND i.key = ANY(@pins::text[
 -- The keyword items of a layer with a keyword that starts with a word a
 -- person said, from the item rows alone (the GIN index on the first words,
 -- each qualified by its project: @terms are project, U+001F, word):
--- their rank position, roles, window and keywords, which is all the keyword
--- lane needs to order them, tell which fire and count those never tried.
+-- their rank position, roles, window, keywords and how they match, which is
+-- all the keyword lane needs to order them, tell which fire and count those
+-- never tried. A stem-mode item's terms are project, U+001F, "~" and a stem.
 SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
-       valid_from, valid_until, trigger_keywords
+       valid_from, valid_until, trigger_keywords, trigger_match
 FROM items
 WHERE project = @project AND live AND trigger_kind = 'keywords' AND trigger_terms && @terms::text[];
 

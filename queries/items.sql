@@ -25,7 +25,9 @@ SELECT * FROM items WHERE project = @project AND key = @key FOR UPDATE;
 -- here once).
 -- The counters of open items move with ProjectCountersAdd and
 -- ToolCountersAdd, sent with COMMIT. trigger_words holds one comma-joined
--- string per key (they cannot be a ragged array); empty means none.
+-- string per key (they cannot be a ragged array); empty means none. They
+-- are keyword.Term of each keyword: its first word, or for a stem-mode
+-- item ("match": "stem", trigger_match) "~" and the first word's stem.
 WITH u AS (
     SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version,
            unnest(@lives::boolean[]) AS live, unnest(@trigger_kinds::text[]) AS trigger_kind,
@@ -33,7 +35,7 @@ WITH u AS (
 )
 INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
                         rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
-                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, fields_sha256, search)
+                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_match, fields_sha256, search)
 SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
     CASE WHEN u.trigger_words = '' THEN '{}'::text[]
@@ -46,6 +48,7 @@ SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool
     (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
     v.visible_to, v.hidden_from, v.valid_from, v.valid_until,
     coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
+    CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END,
     v.fields_sha256,
     CASE WHEN u.live THEN contextd_search_vector(v.title, v.summary, v.content) END
 FROM u
@@ -59,7 +62,7 @@ SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_ki
     state_key = EXCLUDED.state_key, open = EXCLUDED.open,
     visible_to = EXCLUDED.visible_to, hidden_from = EXCLUDED.hidden_from,
     valid_from = EXCLUDED.valid_from, valid_until = EXCLUDED.valid_until,
-    trigger_keywords = EXCLUDED.trigger_keywords, fields_sha256 = EXCLUDED.fields_sha256,
+    trigger_keywords = EXCLUDED.trigger_keywords, trigger_match = EXCLUDED.trigger_match, fields_sha256 = EXCLUDED.fields_sha256,
     search = EXCLUDED.search, updated_at = now();
 
 -- name: ProjectCountersAdd :exec
@@ -76,3 +79,14 @@ SELECT @project, t.tool, t.n
 FROM (SELECT unnest(@tools::text[]) AS tool, unnest(@deltas::bigint[]) AS n) t
 ORDER BY t.tool
 ON CONFLICT (project, tool) DO UPDATE SET open = tool_counters.open + EXCLUDED.open;
+
+-- name: ItemRetiredMany :many
+-- For the keys whose current version is a tombstone, the fields hash of
+-- the version before it: an import of a KXM item that is superseded or
+-- rejected writes it and then tombstones it, and a second import of the
+-- same item compares with that version (the same fields: unchanged). Read
+-- after the write path has locked the rows.
+SELECT i.key, i.current_version, i.visible_to, i.hidden_from, v.fields_sha256
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version - 1
+WHERE i.project = @project AND i.key = ANY(@keys::text[]) AND NOT i.live AND NOT v.deleted;

@@ -94,7 +94,7 @@ func TestStoreIsTheOnlyDoor(t *testing.T) {
 // database, store, HTTP or Echo code, so they cannot do I/O by accident.
 func TestPureCore(t *testing.T) {
 	t.Parallel()
-	deps := goList(t, "-deps", "./internal/assemble", "./internal/render", "./internal/audit", "./internal/attribute", "./internal/kxm")
+	deps := goList(t, "-deps", "./internal/assemble", "./internal/render", "./internal/audit", "./internal/attribute", "./internal/kxm", "./internal/navi", "./internal/footprint")
 	var bad []string
 	for _, dep := range strings.Fields(deps) {
 		switch {
@@ -106,7 +106,7 @@ func TestPureCore(t *testing.T) {
 		}
 	}
 	if len(bad) > 0 {
-		t.Errorf("internal/assemble, internal/render, internal/audit, internal/attribute and internal/kxm must stay pure; their dependencies include:\n%s", strings.Join(bad, "\n"))
+		t.Errorf("internal/assemble, internal/render, internal/audit, internal/attribute, internal/kxm, internal/navi and internal/footprint must stay pure; their dependencies include:\n%s", strings.Join(bad, "\n"))
 	}
 }
 

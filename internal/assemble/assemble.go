@@ -31,7 +31,10 @@ type Candidate struct {
 // Input is everything an assembly depends on, so that storing it is enough
 // to replay the packet.
 type Input struct {
-	Project    string
+	Project string
+	// PacketID is the id the packet will be stored under (a replay passes
+	// the stored one): the kxm format writes it, with Now, into the text.
+	PacketID   string
 	Request    *Request
 	Candidates []Candidate
 	// Predecessors are the request's predecessor handoffs, in its order.

@@ -233,6 +233,48 @@ func TestKeywordsFireOnlyOnWhatAPersonSaid(t *testing.T) {
 	}
 }
 
+// TestKeywordsMatchByStems: a stem-mode trigger matches inflected forms
+// (as a phrase of stems), says so in its rule with the words that
+// matched, and explains itself when it did not fire; a whole-word trigger
+// with the same keywords does not match them.
+func TestKeywordsMatchByStems(t *testing.T) {
+	t.Parallel()
+	stem := ver("acme", "cb.stem", "Chargeback policy.", func(v *ctxtype.Version) {
+		v.Trigger = ctxtype.Trigger{Keywords: []string{"chargeback", "dispute resolution"}, Match: ctxtype.MatchStem}
+	})
+	word := ver("acme", "cb.word", "Chargeback words.", func(v *ctxtype.Version) {
+		v.Trigger = ctxtype.Trigger{Keywords: []string{"chargeback", "dispute resolution"}}
+	})
+	for _, tc := range []struct {
+		name, said, stemRule, wordRule string
+	}{
+		{"plural", "We got two CHARGEBACKS.", `keyword(stem):"chargeback"@history[0] matched "chargebacks"`, ""},
+		{"same word", "a chargeback", `keyword(stem):"chargeback"@history[0] matched "chargeback"`, `keyword:"chargeback"@history[0]`},
+		{"phrase of stems", "disputed resolutions", `keyword(stem):"dispute resolution"@history[0] matched "disputed resolutions"`, ""},
+		{"not a phrase", "resolutions disputed", "", ""},
+		{"other words", "charge backs", "", ""},
+		{"other stem", "chargebackish", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := req(func(r *Request) { r.History = []Message{{Role: "user", Author: "person", Content: tc.said}} })
+			res := run(t, r, cands(stem, word))
+			for key, want := range map[string]string{"cb.stem": tc.stemRule, "cb.word": tc.wordRule} {
+				rec := find(res, key)
+				if want == "" {
+					require.Nil(t, rec, "%s did not fire", key)
+					continue
+				}
+				require.NotNil(t, rec, key)
+				require.Equal(t, want, rec.Rule)
+			}
+			if tc.stemRule == "" {
+				require.Contains(t, NotTriggered(r, stem), `(match stem)`)
+			}
+		})
+	}
+	require.NotContains(t, NotTriggered(req(), word), "stem")
+}
+
 func TestTemplates(t *testing.T) {
 	t.Parallel()
 	tmpl := func(key, content string) *ctxtype.Version {
@@ -418,7 +460,7 @@ func TestProperties(t *testing.T) {
 		}
 		r := req(func(r *Request) {
 			r.TokenBudget = 40 + rng.IntN(600)
-			r.Format = []render.Format{render.Markdown, render.Blocks, render.JSON}[rng.IntN(3)]
+			r.Format = []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[rng.IntN(4)]
 			r.Tokenizer = []token.Tokenizer{token.O200kBase, token.Cl100kBase}[rng.IntN(2)]
 			r.History = []Message{{Role: "user", Author: "person", Content: text(5)}}
 			if rng.IntN(2) == 0 {
@@ -492,7 +534,7 @@ func TestExactFitIncludesEverything(t *testing.T) {
 				}
 			}))
 		}
-		format := []render.Format{render.Markdown, render.Blocks, render.JSON}[rng.IntN(3)]
+		format := []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[rng.IntN(4)]
 		all := run(t, req(func(r *Request) { r.Format = format; r.TokenBudget = MaxBudget }), cands(vs...))
 		exact := run(t, req(func(r *Request) { r.Format = format; r.TokenBudget = all.Used }), cands(vs...))
 		require.Empty(t, exact.Gaps, "iteration %d (%s): budget %d fits everything", iter, format, all.Used)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/render"
 )
 
@@ -91,7 +92,7 @@ type bounded struct {
 	// the _shared candidates met.
 	shadows map[string]*ctxtype.Version
 	groups  map[string]bool // resolved state keys
-	words   []string        // every word a person said, for the keyword lane
+	words   []string        // every word a person said and its marked stem, for the keyword lane
 }
 
 // stream is one lane of one layer in rank order, a page at a time.
@@ -327,11 +328,15 @@ func (b *bounded) readSmall(ctx context.Context) error {
 			rows = append(rows, vs...)
 		}
 	}
+	rows = append(rows, p.contextPackets()...)
 	for _, v := range rows {
 		if _, seen := b.reg[b.key(v)]; seen || !ValidAt(v, p.in.Now) {
 			continue
 		}
 		c := b.cand(v)
+		if IsContextPacket(v.Key) {
+			c.hasText, c.title, c.content = true, v.Title, v.Content // the request's text, not the database's
+		}
 		if s, ok := scores[b.key(v)]; ok {
 			c.relevance = &s
 		}
@@ -352,10 +357,15 @@ func (b *bounded) readSmall(ctx context.Context) error {
 	return b.readShadows(ctx, shared)
 }
 
-// personWords is every distinct word a person said, in byte order: the
-// keyword lane finds keyword items by the first word of their keywords.
+// personWords is every distinct word a person said and, each marked with
+// keyword.StemMark, every distinct stem of them, in byte order: the
+// keyword lane finds keyword items by the terms of their keywords (the
+// first word, or for stem-mode items the marked stem of the first word).
 func (p *pipeline) personWords() []string {
 	out := p.keywordIndex().Words()
+	for _, s := range p.stemIndex().Words() {
+		out = append(out, keyword.StemMark+s)
+	}
 	slices.Sort(out)
 	return out
 }

@@ -81,16 +81,7 @@ func randomWorld(rng *rand.Rand, n int) world {
 				v.Content += []string{" for {{customer}}", " in {{project}}", " by {{nobody}}"}[rng.IntN(3)]
 				v.ContentSHA256 = fmt.Sprintf("%x", v.Content)
 			}
-			switch rng.IntN(8) {
-			case 0, 1:
-				v.Trigger = ctxtype.Trigger{Keywords: []string{words[rng.IntN(len(words))]}}
-			case 2:
-				v.Trigger = ctxtype.Trigger{Tool: ptr([]string{"lookup", "search"}[rng.IntN(2)])}
-			case 3, 4:
-				v.Trigger = ctxtype.Trigger{Relevance: true}
-			case 5:
-				v.Trigger = ctxtype.Trigger{PinnedOnly: true}
-			}
+			randomTrigger(rng, v, words)
 			if rng.IntN(6) == 0 {
 				v.Title = "T" + text(1)
 			}
@@ -111,9 +102,9 @@ func randomWorld(rng *rand.Rand, n int) world {
 	w.lexemes = []string{"alpha", "ledger", "refund"}
 	w.req = req(func(r *Request) {
 		r.TokenBudget = 40 + rng.IntN(900)
-		r.Format = []render.Format{render.Markdown, render.Blocks, render.JSON}[rng.IntN(3)]
+		r.Format = []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[rng.IntN(4)]
 		r.Tokenizer = []token.Tokenizer{token.O200kBase, token.Cl100kBase}[rng.IntN(2)]
-		r.History = []Message{{Role: "user", Author: "person", Content: text(5)}}
+		r.History = []Message{{Role: "user", Author: "person", Content: inflect(rng, text(5))}}
 		r.Query = "alpha ledger refund"
 		r.ToolResults = []ToolResult{{Tool: "lookup", Status: "ok", Content: "{}"}}
 		r.Variables = map[string]any{"customer": "Ada"}
@@ -125,6 +116,34 @@ func randomWorld(rng *rand.Rand, n int) world {
 		}
 	})
 	return w
+}
+
+// randomTrigger gives v one of every kind of trigger (or leaves it
+// always-on); half the keyword triggers match by stems.
+func randomTrigger(rng *rand.Rand, v *ctxtype.Version, words []string) {
+	switch rng.IntN(8) {
+	case 0, 1:
+		v.Trigger = ctxtype.Trigger{Keywords: []string{words[rng.IntN(len(words))]}}
+		if rng.IntN(2) == 0 {
+			v.Trigger.Match = ctxtype.MatchStem // matches the inflected words too
+		}
+	case 2:
+		v.Trigger = ctxtype.Trigger{Tool: ptr([]string{"lookup", "search"}[rng.IntN(2)])}
+	case 3, 4:
+		v.Trigger = ctxtype.Trigger{Relevance: true}
+	case 5:
+		v.Trigger = ctxtype.Trigger{PinnedOnly: true}
+	}
+}
+
+// inflect gives some of the words an ending ("refunds", "deploying"), so
+// that stem-mode keywords match where whole words do not.
+func inflect(rng *rand.Rand, text string) string {
+	ws := strings.Fields(text)
+	for i := range ws {
+		ws[i] += []string{"", "", "s", "ing", "ed"}[rng.IntN(5)]
+	}
+	return strings.Join(ws, " ")
 }
 
 // firstPipelineInput is the world as pipeline 1 takes it: every current
@@ -166,13 +185,21 @@ func runBounded(t *testing.T, w world, narrow bool, opt Options) (*Result, *Expl
 func TestBoundedMatchesFirstPipeline(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
-	cutoffs, full := 0, 0
+	cutoffs, full, stemFired, wordFired := 0, 0, 0, 0
 	for iter := range 400 {
 		w := randomWorld(rng, 10+rng.IntN(120))
 		one, err := Assemble(w.firstPipelineInput(t))
 		require.NoError(t, err)
 		two, _ := runBounded(t, w, false, Options{})
 		narrow, _ := runBounded(t, w, true, Options{})
+		for _, r := range two.Records {
+			switch {
+			case strings.HasPrefix(r.Rule, "keyword(stem):"):
+				stemFired++
+			case strings.HasPrefix(r.Rule, "keyword:"):
+				wordFired++
+			}
+		}
 		require.Equal(t, two.Rendered, narrow.Rendered, "iteration %d: narrow rows give the same bytes", iter)
 		require.Equal(t, two.Records, narrow.Records, "iteration %d", iter)
 		require.Equal(t, two.Cutoff, narrow.Cutoff, "iteration %d", iter)
@@ -220,7 +247,9 @@ func TestBoundedMatchesFirstPipeline(t *testing.T) {
 		require.Equal(t, two.Allocated-two.Used, two.Cutoff.Headroom)
 		require.LessOrEqual(t, countBudget(two), MaxGaps)
 	}
-	t.Logf("%d worlds with a cutoff, %d without", cutoffs, full)
+	t.Logf("%d worlds with a cutoff, %d without; %d stem-mode and %d whole-word keyword records", cutoffs, full, stemFired, wordFired)
+	require.Greater(t, stemFired, 100, "stem-mode keyword items fire")
+	require.Greater(t, wordFired, 100, "whole-word keyword items fire")
 	require.Greater(t, cutoffs, 20)
 	require.Greater(t, full, 20)
 }

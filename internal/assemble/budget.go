@@ -39,7 +39,13 @@ type budgeter struct {
 // startBudget counts the request's own parts (the text with no entry). If
 // they alone exceed the budget, the packet is inviolable: no entry goes in.
 func (p *pipeline) startBudget() (*budgeter, error) {
+	if p.req.Format == render.KXM {
+		// The kxm text holds its count and a line of the budget's gaps:
+		// reserve both at their widest.
+		p.doc.Used, p.doc.Gaps = kxmReserve, []string{kxmBudgetGap(kxmReserve)}
+	}
 	base, err := p.count(render.Text(render.Render(p.req.Format, p.doc)))
+	p.doc.Used, p.doc.Gaps = base, nil
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +95,8 @@ func (p *pipeline) take(b *budgeter, i int) (bool, error) {
 }
 
 // price returns what c would add: its block, with its section's heading
-// when the section has not started, and separately the lines of its
+// when the section has not started (and the packet's header, navi's, when
+// nothing has), and separately the lines of its
 // contradiction pairs, with their heading likewise. It sets c's block cost,
 // which its record reports.
 func (p *pipeline) price(c *cand, started map[string]bool, envStarted bool) (cost, extraContra int, err error) {
@@ -99,6 +106,13 @@ func (p *pipeline) price(c *cand, started map[string]bool, envStarted bool) (cos
 	c.blockCost = cost
 	if !started[c.section] {
 		h, err := p.count(render.HeadingCost(p.req.Format, c.section, envStarted))
+		if err != nil {
+			return 0, 0, err
+		}
+		cost += h
+	}
+	if first := render.FirstEntryCost(p.req.Format); first != "" && len(started) == 0 {
+		h, err := p.count(first)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -133,7 +147,7 @@ func entryCost(req *Request, c *cand) (int, error) {
 	if storedCount(req, c) {
 		return storedBlock(req, c), nil
 	}
-	e := render.Entry{Key: c.v.Key, Version: c.v.Version, Source: c.v.Source, Priority: c.v.Priority, Title: c.title, Content: c.content}
+	e := render.Entry{Key: c.v.Key, Version: c.v.Version, Source: c.v.Source, Priority: c.v.Priority, Title: c.title, Content: c.content, V: c.v}
 	return token.Count(req.Tokenizer, render.EntryCost(req.Format, e))
 }
 

@@ -24,6 +24,9 @@ func (p *pipeline) candidates() {
 			p.shadows[v.Key] = v
 		}
 	}
+	for _, v := range p.contextPackets() {
+		p.cands = append(p.cands, &cand{v: v, layer: LayerOf(v.Project)})
+	}
 	sort.SliceStable(p.cands, func(i, j int) bool {
 		if p.cands[i].v.Key != p.cands[j].v.Key {
 			return p.cands[i].v.Key < p.cands[j].v.Key

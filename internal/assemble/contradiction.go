@@ -70,5 +70,5 @@ func stronger(a, b *cand) int {
 func contradiction(w, l *cand) render.Contradiction {
 	return render.Contradiction{Ref: l.ref, StateKey: l.v.StateKey,
 		Kept: render.Entry{Key: w.v.Key, Version: w.v.Version}, KeptAuthority: w.v.Authority,
-		Dropped: render.Entry{Key: l.v.Key, Version: l.v.Version}, DroppedAuthority: l.v.Authority}
+		Dropped: render.Entry{Key: l.v.Key, Version: l.v.Version, V: l.v}, DroppedAuthority: l.v.Authority}
 }

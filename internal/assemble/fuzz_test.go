@@ -52,7 +52,7 @@ func FuzzRender(f *testing.F) {
 		if content == "" {
 			return
 		}
-		r := &Request{TargetRole: "implementer", Format: []render.Format{render.Markdown, render.Blocks, render.JSON}[format%3], TokenBudget: 4000}
+		r := &Request{TargetRole: "implementer", Format: []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[format%4], TokenBudget: 4000}
 		var ctx map[string]any
 		if json.Unmarshal([]byte(agentCtx), &ctx) == nil {
 			r.AgentContext = ctx

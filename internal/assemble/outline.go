@@ -15,7 +15,8 @@ import (
 // inviolable: the budget never drops them.
 func (p *pipeline) requestParts() {
 	req := p.req
-	p.doc = &render.Doc{Project: p.in.Project, TargetRole: req.TargetRole, Sections: map[string][]render.Entry{}}
+	p.doc = &render.Doc{Project: p.in.Project, TargetRole: req.TargetRole, Sections: map[string][]render.Entry{},
+		PacketID: p.in.PacketID, GeneratedAt: p.in.Now, Allocated: req.TokenBudget}
 	part := func(key, section string) int {
 		return p.addRecord(Record{SubjectKind: SubjectRequest, SubjectKey: key, Decision: Included, Section: section, Rule: "request"})
 	}
@@ -44,7 +45,7 @@ func (p *pipeline) requestParts() {
 			WitnessExitCode: h.WitnessExitCode, WitnessPassed: h.WitnessPassed,
 			Reason: h.Reason, ReasonBy: h.ReasonBy, ReasonByRole: h.ReasonByRole, BaseCommit: h.BaseCommit,
 			CandidateTreeHash: h.CandidateTreeHash, Patches: h.Patches, Reports: h.Reports, OpenQuestions: h.OpenQuestions,
-			NextStep: h.NextStep,
+			NextStep: h.NextStep, SettledAt: h.SettledAt, Withdrawn: h.Withdrawn,
 		})
 	}
 	if req.AgentContext != nil {

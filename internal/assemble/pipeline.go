@@ -30,6 +30,8 @@ type pipeline struct {
 	// them; kwIndex the words of each message a person wrote, indexed.
 	vars    map[string]string
 	kwIndex *keyword.Index
+	kwStems *keyword.Index // the stems, for stem-mode keyword triggers
+	kwWords [][]string     // the words of each message a person wrote
 
 	ranked []*cand // in rank order, contradiction losers taken out
 	losers []*cand // contradiction losers, in candidate order
@@ -111,6 +113,11 @@ func (p *pipeline) result() *Result {
 }
 
 func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) Record {
+	if IsContextPacket(c.v.Key) {
+		// A part of the request, ranked and budgeted like an item.
+		return Record{SubjectKind: SubjectRequest, SubjectKey: c.v.Key, Decision: decision, Reason: reason, Detail: detail,
+			Rule: c.rule, Kind: c.v.Kind, Source: c.v.Source}
+	}
 	return Record{
 		SubjectKind: SubjectItem, SubjectProject: c.v.Project, SubjectKey: c.v.Key, SubjectVersion: c.v.Version,
 		Decision: decision, Reason: reason, Detail: detail, Rule: c.rule, Layer: c.layer, AdminOnly: adminOnly,

@@ -10,7 +10,8 @@ import (
 // every ranked item learns whether it went in (its position and tokens) or
 // why not (the budget, with the figures of that decision), and a request
 // part left out of the text (an empty objective) loses its record, as
-// there is nothing of it to explain.
+// there is nothing of it to explain (a context packet keeps its record:
+// it is ranked and budgeted like an item, and may be left out like one).
 func (p *pipeline) records() error {
 	p.spans()
 	if err := p.itemOutcomes(); err != nil {
@@ -18,7 +19,7 @@ func (p *pipeline) records() error {
 	}
 	kept := p.recs[:0]
 	for _, r := range p.recs {
-		if r.SubjectKind == SubjectRequest && r.Span == nil {
+		if r.SubjectKind == SubjectRequest && r.Span == nil && !IsContextPacket(r.SubjectKey) {
 			continue
 		}
 		kept = append(kept, r)

@@ -60,13 +60,14 @@ type LaneQuery struct {
 	Layer string
 	Lane  Lane
 	After RankPos
-	// Words are the words a person said, for the keyword lane: its items
-	// are those with a keyword that starts with one of them.
+	// Words are the words a person said, for the keyword lane, and
+	// keyword.StemMark and the stem of each: its items are those with a
+	// keyword whose keyword.Term is one of them.
 	Words []string
 }
 
 // Holds reports whether a version belongs to the lane (for the keyword
-// lane, by its first words).
+// lane, by the terms of its keywords: first words, or marked stems).
 func (q LaneQuery) Holds(v *ctxtype.Version) bool {
 	t := v.Trigger
 	switch {
@@ -75,7 +76,7 @@ func (q LaneQuery) Holds(v *ctxtype.Version) bool {
 			return false
 		}
 		for _, k := range t.Keywords {
-			if w := keyword.First(k); w != "" && slices.Contains(q.Words, w) {
+			if w := keyword.Term(k, t.Stem()); w != "" && slices.Contains(q.Words, w) {
 				return true
 			}
 		}

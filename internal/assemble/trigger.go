@@ -35,6 +35,9 @@ func (p *pipeline) triggers() {
 // split once per assembly, not once per candidate.
 func (p *pipeline) fire(v *ctxtype.Version, relevance *float64, pinned bool) (string, bool) {
 	req := p.req
+	if IsContextPacket(v.Key) {
+		return RuleContextPacket, true
+	}
 	if pinned {
 		return "pin", true
 	}
@@ -43,17 +46,7 @@ func (p *pipeline) fire(v *ctxtype.Version, relevance *float64, pinned bool) (st
 	case t.Always:
 		return "always", true
 	case t.Keywords != nil:
-		// The first message any keyword matches, and the first such
-		// keyword in the item's order.
-		ix, best, at := p.keywordIndex(), "", -1
-		for _, k := range t.Keywords {
-			if i := ix.FirstMessage(k); i >= 0 && (at < 0 || i < at) {
-				best, at = k, i
-			}
-		}
-		if at >= 0 {
-			return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(best), at), true
-		}
+		return p.fireKeywords(t)
 	case t.Tool != nil:
 		for _, tr := range req.ToolResults {
 			if tr.Tool == *t.Tool {
@@ -68,19 +61,61 @@ func (p *pipeline) fire(v *ctxtype.Version, relevance *float64, pinned bool) (st
 	return "", false
 }
 
-// keywordIndex is the words of each history message a person wrote (none
-// for the others), split and indexed on first use.
-func (p *pipeline) keywordIndex() *keyword.Index {
-	if p.kwIndex == nil {
-		words := make([][]string, len(p.req.History))
+// fireKeywords decides a keyword trigger: the first message any keyword
+// matches, and the first such keyword in the item's order. The rule of a
+// stem-mode trigger says so, and what the person wrote that matched
+// (keyword(stem):"chargeback"@history[0] matched "chargebacks"); a
+// whole-word rule reads as it always has.
+func (p *pipeline) fireKeywords(t ctxtype.Trigger) (string, bool) {
+	stem := t.Stem()
+	ix, best, at := p.keywordIndex(), "", -1
+	if stem {
+		ix = p.stemIndex()
+	}
+	for _, k := range t.Keywords {
+		if i := ix.FirstMessage(k); i >= 0 && (at < 0 || i < at) {
+			best, at = k, i
+		}
+	}
+	switch {
+	case at < 0:
+		return "", false
+	case stem:
+		_, said := ix.FirstMatch(best)
+		return fmt.Sprintf("keyword(stem):%s@history[%d] matched %s", render.JSONString(best), at, render.JSONString(said)), true
+	}
+	return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(best), at), true
+}
+
+// personMessageWords is the words of each history message a person wrote
+// (none for the others), split on first use.
+func (p *pipeline) personMessageWords() [][]string {
+	if p.kwWords == nil {
+		p.kwWords = make([][]string, len(p.req.History))
 		for i, m := range p.req.History {
 			if m.Author == "person" {
-				words[i] = keyword.Words(m.Content)
+				p.kwWords[i] = keyword.Words(m.Content)
 			}
 		}
-		p.kwIndex = keyword.NewIndex(words)
+	}
+	return p.kwWords
+}
+
+// keywordIndex is the words a person wrote, indexed on first use.
+func (p *pipeline) keywordIndex() *keyword.Index {
+	if p.kwIndex == nil {
+		p.kwIndex = keyword.NewIndex(p.personMessageWords())
 	}
 	return p.kwIndex
+}
+
+// stemIndex is the stems of the words a person wrote, indexed on first
+// use, for the keyword triggers that match by stems.
+func (p *pipeline) stemIndex() *keyword.Index {
+	if p.kwStems == nil {
+		p.kwStems = keyword.NewStemIndex(p.personMessageWords())
+	}
+	return p.kwStems
 }
 
 // score writes a relevance score with two decimals, or up to four when it
@@ -99,6 +134,8 @@ func score(x float64) string {
 func NotTriggered(req *Request, v *ctxtype.Version) string {
 	t := v.Trigger
 	switch {
+	case t.Keywords != nil && t.Stem():
+		return fmt.Sprintf("trigger keywords %q (match stem): no history message written by a person contains any of them, or words of the same stems", t.Keywords)
 	case t.Keywords != nil:
 		return fmt.Sprintf("trigger keywords %q: no history message written by a person contains any of them", t.Keywords)
 	case t.Tool != nil:

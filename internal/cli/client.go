@@ -64,6 +64,7 @@ type apiError struct {
 	Status int
 	Code   string
 	Detail string
+	Errors []api.FieldError
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail) }
@@ -103,7 +104,11 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 	if res.StatusCode >= 300 {
 		var p api.Problem
 		_ = json.Unmarshal(b, &p)
-		return &apiError{Status: res.StatusCode, Code: p.Code, Detail: deref(p.Detail)}
+		e := &apiError{Status: res.StatusCode, Code: p.Code, Detail: deref(p.Detail)}
+		if p.Errors != nil {
+			e.Errors = *p.Errors
+		}
+		return e
 	}
 	if out == nil {
 		return nil

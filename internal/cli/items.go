@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/internal/navi"
 )
 
 // printJSON writes an answer as indented JSON: the command line's output is
@@ -110,32 +112,42 @@ func newItems() *cobra.Command {
 }
 
 // transferCommands are `items import` and `items export`.
-func transferCommands(f *clientFlags, base func() (string, error), call func(*cobra.Command, string, string, any) error) (imp, exp *cobra.Command) {
-	var importFile string
-	imp = &cobra.Command{Use: "import", Short: "Write many items in one transaction, all or nothing (--file: {\"items\": [...]} or [...], - for standard input)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+func transferCommands(f *clientFlags, base func() (string, error), _ func(*cobra.Command, string, string, any) error) (imp, exp *cobra.Command) {
+	var importFile, importFormat string
+	imp = &cobra.Command{Use: "import FILE", Short: "Write items from a file of any size (JSON Lines or a JSON array; - for standard input) in batches, reporting each refused line",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := base()
 			if err != nil {
 				return err
 			}
-			if importFile == "" {
-				return errors.New("--file is required")
+			if len(args) == 1 {
+				importFile = args[0]
 			}
-			raw, err := readInput(cmd, importFile)
+			if importFile == "" {
+				return errors.New("give the file to import (- for standard input)")
+			}
+			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			var body any
-			if err := json.Unmarshal(raw, &body); err != nil {
-				return fmt.Errorf("--file: not JSON: %w", err)
+			var r io.Reader = cmd.InOrStdin()
+			if importFile != "-" {
+				file, err := os.Open(importFile)
+				if err != nil {
+					return err
+				}
+				defer file.Close()
+				r = file
 			}
-			if list, ok := body.([]any); ok {
-				body = map[string]any{"items": list}
-			}
-			return call(cmd, http.MethodPost, b, body)
+			im := &importer{c: c, path: b + ":import", format: importFormat, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr(),
+				tty: isTerminal(cmd.ErrOrStderr()), total: countItems(importFile)}
+			return im.run(cmd.Context(), r)
 		}}
-	imp.Flags().StringVar(&importFile, "file", "", "the items as JSON, - for standard input")
-	exp = &cobra.Command{Use: "export", Short: "Print every live item as {\"items\": [...]} that import takes back", Args: cobra.NoArgs,
+	imp.Flags().StringVar(&importFile, "file", "", "the file (instead of the argument)")
+	imp.Flags().StringVar(&importFormat, "format", "contextd", "the items' format: contextd, kxm or navi")
+	var exportFormat string
+	exp = &cobra.Command{Use: "export", Short: "Print every live item as JSON Lines, in a format import takes back", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := base()
 			if err != nil {
@@ -145,13 +157,51 @@ func transferCommands(f *clientFlags, base func() (string, error), call func(*co
 			if err != nil {
 				return err
 			}
-			items, err := exportItems(cmd, c, b)
+			return exportItems(cmd, c, b, exportFormat)
+		}}
+	exp.Flags().StringVar(&exportFormat, "format", "contextd", "contextd, kxm or navi")
+	return imp, exp
+}
+
+// newInjections is `contextd injections KEY`: the packets that included
+// an item, newest first (the same as `items injections`, at the top level
+// where people look for "where did this fact go").
+func newInjections() *cobra.Command {
+	var f clientFlags
+	var project string
+	cmd := &cobra.Command{Use: "injections KEY", Short: "Print the packets that included an item, newest first (--for-project for a _shared item)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.project == "" {
+				return errors.New("--project is required (or set CONTEXTD_PROJECT)")
+			}
+			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), map[string]any{"items": items})
+			path := "/v1/projects/" + url.PathEscape(f.project) + "/items/" + url.PathEscape(args[0]) + "/injections"
+			if project != "" {
+				path += "?project=" + url.QueryEscape(project)
+			}
+			var out any
+			if err := c.get(cmd.Context(), path, &out); err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), out)
 		}}
-	return imp, exp
+	f.registerWith(cmd, "project of the item (env CONTEXTD_PROJECT), required")
+	cmd.Flags().StringVar(&project, "for-project", "", "for a _shared item: the project whose packets to list")
+	return cmd
+}
+
+// isTerminal reports whether w is a terminal (where a progress bar may
+// redraw itself).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func readInput(cmd *cobra.Command, path string) ([]byte, error) {
@@ -228,28 +278,59 @@ func newVersion() *cobra.Command {
 var writable = []string{"key", "kind", "source", "title", "summary", "content", "priority", "authority", "confidence",
 	"state_key", "valid_from", "valid_until", "slot", "trigger", "roles", "template", "metadata", "provenance"}
 
-// exportItems reads every page of the project's items.
-func exportItems(cmd *cobra.Command, c *client, base string) ([]map[string]any, error) {
-	out := []map[string]any{}
+// naviPacket is an item of the list as navi's ContextPacket (navi.FromItem:
+// an item imported from navi comes back as it was sent).
+func naviPacket(it map[string]any) navi.Packet {
+	str := func(k string) string { s, _ := it[k].(string); return s }
+	prio, _ := it["priority"].(float64)
+	meta, _ := json.Marshal(it["metadata"])
+	return navi.FromItem(str("key"), str("source"), str("title"), str("content"), int(prio), meta)
+}
+
+// exportItems writes every live item of the project, one JSON object a
+// line: in contextd's format the members a write takes (so importing the
+// export changes nothing), in kxm's the item as GET ?format=kxm gives it,
+// in navi's a ContextPacket.
+func exportItems(cmd *cobra.Command, c *client, base, format string) error {
+	if format != "contextd" && format != "kxm" && format != "navi" {
+		return fmt.Errorf("--format must be contextd, kxm or navi, not %q", format)
+	}
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetEscapeHTML(false)
 	for cursor := ""; ; {
 		var page struct {
 			Data       []map[string]any `json:"data"`
 			NextCursor string           `json:"next_cursor"`
 		}
 		if err := c.get(cmd.Context(), base+"?limit=1000&cursor="+url.QueryEscape(cursor), &page); err != nil {
-			return nil, err
+			return err
 		}
 		for _, it := range page.Data {
 			w := map[string]any{}
-			for _, k := range writable {
-				if v, ok := it[k]; ok && v != nil {
-					w[k] = v
+			if format == "navi" {
+				if err := enc.Encode(naviPacket(it)); err != nil {
+					return err
+				}
+				continue
+			}
+			if format == "kxm" {
+				key, _ := it["key"].(string)
+				if err := c.get(cmd.Context(), base+"/"+url.PathEscape(key)+"?format=kxm", &w); err != nil {
+					return err
+				}
+			} else {
+				for _, k := range writable {
+					if v, ok := it[k]; ok && v != nil {
+						w[k] = v
+					}
 				}
 			}
-			out = append(out, w)
+			if err := enc.Encode(w); err != nil {
+				return err
+			}
 		}
 		if page.NextCursor == "" {
-			return out, nil
+			return nil
 		}
 		cursor = page.NextCursor
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -128,6 +129,8 @@ func TestPacketAndHandoffCommands(t *testing.T) {
 	require.Equal(t, "normalized", at["matches"].([]any)[0].(map[string]any)["match"])
 	rp, _ := cli("packets", "replay", id)
 	require.Equal(t, true, rp["identical"])
+	inj, _ := cli("injections", "rule")
+	require.Equal(t, id, inj["data"].([]any)[0].(map[string]any)["packet_id"], "the top-level injections names the packet")
 
 	h, _ := cli("handoffs", "create", "--file", file("h.json", `{"task_id":"T-1","intent":"request_review","target":{"role":"critic"},"summary":"Patch."}`))
 	hid := h["id"].(string)
@@ -150,8 +153,8 @@ func TestPacketAndHandoffCommands(t *testing.T) {
 	require.Contains(t, lines[1], `"reason":"no test"`)
 }
 
-// TestItemsImportExport: export prints what import takes back; importing
-// an export changes nothing.
+// TestItemsImportExport: export prints, as JSON Lines, what import takes
+// back; importing an export changes nothing.
 func TestItemsImportExport(t *testing.T) {
 	t.Parallel()
 	base, out, stop := serve(t, "--database-url", pgtest.Empty(t))
@@ -162,15 +165,89 @@ func TestItemsImportExport(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(`[{"key":"a","content":"A fact.","priority":3,"trigger":{"keywords":["refund"]}},
 		{"key":"b","content":"Hello {{project}}.","template":true,"roles":{"hidden_from":["critic"]},"metadata":{"ticket":"T-1"}}]`), 0o600))
 	args := []string{"--url", base, "--key", key, "--project", "acme"}
-	o, e, code := run(t, append([]string{"items", "import", "--file", file}, args...)...)
+	o, e, code := run(t, append([]string{"items", "import", file}, args...)...)
 	require.Equal(t, 0, code, o+e)
-	require.Contains(t, o, `"created": 2`)
+	require.Equal(t, "created 2, updated 0, unchanged 0, refused 0\n", o)
 	exported, e, code := run(t, append([]string{"items", "export"}, args...)...)
 	require.Equal(t, 0, code, e)
-	require.Contains(t, exported, `"ticket": "T-1"`)
+	lines := strings.Split(strings.TrimSpace(exported), "\n")
+	require.Len(t, lines, 2, "one JSON object a line")
+	require.Contains(t, lines[1], `"ticket":"T-1"`)
 	require.NotContains(t, exported, `"version"`)
 	require.NoError(t, os.WriteFile(file, []byte(exported), 0o600))
 	o, e, code = run(t, append([]string{"items", "import", "--file", file}, args...)...)
 	require.Equal(t, 0, code, o+e)
-	require.Contains(t, o, `"unchanged": 2`)
+	require.Equal(t, "created 0, updated 0, unchanged 2, refused 0\n", o)
+
+	kx, e, code := run(t, append([]string{"items", "export", "--format", "kxm"}, args...)...)
+	require.Equal(t, 0, code, e)
+	require.Contains(t, strings.Split(kx, "\n")[0], `"sourceRef":"contextd:acme/a@v1"`)
+
+	// navi's packets, in and out: the export gives back what was imported.
+	packets := `{"id":"sel-1","source":"UserSelection","title":"selection","content":"func refund() {}","priority":5,"metadata":{"file":"pay.go"}}
+{"id":null,"source":{"Other":"custom-tag"},"title":null,"content":"Custom context.","priority":1,"metadata":{}}
+`
+	require.NoError(t, os.WriteFile(file, []byte(packets), 0o600))
+	nargs := []string{"--url", base, "--key", key, "--project", "navi"}
+	require.Equal(t, 201, put(t, base+"/v1/projects/navi", key, `{}`))
+	o, e, code = run(t, append([]string{"items", "import", file, "--format", "navi"}, nargs...)...)
+	require.Equal(t, 0, code, o+e)
+	require.Equal(t, "created 2, updated 0, unchanged 0, refused 0\n", o)
+	nx, e, code := run(t, append([]string{"items", "export", "--format", "navi"}, nargs...)...)
+	require.Equal(t, 0, code, e)
+	require.ElementsMatch(t, strings.Split(strings.TrimSpace(packets), "\n"), strings.Split(strings.TrimSpace(nx), "\n"))
 }
+
+// TestItemsImportStreams: a large JSON Lines file goes in batches, with
+// progress; bad lines are refused by number, with their reasons, while
+// every good line is written, and the counts are exact. Run again, it
+// changes nothing.
+func TestItemsImportStreams(t *testing.T) {
+	t.Parallel()
+	base, out, stop := serve(t, "--database-url", pgtest.Empty(t))
+	defer stop()
+	key := keyRE.FindString(out.String())
+	require.Equal(t, 201, put(t, base+"/v1/projects/acme", key, `{}`))
+	const n = importTestLines
+	var b strings.Builder
+	bad := map[int]string{}
+	for i := 1; i <= n; i++ {
+		switch {
+		case i%9973 == 0:
+			fmt.Fprintf(&b, `{"key":"k%d","content":"x","kind":"gossip"}`+"\n", i)
+			bad[i] = "/kind"
+		case i == 4242:
+			b.WriteString("{not json\n")
+			bad[i] = "not JSON"
+		case i%25000 == 7:
+			fmt.Fprintf(&b, `{"key":"k%d","content":"x","colour":"red"}`+"\n", i)
+			bad[i] = "/colour"
+		default:
+			fmt.Fprintf(&b, `{"key":"k%d","content":"Fact number %d."}`+"\n", i, i)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "items.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o600))
+	args := []string{"items", "import", file, "--url", base, "--key", key, "--project", "acme"}
+	o, e, code := run(t, args...)
+	require.Equal(t, 1, code, "refused lines make the exit status 1")
+	lines := strings.Split(strings.TrimSpace(o), "\n")
+	require.Len(t, lines, len(bad)+1, o)
+	for _, l := range lines[:len(bad)] {
+		var at int
+		_, err := fmt.Sscanf(l, "line %d:", &at)
+		require.NoError(t, err, l)
+		require.Contains(t, l, bad[at], "line %d is refused for its own reason", at)
+	}
+	require.Equal(t, fmt.Sprintf("created %d, updated 0, unchanged 0, refused %d", n-len(bad), len(bad)), lines[len(bad)])
+	require.Contains(t, e, fmt.Sprintf("/%d items (100%%)", n), "progress ends at the whole file")
+	require.Contains(t, e, "importing: [")
+
+	o, _, code = run(t, args...)
+	require.Equal(t, 1, code)
+	require.True(t, strings.HasSuffix(o, fmt.Sprintf("created 0, updated 0, unchanged %d, refused %d\n", n-len(bad), len(bad))), o)
+}
+
+// importTestLines is the size of TestItemsImportStreams's file: the issue's
+// 100,000 lines.
+const importTestLines = 100_000

@@ -26,14 +26,24 @@ var keyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
 // ValidKey reports whether key may name an item.
 func ValidKey(key string) bool { return keyRE.MatchString(key) }
 
-// Trigger says when an item enters a packet. Exactly one member is set.
+// Trigger says when an item enters a packet. Exactly one member is set;
+// Match goes with Keywords only.
 type Trigger struct {
-	Always     bool     `json:"always,omitempty"`
-	Keywords   []string `json:"keywords,omitempty"`
-	Tool       *string  `json:"tool,omitempty"`
-	PinnedOnly bool     `json:"pinned_only,omitempty"`
-	Relevance  bool     `json:"relevance,omitempty"`
+	Always   bool     `json:"always,omitempty"`
+	Keywords []string `json:"keywords,omitempty"`
+	// Match is how keywords match: "" for whole words (the default, which
+	// a client may spell "word"), MatchStem for stems.
+	Match      string  `json:"match,omitempty"`
+	Tool       *string `json:"tool,omitempty"`
+	PinnedOnly bool    `json:"pinned_only,omitempty"`
+	Relevance  bool    `json:"relevance,omitempty"`
 }
+
+// MatchStem is the Match of keywords compared by their stems.
+const MatchStem = "stem"
+
+// Stem reports whether the trigger's keywords match by stems.
+func (t Trigger) Stem() bool { return t.Match == MatchStem }
 
 // Kind names the trigger's one member.
 func (t Trigger) Kind() string {

@@ -40,6 +40,20 @@ func (r *Request) checkLimits(errs *validation.List) {
 		}
 	}
 	limits.Items(errs, "/predecessors", len(r.Predecessors), l.List)
+	limits.Items(errs, "/context_packets", len(r.ContextPackets), MaxContextPackets)
+	for i, raw := range r.ContextPackets {
+		var cp struct {
+			Content  string         `json:"content"`
+			Metadata map[string]any `json:"metadata"`
+		}
+		if json.Unmarshal(raw, &cp) != nil {
+			continue // navi's parser names the problem (packet.Service.Prepare)
+		}
+		limits.Bytes(errs, fmt.Sprintf("/context_packets/%d/content", i), len(cp.Content), l.ToolResult)
+		if cp.Metadata != nil {
+			checkDocument(errs, fmt.Sprintf("/context_packets/%d/metadata", i), cp.Metadata, l.Depth)
+		}
+	}
 	limits.Items(errs, "/history", len(r.History), l.Messages)
 	for i, m := range r.History {
 		limits.Bytes(errs, fmt.Sprintf("/history/%d/content", i), len(m.Content), l.Message)
@@ -99,3 +113,7 @@ func checkDocument(errs *validation.List, pointer string, doc map[string]any, ma
 	walk(pointer, doc, 1)
 	return !deep
 }
+
+// MaxContextPackets bounds a request's context_packets (KXM's bound on a
+// packet's items).
+const MaxContextPackets = 256

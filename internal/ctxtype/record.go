@@ -1,5 +1,7 @@
 package ctxtype
 
+import "time"
+
 // The decisions of a record: every subject the pipeline considered is
 // either in the packet or out of it, and a record says which.
 const (
@@ -106,6 +108,12 @@ type Predecessor struct {
 	Reports           []string  `json:"reports,omitempty"`
 	OpenQuestions     []string  `json:"open_questions,omitempty"`
 	NextStep          *NextStep `json:"suggested_next_step,omitempty"`
+	// SettledAt is when a handoff left pending (accepted, rejected,
+	// superseded or withdrawn), and Withdrawn whether its source withdrew
+	// it (stored as superseded, with no successor). Only the kxm format
+	// shows them; absent in packets stored before them.
+	SettledAt *time.Time `json:"settled_at,omitempty"`
+	Withdrawn bool       `json:"withdrawn,omitempty"`
 }
 
 // NextStep is a predecessor's suggested next step.

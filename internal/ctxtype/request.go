@@ -23,11 +23,20 @@ const (
 	Blocks Format = "blocks"
 	// JSON is one JSON document, for hosts that place the parts themselves.
 	JSON Format = "json"
+	// KXM is KXM's formal context packet v2 (kxm.context-packet.v2), one
+	// canonical JSON document, for KXM's workflow roles.
+	KXM Format = "kxm"
+	// Navi is navi's render_context_packets block exactly (sources in
+	// navi's Debug form, stable by descending priority), after the
+	// request's own parts as paragraphs.
+	Navi Format = "navi"
 )
 
 // Valid reports whether f is a known format, so a request naming another
 // one is refused before anything is rendered.
-func (f Format) Valid() bool { return f == Markdown || f == Blocks || f == JSON }
+func (f Format) Valid() bool {
+	return f == Markdown || f == Blocks || f == JSON || f == KXM || f == Navi
+}
 
 const (
 	// DefaultBudget is the token budget of a request that names none.
@@ -55,6 +64,10 @@ type Request struct {
 	Variables          map[string]any  `json:"variables"`
 	Format             Format          `json:"format"`
 	Tokenizer          token.Tokenizer `json:"tokenizer"`
+	// ContextPackets are navi ContextPackets for this packet alone, as the
+	// client sent them (internal/navi reads them; the packet service checks
+	// them before assembly).
+	ContextPackets []json.RawMessage `json:"context_packets,omitempty"`
 
 	// budgetGiven is whether the client sent token_budget: 0 sent is out
 	// of range, not the default.
@@ -168,7 +181,7 @@ func (r *Request) normalizeOutput(errs *validation.List) {
 		r.Format = Markdown
 	}
 	if !r.Format.Valid() {
-		errs.Add("/format", "enum", "format must be markdown, blocks or json, not %q", r.Format)
+		errs.Add("/format", "enum", "format must be markdown, blocks, json, kxm or navi, not %q", r.Format)
 	}
 	if r.Tokenizer == "" {
 		r.Tokenizer = token.Default

@@ -82,6 +82,8 @@ func FuzzNormalize(f *testing.F) {
 		`{"key":"refund-policy","content":"Refunds within 14 days.","title":"Refund policy","kind":"knowledge","source":"file"}`,
 		`{"key":"k","kind":"state","state_key":"scene","content":"scene 2 of 5","authority":"policy","confidence":"verified","priority":-3}`,
 		`{"key":"k","content":"x","trigger":{"keywords":["refund","money back"]},"roles":{"visible_to":["critic"],"hidden_from":[]}}`,
+		`{"key":"k","content":"x","trigger":{"keywords":["chargeback"],"match":"stem"}}`,
+		`{"key":"k","content":"x","trigger":{"keywords":["chargeback"],"match":"fuzzy"}}`,
 		`{"key":"k","content":"x","trigger":{"tool":"search"},"slot":"tools","metadata":{"ticket":"ORD-20391","n":1.50,"nested":{"a":[1e2]}}}`,
 		`{"key":"k","content":"x","valid_from":"2026-01-02T03:04:05.123456789+01:00","valid_until":"2026-02-01T00:00:00Z"}`,
 		`{"key":"k","content":"Hello {{project}} at {{now}}","template":true,"provenance":{"source_ref":"git:abc","derived_from":["a@1"]}}`,

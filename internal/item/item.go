@@ -193,6 +193,9 @@ type PutOpts struct {
 	// the write fails with ErrPreconditionFailed otherwise, or if the item
 	// has no live version.
 	IfMatch *Precondition
+	// TombstoneMetadata is the metadata a tombstone carries (default {}):
+	// an import that retires an item says why in it, for why to tell.
+	TombstoneMetadata json.RawMessage
 }
 
 // Precondition is a parsed If-Match: any live version ("*"), or one of
@@ -288,6 +291,9 @@ type BatchEntry struct {
 	Key     string
 	Version int
 	Status  Status
+	// Tombstoned says an import wrote the item and then tombstoned it;
+	// Version is then the tombstone's.
+	Tombstoned bool
 }
 
 // Batch writes up to MaxBatch items in one transaction, all or nothing. Every
@@ -319,18 +325,7 @@ func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
 	}
-	res := BatchResult{Items: out}
-	for _, e := range res.Items {
-		switch e.Status {
-		case Created:
-			res.Created++
-		case Updated:
-			res.Updated++
-		case Unchanged:
-			res.Unchanged++
-		}
-	}
-	return res, nil
+	return tally(out), nil
 }
 
 func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]prepared, error) {
@@ -453,7 +448,7 @@ func newVersion(p prepared, version int) store.NewVersion {
 		nv.TriggerTool = *t.Tool
 	}
 	for _, k := range t.Keywords {
-		if w := keyword.First(k); w != "" && !slices.Contains(nv.TriggerWords, w) {
+		if w := keyword.Term(k, t.Stem()); w != "" && !slices.Contains(nv.TriggerWords, w) {
 			nv.TriggerWords = append(nv.TriggerWords, w)
 		}
 	}
@@ -522,6 +517,9 @@ func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent
 	f := Fields{
 		Kind: cur.Kind, Source: cur.Source, Authority: cur.Authority, Confidence: cur.Confidence, Slot: cur.Slot,
 		Trigger: cur.Trigger, Roles: cur.Roles, Metadata: json.RawMessage(`{}`), Provenance: Provenance{DerivedFrom: []string{}},
+	}
+	if len(opts.TombstoneMetadata) > 0 {
+		f.Metadata = opts.TombstoneMetadata
 	}
 	next := cur.Version + 1
 	err = tx.ItemVersionsAppend(ctx, proj, []store.NewVersion{{

@@ -215,6 +215,7 @@ func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger
 		}
 		out.Keywords = t.Keywords
 	}
+	out.Match = normalizeMatch(t, pointer, errs)
 	if t.Tool != nil {
 		n++
 		if strings.TrimSpace(*t.Tool) == "" {
@@ -234,6 +235,28 @@ func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger
 		errs.Add(pointer, "invalid", `trigger must be exactly one of {"always":true}, {"keywords":[...]}, {"tool":"name"}, {"pinned_only":true}, {"relevance":true}`)
 	}
 	return out
+}
+
+// normalizeMatch is the stored form of a trigger's match: "" for whole
+// words (however it was spelt), ctxtype.MatchStem for stems. Only keyword
+// triggers have one.
+func normalizeMatch(t *Trigger, pointer string, errs *validation.List) string {
+	switch t.Match {
+	case "":
+		return ""
+	case "word", ctxtype.MatchStem:
+	default:
+		errs.Add(pointer+"/match", "enum", "match must be one of word, stem, not %q", t.Match)
+		return ""
+	}
+	if t.Keywords == nil {
+		errs.Add(pointer+"/match", "invalid", "match applies to keyword triggers only")
+		return ""
+	}
+	if t.Match == "word" {
+		return ""
+	}
+	return t.Match
 }
 
 // normalizeMetadata checks that raw is a JSON object without credential-like

@@ -20,3 +20,36 @@ func TestLooksLikeCredential(t *testing.T) {
 		require.Equal(t, want, validation.LooksLikeCredential(key), key)
 	}
 }
+
+// TestTriggerMatch: keywords match whole words unless the trigger says
+// "match": "stem"; "word" is the default spelt out (stored as the default,
+// so the two writes are the same fields); anything else, or a match on
+// another trigger, is a field error at /trigger/match.
+func TestTriggerMatch(t *testing.T) {
+	t.Parallel()
+	field := func(body string) (Fields, *validation.Field) {
+		_, f, err := normalized([]byte(body))
+		if err == nil {
+			return f, nil
+		}
+		var verr *validation.Error
+		require.ErrorAs(t, err, &verr)
+		require.Len(t, verr.Fields, 1, "%v", err)
+		return f, &verr.Fields[0]
+	}
+	f, bad := field(`{"key":"k","content":"x","trigger":{"keywords":["chargeback"],"match":"stem"}}`)
+	require.Nil(t, bad)
+	require.Equal(t, "stem", f.Trigger.Match)
+	require.True(t, f.Trigger.Stem())
+	def, bad := field(`{"key":"k","content":"x","trigger":{"keywords":["chargeback"]}}`)
+	require.Nil(t, bad)
+	word, bad := field(`{"key":"k","content":"x","trigger":{"keywords":["chargeback"],"match":"word"}}`)
+	require.Nil(t, bad)
+	require.Equal(t, def, word, "word is the default")
+	require.Empty(t, word.Trigger.Match)
+	_, bad = field(`{"key":"k","content":"x","trigger":{"keywords":["chargeback"],"match":"fuzzy"}}`)
+	require.Equal(t, &validation.Field{Pointer: "/trigger/match", Code: "enum", Detail: `match must be one of word, stem, not "fuzzy"`}, bad)
+	_, bad = field(`{"key":"k","content":"x","trigger":{"always":true,"match":"stem"}}`)
+	require.Equal(t, "/trigger/match", bad.Pointer)
+	require.Equal(t, "invalid", bad.Code)
+}

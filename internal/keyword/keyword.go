@@ -1,9 +1,12 @@
 // Package keyword matches keyword triggers against what a person said:
-// whole words, case-insensitive, a multi-word keyword as a phrase, no
-// stemming. Words are runs of letters, digits and underscores (as in a
-// regular expression's \w), so "refund_policy" is one word and punctuation
-// never decides a match ("e-mail" is the phrase "e mail"). Item writes and packet
-// assembly share it, so the index of first words that assembly searches and
+// whole words, case-insensitive, a multi-word keyword as a phrase. Words
+// are runs of letters, digits and underscores (as in a regular
+// expression's \w), so "refund_policy" is one word and punctuation never
+// decides a match ("e-mail" is the phrase "e mail"). A trigger may opt into
+// stemming: then the stems (Stem, Porter2 as PostgreSQL's english_stem)
+// of the keyword's words are looked for among the stems of the person's,
+// so "chargeback" matches "chargebacks". Item writes and packet assembly
+// share it, so the index of first words (Term) that assembly searches and
 // the match it confirms can never disagree.
 package keyword
 
@@ -63,6 +66,21 @@ func First(keyword string) string {
 		return w[0]
 	}
 	return ""
+}
+
+// StemMark begins the index term of a keyword matched by stems: the mark
+// and the stem of its first word. No word holds it, so a stem term never
+// meets a word term ("~charg" is not the word "charg").
+const StemMark = "~"
+
+// Term is what assembly finds a keyword item by: the keyword's first word,
+// or with stem StemMark and that word's stem; "" if it has no words.
+func Term(keyword string, stem bool) string {
+	w := First(keyword)
+	if w == "" || !stem {
+		return w
+	}
+	return StemMark + Stem(w)
 }
 
 // Contains reports whether the words of text contain the keyword's words

@@ -1,6 +1,7 @@
 // Package kxm speaks KXM's formats (kontextmind/kxm, the formal packet and
-// handoff seed): today its ContextItem v1, which an item exports to with
-// GET .../items/{key}?format=kxm. It is pure: a mapping of values.
+// handoff seed): its ContextItem v1, which an item exports to with
+// GET .../items/{key}?format=kxm and items:import reads. It is pure: a
+// mapping of values.
 package kxm
 
 import (
@@ -99,13 +100,28 @@ func Export(v *ctxtype.Version) ContextItem {
 	}
 	var meta struct {
 		KXM struct {
+			ID           string   `json:"id"`
+			Project      string   `json:"project"`
+			Status       string   `json:"status"`
 			ObservedAt   string   `json:"observedAt"`
 			Supersedes   []string `json:"supersedes"`
 			EvidenceRefs []string `json:"evidenceRefs"`
 		} `json:"kxm"`
 	}
 	if json.Unmarshal(v.Metadata, &meta) == nil {
-		item.ObservedAt, item.Supersedes, item.EvidenceRefs = meta.KXM.ObservedAt, meta.KXM.Supersedes, meta.KXM.EvidenceRefs
+		k := meta.KXM
+		item.ObservedAt, item.Supersedes, item.EvidenceRefs = k.ObservedAt, k.Supersedes, k.EvidenceRefs
+		// What an import mapped comes back as it was: the id the key was
+		// made from, the project KXM named, a proposal still pinned only.
+		if k.ID != "" {
+			item.ID = k.ID
+		}
+		if k.Project != "" {
+			item.Project = k.Project
+		}
+		if k.Status == "proposed" && v.Trigger.PinnedOnly {
+			item.Status = "proposed"
+		}
 	}
 	return item
 }

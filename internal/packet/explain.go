@@ -346,6 +346,8 @@ type WhyAnswer struct {
 	// Redaction, when that version's content was redacted since: who, when
 	// and why.
 	Redaction *store.Redaction
+	// ContextPacket is the request's context packet asked about, as sent.
+	ContextPacket json.RawMessage
 }
 
 // Why answers "why did (or didn't) this packet contain this item?". The
@@ -459,7 +461,7 @@ func (s *Service) whyNotCandidate(ctx context.Context, agent *auth.Agent, p *Pac
 	ans := &WhyAnswer{Decision: "not_candidate", Item: v}
 	switch {
 	case v.Deleted:
-		ans.Reason, ans.Detail = "tombstoned", fmt.Sprintf("version %d, current then, is a tombstone", v.Version)
+		ans.Reason, ans.Detail = "tombstoned", fmt.Sprintf("version %d, current then, is a tombstone", v.Version)+retiredBy(v.Metadata)
 	case !assemble.ValidAt(v, p.CreatedAt):
 		ans.Reason, ans.Detail = "not_valid", fmt.Sprintf("its validity window %s does not hold the packet's time %s", window(v), p.CreatedAt.Format(time.RFC3339Nano))
 	case !agent.SeesAllRoles() || v.Roles.Visible(p.TargetRole):
@@ -494,7 +496,7 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 	if err != nil {
 		return nil, err
 	}
-	in := assemble.Input{Project: proj, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
+	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
 	_, why, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{ExplainLayer: explain, ExplainKey: key})
 	if err != nil || why == nil {
 		return nil, err
@@ -529,7 +531,7 @@ func (s *Service) snapshotSource(ctx context.Context, proj string, p *Packet) (*
 // replayed assembles a stored packet's request again, on its snapshot, with
 // the pipeline that made it.
 func (s *Service) replayed(ctx context.Context, proj string, p *Packet) (*assemble.Result, error) {
-	in := assemble.Input{Project: proj, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
+	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
 	if p.Pipeline < assemble.Pipeline2 {
 		cands, err := s.snapshotCandidates(ctx, proj, p)
 		if err != nil {
@@ -1023,4 +1025,47 @@ func (s *Service) WhyHandoff(ctx context.Context, agent *auth.Agent, proj, id, h
 	}
 	return &WhyAnswer{Decision: "not_candidate", Reason: "not_a_predecessor",
 		Detail: "the request did not name this handoff among its predecessors"}, d.Handoff, nil
+}
+
+// WhyContextPacket answers for the request's i-th context packet: its
+// record (a part of the request, ranked and budgeted like an item) and the
+// packet as the request sent it. An index the request did not have is 422
+// on the parameter.
+func (s *Service) WhyContextPacket(ctx context.Context, agent *auth.Agent, proj, id string, i int) (*WhyAnswer, error) {
+	p, err := s.Get(ctx, agent, proj, id)
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= len(p.Request.ContextPackets) {
+		return nil, validation.One("context_packet", "range", "the packet's request had %d context packets; context_packet %d is not one of them", len(p.Request.ContextPackets), i)
+	}
+	key := assemble.ContextPacketKey(i)
+	for j := range p.Records {
+		r := &p.Records[j]
+		if r.SubjectKind == assemble.SubjectRequest && r.SubjectKey == key {
+			return &WhyAnswer{Decision: r.Decision, Record: r, Reason: r.Reason, Detail: r.Detail, ContextPacket: p.Request.ContextPackets[i]}, nil
+		}
+	}
+	// Past pipeline 2's cutoff a candidate has no record: it was ranked
+	// after the last one the budget tried.
+	return &WhyAnswer{Decision: assemble.Excluded, Reason: assemble.ReasonBudgetCutoff, Cutoff: p.Cutoff,
+		Detail: "ranked after the last candidate the budget tried", ContextPacket: p.Request.ContextPackets[i]}, nil
+}
+
+// retiredBy says, for a tombstone an import wrote (item.Service.ImportTx),
+// that an import retired the item and with which KXM status; "" otherwise.
+func retiredBy(meta json.RawMessage) string {
+	var m struct {
+		RetiredBy string `json:"retired_by"`
+		KXM       struct {
+			Status string `json:"status"`
+		} `json:"kxm"`
+	}
+	if json.Unmarshal(meta, &m) != nil || m.RetiredBy != "import" {
+		return ""
+	}
+	if m.KXM.Status != "" {
+		return fmt.Sprintf(": an import retired it (KXM status %s)", m.KXM.Status)
+	}
+	return ": an import retired it"
 }

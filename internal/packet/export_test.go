@@ -5,6 +5,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ident"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -29,11 +30,12 @@ func (s *Service) PrepareFirstPipeline(ctx context.Context, agent *auth.Agent, p
 	if err != nil {
 		return nil, err
 	}
-	res, err := assemble.Assemble(assemble.Input{Project: proj, Request: req, Candidates: cands, Now: point.Now})
+	id := ident.New("ctxpkt")
+	res, err := assemble.Assemble(assemble.Input{Project: proj, PacketID: id, Request: req, Candidates: cands, Now: point.Now})
 	if err != nil {
 		return nil, err
 	}
-	return build(agent, proj, req, point, res, nil)
+	return build(agent, id, proj, req, point, res, nil)
 }
 
 // StoreForTest stores a prepared packet in a transaction of its own.

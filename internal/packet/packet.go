@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/ident"
+	"github.com/contextd/contextd/internal/navi"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
@@ -167,6 +169,11 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID 
 			p.Verdicts = append(p.Verdicts, render.Verdict{Critic: v.Critic, Verdict: v.Verdict, Summary: v.Summary})
 		}
 		p.BaseCommit, p.CandidateTreeHash = h.BaseCommit, h.CandidateTreeHash
+		if h.Status != handoff.Pending {
+			at := h.UpdatedAt.UTC()
+			p.SettledAt = &at
+			p.Withdrawn = h.Status == handoff.Superseded && h.SupersededBy == ""
+		}
 		p.Patches, p.Reports, p.OpenQuestions = h.Deliverables.Patches, h.Deliverables.Reports, h.OpenQuestions
 		if n := h.SuggestedNextStep; n != nil {
 			p.NextStep = &render.NextStep{StepID: n.StepID, Action: n.Action}
@@ -229,7 +236,7 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
-	if err := req.Normalize(); err != nil {
+	if err := joinInvalid(req.Normalize(), checkContextPackets(req)); err != nil {
 		return nil, err
 	}
 	if proj == assemble.SharedProject && !agent.IsAdmin() {
@@ -246,6 +253,9 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 		preds []assemble.Predecessor
 		res   *assemble.Result
 	)
+	// The id is the packet's before it is assembled: the kxm format
+	// writes it into the text, and a replay passes the stored one.
+	id := ident.New("ctxpkt")
 	// The pipeline reads its candidates inside the snapshot as it goes, so
 	// it runs inside it; what it read is what the snapshot held.
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
@@ -260,24 +270,24 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 		if point, err = tx.PacketReadPoint(ctx); err != nil {
 			return err
 		}
-		in := assemble.Input{Project: proj, Request: req, Now: point.Now, Predecessors: preds}
+		in := assemble.Input{Project: proj, PacketID: id, Request: req, Now: point.Now, Predecessors: preds}
 		res, _, err = assemble.AssembleBounded(ctx, in, newDBSource(tx, s.texts), assemble.Options{})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}
-	return build(agent, proj, req, point, res, preds)
+	return build(agent, id, proj, req, point, res, preds)
 }
 
-func build(agent *auth.Agent, proj string, req *assemble.Request, point store.ReadPoint, res *assemble.Result, preds []assemble.Predecessor) (*Packet, error) {
+func build(agent *auth.Agent, id, proj string, req *assemble.Request, point store.ReadPoint, res *assemble.Result, preds []assemble.Predecessor) (*Packet, error) {
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
 	sum := sha256.Sum256([]byte(res.Rendered))
 	p := &Packet{
-		ID: ident.New("ctxpkt"), Project: proj, CreatedAt: point.Now, CreatedBy: agent.ID, TargetRole: req.TargetRole,
+		ID: id, Project: proj, CreatedAt: point.Now, CreatedBy: agent.ID, TargetRole: req.TargetRole,
 		Request: req, RequestRaw: raw, Rendered: res.Rendered, RenderedSHA256: hex.EncodeToString(sum[:]),
 		Tokenizer: string(req.Tokenizer), Format: string(req.Format), Allocated: res.Allocated, Used: res.Used,
 		Gaps: res.Gaps, Provenance: provenanceOf(res.Records), Snapshot: point.Snapshot, Records: res.Records,
@@ -388,4 +398,44 @@ func (s *Service) snapshotCandidates(ctx context.Context, proj string, p *Packet
 func sha256sum(b []byte) []byte {
 	s := sha256.Sum256(b)
 	return s[:]
+}
+
+// checkContextPackets refuses a request whose context_packets navi's
+// parser refuses (every problem at once, by pointer), before any reading:
+// assembly reads them again with the same parser, and may then trust them.
+func checkContextPackets(req *assemble.Request) error {
+	var fields []validation.Field
+	for i, raw := range req.ContextPackets {
+		if _, err := navi.ParseAt(fmt.Sprintf("/context_packets/%d", i), raw); err != nil {
+			var verr *validation.Error
+			if !errors.As(err, &verr) {
+				return err
+			}
+			fields = append(fields, verr.Fields...)
+		}
+	}
+	if len(fields) > 0 {
+		return &validation.Error{Fields: fields}
+	}
+	return nil
+}
+
+// joinInvalid is the first error that is not a validation error, or every
+// validation error's fields as one.
+func joinInvalid(errs ...error) error {
+	var all []validation.Field
+	for _, err := range errs {
+		var verr *validation.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &verr):
+			all = append(all, verr.Fields...)
+		default:
+			return err
+		}
+	}
+	if len(all) > 0 {
+		return &validation.Error{Fields: all}
+	}
+	return nil
 }

@@ -1,6 +1,10 @@
 package render
 
-import "github.com/contextd/contextd/internal/ctxtype"
+import (
+	"time"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+)
 
 // The item sections, in their order in the packet. Their names are the
 // headings of the text and the Section of a record, so both agree.
@@ -78,6 +82,10 @@ type Predecessor struct {
 	BaseCommit, CandidateTreeHash   string
 	Patches, Reports, OpenQuestions []string
 	NextStep                        *NextStep
+	// When it left pending (nil while pending), and whether its source
+	// withdrew it; only the kxm format shows them.
+	SettledAt *time.Time
+	Withdrawn bool
 }
 
 // NextStep is a predecessor's suggested next step (the leaf package's type).
@@ -101,6 +109,10 @@ type Entry struct {
 	Priority int
 	Title    string
 	Content  string
+	// V is the item version the entry shows, for the members only the kxm
+	// format writes (kind, authority, confidence, state key, validity);
+	// nil in a hand-made Doc, which the kxm format then fills with defaults.
+	V *ctxtype.Version
 }
 
 // Contradiction is one pair under Active Contradictions: Kept won over
@@ -141,4 +153,14 @@ type Doc struct {
 	Contradictions []Contradiction
 	// Ranked is every item entry in rank order (the blocks format's order).
 	Ranked []Entry
+
+	// The packet's own figures, which only the kxm format writes: its id
+	// and time (fixed before rendering, so a replay writes them again),
+	// the budget, the tokens the text uses (the caller settles it to the
+	// exact count of the text it is written into) and the unresolved gaps.
+	PacketID    string
+	GeneratedAt time.Time
+	Allocated   int
+	Used        int
+	Gaps        []string
 }

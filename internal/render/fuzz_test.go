@@ -77,7 +77,7 @@ func FuzzRenderDoc(f *testing.F) {
 		if dec.Decode(&ctx) != nil {
 			ctx = nil
 		}
-		for _, format := range []Format{Markdown, Blocks, JSON} {
+		for _, format := range []Format{Markdown, Blocks, JSON, Navi} {
 			d := fuzzDoc(project, role, objective, title, content, snippet, ctx, flags)
 			a := Render(format, d)
 			b := Render(format, fuzzDoc(project, role, objective, title, content, snippet, ctx, flags))
@@ -114,7 +114,7 @@ func FuzzRenderDoc(f *testing.F) {
 				}
 				want := EntryCost(format, e)
 				switch format {
-				case Blocks:
+				case Blocks, Navi:
 					got += "\n"
 				case JSON:
 					got = "," + got + "\n"

@@ -25,6 +25,10 @@ const (
 	Blocks = ctxtype.Blocks
 	// JSON is ctxtype.JSON, one JSON document.
 	JSON = ctxtype.JSON
+	// KXM is ctxtype.KXM, KXM's formal context packet v2 (kxm.go).
+	KXM = ctxtype.KXM
+	// Navi is ctxtype.Navi, navi's render_context_packets block (navi.go).
+	Navi = ctxtype.Navi
 )
 
 // Scaffold is the Ref of a piece that belongs to no record: headings and
@@ -47,6 +51,10 @@ func Render(f Format, doc *Doc) []Piece {
 		renderBlocks(&w, doc)
 	case JSON:
 		renderJSON(&w, doc)
+	case KXM:
+		renderKXM(&w, doc)
+	case Navi:
+		renderNavi(&w, doc)
 	default:
 		renderMarkdown(&w, doc)
 	}
@@ -86,6 +94,8 @@ func HeadingCost(f Format, section string, envStarted bool) string {
 		return markdownHeading(section, envStarted)
 	case JSON:
 		return "\n,{\"name\":" + jsonString(section) + ",\"entries\":[\n]}"
+	case Navi:
+		return naviHeading(section)
 	}
 	return ""
 }
@@ -97,6 +107,10 @@ func EntryCost(f Format, e Entry) string {
 		return blocksEntry(e) + "\n"
 	case JSON:
 		return "," + jsonEntry(e) + "\n"
+	case KXM:
+		return "," + kxmEntry(e, "", "")
+	case Navi:
+		return naviEntry(e) + "\n"
 	}
 	return MarkdownItemBlock(e.Title, e.Content)
 }
@@ -108,6 +122,10 @@ func ContradictionCost(f Format, c Contradiction) string {
 		return blocksContradiction(c) + "\n"
 	case JSON:
 		return "," + jsonContradiction(c) + "\n"
+	case KXM:
+		return "," + kxmContradiction(c, "")
+	case Navi:
+		return markdownContradiction(c)
 	}
 	return markdownContradiction(c)
 }

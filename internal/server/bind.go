@@ -39,6 +39,13 @@ func (strictBinder) Bind(i any, c echo.Context) error {
 		}
 		return problem(400, "malformed", "cannot read request body: %v", err)
 	}
+	return decodeStrict(body, i)
+}
+
+// decodeStrict is the strict decoding of Bind, of a body already read: for
+// a part of a request that is itself in the contract's shape (the items of
+// an import in contextd's format).
+func decodeStrict(body []byte, i any) error {
 	if len(bytes.Trim(body, " \t\r\n")) == 0 { // JSON's white space only: a body of U+00A0 is malformed, not absent
 		return io.EOF
 	}

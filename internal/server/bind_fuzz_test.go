@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/kxm"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -24,12 +25,14 @@ var bodyTypes = []reflect.Type{
 	reflect.TypeOf(api.PutItemJSONRequestBody{}),
 	reflect.TypeOf(api.BatchItemsJSONRequestBody{}),
 	reflect.TypeOf(api.AssemblePacketJSONRequestBody{}),
-	reflect.TypeOf(api.CreateHandoffJSONRequestBody{}),
+	reflect.TypeOf(api.HandoffCreate{}), // createHandoff's body is raw: this, or the KXM manifest at the end
+
 	reflect.TypeOf(api.AcceptHandoffJSONRequestBody{}),
 	reflect.TypeOf(api.CreateAgentJSONRequestBody{}),
 	reflect.TypeOf(api.PutProjectJSONRequestBody{}),
 	reflect.TypeOf(api.RedactItemVersionJSONRequestBody{}),
 	reflect.TypeOf(api.AttributePacketJSONRequestBody{}),
+	reflect.TypeOf(kxm.ManifestInput{}),
 }
 
 // bindOnce decodes body into a new value of type t as a request would.
@@ -108,6 +111,7 @@ func FuzzStrictBinder(f *testing.F) {
 		{6, `{"description":"中文 👍🏽 \u2028"}`},
 		{7, `{"reason":"PII"}`},
 		{8, `{"outcome":"PASS","items":[{"key":"k","version":1}]}`},
+		{9, `{"schema":"kxm.handoff-manifest.v1","handoffId":7,"taskId":"t","source":{"agentId":"a","agent_id":"b"},"verificationEvidence":{"witnessExitCode":1.5},"status":null}`},
 	} {
 		f.Add(s.typ, []byte(s.body))
 	}

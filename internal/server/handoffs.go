@@ -13,6 +13,7 @@ import (
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/handoff"
+	"github.com/contextd/contextd/internal/kxm"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -60,14 +61,16 @@ func toLinks(ls []handoff.Link) []api.HandoffLink {
 	return out
 }
 
-// CreateHandoff implements api.StrictServerInterface.
+// CreateHandoff implements api.StrictServerInterface. The body is
+// contextd's HandoffCreate or, told by its schema member, KXM's handoff
+// manifest v1 (see createInput).
 func (s *Server) CreateHandoff(ctx context.Context, r api.CreateHandoffRequestObject) (api.CreateHandoffResponseObject, error) {
 	body, err := requireBody(r.Body)
 	if err != nil {
 		return nil, err
 	}
-	var m handoff.Manifest
-	if err := reshape(body, &m); err != nil {
+	m, fromKXM, warnings, err := createInput(*body)
+	if err != nil {
 		return nil, err
 	}
 	var h *handoff.Handoff
@@ -76,13 +79,55 @@ func (s *Server) CreateHandoff(ctx context.Context, r api.CreateHandoffRequestOb
 		return err
 	})
 	if err != nil {
+		if fromKXM {
+			manifestPointers(err)
+		}
 		return nil, err
 	}
+	h.Warnings = append(h.Warnings, warnings...)
 	out, err := toHandoff(h)
 	if err != nil {
 		return nil, err
 	}
 	return api.CreateHandoff201JSONResponse(out), nil
+}
+
+// createInput decodes a create's body, strictly, as the shape it is: a
+// KXM manifest (a schema member) mapped by package kxm, with the warnings
+// of what contextd replaced, or contextd's HandoffCreate.
+func createInput(body []byte) (handoff.Manifest, bool, []validation.Field, error) {
+	var m handoff.Manifest
+	if !kxm.IsManifest(body) {
+		var c api.HandoffCreate
+		if err := decodeStrict(body, &c); err != nil {
+			return m, false, nil, err
+		}
+		return m, false, nil, reshape(c, &m)
+	}
+	var in kxm.ManifestInput
+	if err := decodeStrict(body, &in); err != nil {
+		return m, true, nil, err
+	}
+	h, warnings, err := kxm.ImportManifest(in)
+	if err != nil {
+		return m, true, nil, err
+	}
+	return m, true, warnings, reshape(h, &m)
+}
+
+// manifestPointers points a create's validation errors, which name
+// contextd's members, into the KXM manifest as sent (camelCase).
+func manifestPointers(err error) {
+	var verr *validation.Error
+	if errors.As(err, &verr) {
+		for i := range verr.Fields {
+			verr.Fields[i].Pointer = kxm.ManifestPointer(verr.Fields[i].Pointer)
+		}
+	}
+	var mal *validation.Malformed
+	if errors.As(err, &mal) {
+		mal.Pointer = kxm.ManifestPointer(mal.Pointer)
+	}
 }
 
 // ListHandoffs implements api.StrictServerInterface.
@@ -109,19 +154,45 @@ func (s *Server) ListHandoffs(ctx context.Context, r api.ListHandoffsRequestObje
 	return out, nil
 }
 
-// GetHandoff implements api.StrictServerInterface.
+// GetHandoff implements api.StrictServerInterface: a HandoffDetail or,
+// with format=kxm, KXM's handoff manifest with the status contextd holds.
 func (s *Server) GetHandoff(ctx context.Context, r api.GetHandoffRequestObject) (api.GetHandoffResponseObject, error) {
+	format := api.HandoffFormatContextd
+	if r.Params.Format != nil {
+		format = *r.Params.Format
+	}
+	if !format.Valid() {
+		return nil, validation.One("format", "enum", "format must be contextd or kxm, not %q", format)
+	}
 	d, err := s.handoffs.Get(ctx, agentFrom(ctx), r.Project, r.Id)
 	if err != nil {
 		return nil, err
 	}
-	var out api.HandoffDetail
-	base, err := toHandoff(d.Handoff)
+	var body any
+	if format == api.HandoffFormatKxm {
+		var h kxm.Handoff
+		if err := reshape(d.Handoff.Manifest, &h); err != nil {
+			return nil, err
+		}
+		body = kxm.ExportManifest(h, d.Handoff.ID, d.Handoff.Status, d.Handoff.CreatedAt)
+	} else if body, err = toHandoffDetail(d); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
+	return api.GetHandoff200JSONResponse(b), nil
+}
+
+func toHandoffDetail(d *handoff.Detail) (api.HandoffDetail, error) {
+	var out api.HandoffDetail
+	base, err := toHandoff(d.Handoff)
+	if err != nil {
+		return out, err
+	}
 	if err := reshape(base, &out); err != nil {
-		return nil, err
+		return out, err
 	}
 	out.Events = make([]api.HandoffEvent, len(d.Events))
 	for i, e := range d.Events {
@@ -132,7 +203,7 @@ func (s *Server) GetHandoff(ctx context.Context, r api.GetHandoffRequestObject) 
 	for i, u := range d.UsedBy {
 		out.UsedByPackets[i] = api.PacketUse{PacketId: u.PacketID, TargetRole: u.TargetRole, Agent: u.Agent, CreatedAt: u.CreatedAt}
 	}
-	return api.GetHandoff200JSONResponse(out), nil
+	return out, nil
 }
 
 func (s *Server) transition(ctx context.Context, proj, id string, t handoff.Transition, body *api.TransitionRequest) (api.Handoff, error) {

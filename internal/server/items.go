@@ -92,6 +92,9 @@ func toInput(key string, w api.ItemWrite) item.Input {
 		if t.Keywords != nil {
 			in.Trigger.Keywords = append([]string{}, *t.Keywords...)
 		}
+		if t.Match != nil {
+			in.Trigger.Match = string(*t.Match)
+		}
 	}
 	if r := w.Roles; r != nil {
 		in.Roles = &item.Roles{VisibleTo: deref(r.VisibleTo), HiddenFrom: deref(r.HiddenFrom)}
@@ -125,6 +128,10 @@ func toItem(v *item.Version) api.Item {
 	if t.Keywords != nil {
 		kw := t.Keywords
 		trig.Keywords = &kw
+	}
+	if t.Match != "" {
+		m := api.TriggerMatch(t.Match)
+		trig.Match = &m
 	}
 	vis, hid, der := v.Roles.VisibleTo, v.Roles.HiddenFrom, v.Provenance.DerivedFrom
 	return api.Item{
@@ -214,7 +221,7 @@ func (s *Server) GetItem(ctx context.Context, r api.GetItemRequestObject) (api.G
 		}
 		asOf = &t
 	}
-	format := api.Contextd
+	format := api.GetItemParamsFormatContextd
 	if r.Params.Format != nil {
 		format = *r.Params.Format
 	}
@@ -226,7 +233,7 @@ func (s *Server) GetItem(ctx context.Context, r api.GetItemRequestObject) (api.G
 		return nil, err
 	}
 	var body any = toItem(v)
-	if format == api.Kxm {
+	if format == api.GetItemParamsFormatKxm {
 		body = kxm.Export(v)
 	}
 	b, err := json.Marshal(body)
@@ -293,21 +300,9 @@ func (s *Server) BatchItems(ctx context.Context, r api.BatchItemsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	metas := map[string]*json.RawMessage{}
-	for i, b := range body.Items {
-		metas[fmt.Sprintf("/items/%d/metadata", i)] = b.Metadata
-	}
-	if err := metadataShape(metas); err != nil {
+	ins, err := batchInputs(body.Items)
+	if err != nil {
 		return nil, err
-	}
-	ins := make([]item.Input, len(body.Items))
-	for i, b := range body.Items {
-		ins[i] = toInput(b.Key, api.ItemWrite{
-			Kind: b.Kind, Source: b.Source, Title: b.Title, Summary: b.Summary, Content: b.Content,
-			Priority: b.Priority, Authority: b.Authority, Confidence: b.Confidence, StateKey: b.StateKey,
-			ValidFrom: b.ValidFrom, ValidUntil: b.ValidUntil, Slot: b.Slot, Trigger: b.Trigger, Roles: b.Roles,
-			Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance,
-		})
 	}
 	var res item.BatchResult
 	err = s.write(ctx, func(tx *store.Tx) error {
@@ -317,14 +312,43 @@ func (s *Server) BatchItems(ctx context.Context, r api.BatchItemsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	out := api.BatchItems200JSONResponse{Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged}
+	return api.BatchItems200JSONResponse(toBatchResult(res)), nil
+}
+
+// batchInputs is a batch's items as item writes, after the metadata's shape.
+func batchInputs(items []api.BatchItem) ([]item.Input, error) {
+	metas := map[string]*json.RawMessage{}
+	for i, b := range items {
+		metas[fmt.Sprintf("/items/%d/metadata", i)] = b.Metadata
+	}
+	if err := metadataShape(metas); err != nil {
+		return nil, err
+	}
+	ins := make([]item.Input, len(items))
+	for i, b := range items {
+		ins[i] = toInput(b.Key, api.ItemWrite{
+			Kind: b.Kind, Source: b.Source, Title: b.Title, Summary: b.Summary, Content: b.Content,
+			Priority: b.Priority, Authority: b.Authority, Confidence: b.Confidence, StateKey: b.StateKey,
+			ValidFrom: b.ValidFrom, ValidUntil: b.ValidUntil, Slot: b.Slot, Trigger: b.Trigger, Roles: b.Roles,
+			Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance,
+		})
+	}
+	return ins, nil
+}
+
+func toBatchResult(res item.BatchResult) api.BatchResult {
+	out := api.BatchResult{Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged}
 	out.Items = make([]struct {
-		Key     string `json:"key"`
-		Status  string `json:"status"`
-		Version int32  `json:"version"`
+		Key        string `json:"key"`
+		Status     string `json:"status"`
+		Tombstoned *bool  `json:"tombstoned,omitempty"`
+		Version    int32  `json:"version"`
 	}, len(res.Items))
 	for i, e := range res.Items {
 		out.Items[i].Key, out.Items[i].Status, out.Items[i].Version = e.Key, string(e.Status), int32(e.Version)
+		if e.Tombstoned {
+			out.Items[i].Tombstoned = &e.Tombstoned
+		}
 	}
-	return out, nil
+	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/footprint"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/store"
@@ -147,23 +148,46 @@ func (s *Server) GetPacket(ctx context.Context, r api.GetPacketRequestObject) (a
 	return api.GetPacket200JSONResponse(toPacket(p)), nil
 }
 
-// ListPacketRecords implements api.StrictServerInterface.
+// ListPacketRecords implements api.StrictServerInterface: the records the
+// viewer may see, as a RecordList or, with format=agentfootprint, as an
+// agentfootprint trace (package footprint maps them).
 func (s *Server) ListPacketRecords(ctx context.Context, r api.ListPacketRecordsRequestObject) (api.ListPacketRecordsResponseObject, error) {
 	d := deref(r.Params.Decision)
 	if d != "" && d != assemble.Included && d != assemble.Excluded {
 		return nil, validation.One("decision", "enum", "decision must be included or excluded")
 	}
+	format := api.RecordsFormatContextd
+	if r.Params.Format != nil {
+		format = *r.Params.Format
+	}
+	if !format.Valid() {
+		return nil, validation.One("format", "enum", "format must be contextd or agentfootprint, not %q", format)
+	}
 	p, err := s.packets.Get(ctx, agentFrom(ctx), r.Project, r.Id)
 	if err != nil {
 		return nil, err
 	}
-	out := api.ListPacketRecords200JSONResponse{Data: []api.Record{}}
+	recs := []assemble.Record{}
 	for _, rec := range p.Records {
 		if d == "" || rec.Decision == d {
-			out.Data = append(out.Data, toRecord(rec))
+			recs = append(recs, rec)
 		}
 	}
-	return out, nil
+	var body any
+	if format == api.RecordsFormatAgentfootprint {
+		body = footprint.FromRecords(p.Rendered, p.Allocated, recs)
+	} else {
+		out := api.RecordList{Data: make([]api.Record, len(recs))}
+		for i, rec := range recs {
+			out.Data[i] = toRecord(rec)
+		}
+		body = out
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return api.ListPacketRecords200JSONResponse(b), nil
 }
 
 // WhyPacket implements api.StrictServerInterface.
@@ -173,13 +197,22 @@ func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (a
 		h   *handoff.Handoff
 		err error
 	)
-	switch item, hnd := deref(r.Params.Item), deref(r.Params.Handoff); {
-	case (item == "") == (hnd == ""):
-		return nil, validation.One("item", "required", "give exactly one of item (an item key) or handoff (a handoff id)")
+	item, hnd, cp := deref(r.Params.Item), deref(r.Params.Handoff), r.Params.ContextPacket
+	given := 0
+	for _, g := range []bool{item != "", hnd != "", cp != nil} {
+		if g {
+			given++
+		}
+	}
+	switch {
+	case given != 1:
+		return nil, validation.One("item", "required", "give exactly one of item (an item key), handoff (a handoff id) or context_packet (an index)")
 	case item != "":
 		a, err = s.packets.Why(ctx, agentFrom(ctx), r.Project, r.Id, item, deref(r.Params.Layer))
-	default:
+	case hnd != "":
 		a, h, err = s.packets.WhyHandoff(ctx, agentFrom(ctx), r.Project, r.Id, hnd)
+	default:
+		a, err = s.packets.WhyContextPacket(ctx, agentFrom(ctx), r.Project, r.Id, *cp)
 	}
 	if err != nil {
 		return nil, err
@@ -200,6 +233,9 @@ func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (a
 	if a.Item != nil {
 		it := toItem(a.Item)
 		out.Item = &it
+	}
+	if a.ContextPacket != nil {
+		out.ContextPacket = &a.ContextPacket
 	}
 	if a.Redaction != nil {
 		red := toRedaction(*a.Redaction)

@@ -10,6 +10,7 @@ import (
 	"github.com/oapi-codegen/runtime"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -34,6 +35,54 @@ var specMethods = map[string]bool{"get": true, "put": true, "post": true, "delet
 
 // specParam is a path template parameter; Echo spells {x} as :x.
 var specParam = regexp.MustCompile(`\{([^}/]+)\}`)
+
+// EchoPath is an OpenAPI path template as Echo routes it: {x} as :x, and
+// a colon inside a segment (items:import, a custom method in the style of
+// Google's API guide) escaped as \: so Echo reads it as a literal.
+func EchoPath(path string) string {
+	return specParam.ReplaceAllString(escapeColons(path), ":$1")
+}
+
+// escapeColons escapes every ":" that does not begin a path segment.
+func escapeColons(path string) string {
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		if path[i] == ':' && i > 0 && path[i-1] != '/' && path[i-1] != '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(path[i])
+	}
+	return b.String()
+}
+
+// Router is e as the generated RegisterHandlers should see it: every
+// route registered with its colons escaped (colonRouter).
+func Router(e *echo.Echo) api.EchoRouter { return colonRouter{e} }
+
+// colonRouter registers the generated routes with their colons escaped
+// (see EchoPath): oapi-codegen writes a custom method's path as it is in
+// the contract, where Echo would take ":import" for a parameter.
+type colonRouter struct{ *echo.Echo }
+
+func (r colonRouter) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.Echo.GET(escapeColons(path), h, m...)
+}
+
+func (r colonRouter) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.Echo.POST(escapeColons(path), h, m...)
+}
+
+func (r colonRouter) PUT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.Echo.PUT(escapeColons(path), h, m...)
+}
+
+func (r colonRouter) PATCH(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.Echo.PATCH(escapeColons(path), h, m...)
+}
+
+func (r colonRouter) DELETE(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.Echo.DELETE(escapeColons(path), h, m...)
+}
 
 // Permissions reads what every operation of spec (an OpenAPI document,
 // api.Spec in production) declares, keyed by its Echo route as c.Path()
@@ -68,7 +117,7 @@ func Permissions(spec []byte) (map[string]OperationPermission, error) {
 				errs = append(errs, fmt.Sprintf("%s %s: %v", strings.ToUpper(method), path, err))
 				continue
 			}
-			out[strings.ToUpper(method)+" "+specParam.ReplaceAllString(path, ":$1")] = p
+			out[strings.ToUpper(method)+" "+EchoPath(path)] = p
 		}
 	}
 	if len(errs) > 0 {

@@ -24,7 +24,9 @@ type specOp struct {
 
 // echoRoute is the route Echo registers for the operation.
 func (o specOp) echoRoute() string {
-	return o.method + " " + regexp.MustCompile(`\{([^}/]+)\}`).ReplaceAllString(o.path, ":$1")
+	// A colon inside a segment (items:import) is a literal, escaped for Echo.
+	escaped := regexp.MustCompile(`([^/]):`).ReplaceAllString(o.path, `$1\:`)
+	return o.method + " " + regexp.MustCompile(`\{([^}/]+)\}`).ReplaceAllString(escaped, ":$1")
 }
 
 // specOps lists the operations of the contract by path, then method.
@@ -79,7 +81,7 @@ func TestPermissionsCoverEveryRoute(t *testing.T) {
 	// The routes the generated code registers (server.New adds only
 	// /openapi.yaml, the contract itself, which needs no key).
 	router := echo.New()
-	api.RegisterHandlers(router, nil)
+	api.RegisterHandlers(server.Router(router), nil)
 	routes := map[string]bool{}
 	for _, r := range router.Routes() {
 		routes[r.Method+" "+r.Path] = true
@@ -236,6 +238,9 @@ var walkCases = map[string]walkCase{
 	"listItems": {perm: "read", ok: 200, call: at(home + "/items")},
 	"batchItems": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {
 		return home + "/items", map[string]any{"items": []any{map[string]any{"key": w.fresh("batch"), "content": "batched"}}}
+	}},
+	"importItems": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/items:import", map[string]any{"format": "contextd", "items": []any{map[string]any{"key": w.fresh("import"), "content": "imported"}}}
 	}},
 	"getItem": {perm: "read", ok: 200, call: at(home + "/items/fact")},
 	"putItem": {perm: "edit", ok: 201, call: func(w *world, _ identity) (string, any) {

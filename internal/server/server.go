@@ -123,7 +123,7 @@ func New(cfg Config) *echo.Echo {
 	e.Use(s.idempotency)
 
 	strict := api.NewStrictHandler(s, nil)
-	api.RegisterHandlers(e, strict)
+	api.RegisterHandlers(Router(e), strict)
 	e.GET("/openapi.yaml", func(c echo.Context) error {
 		return c.Blob(http.StatusOK, "application/yaml", api.Spec)
 	})
@@ -161,7 +161,7 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		limit := s.bodyLimit
-		if r.Method == http.MethodPost && c.Path() == "/v1/projects/:project/items" {
+		if r.Method == http.MethodPost && (c.Path() == "/v1/projects/:project/items" || c.Path() == EchoPath("/v1/projects/{project}/items:import")) {
 			limit = s.batchLimit
 		}
 		if r.ContentLength > limit {

@@ -133,7 +133,9 @@ type KeywordRef struct {
 }
 
 // BoundedKeywordRefs is the keyword items of a layer with a keyword that
-// starts with one of the words, from the item rows alone.
+// starts with one of the words, from the item rows alone (words are
+// keyword.Term's terms: the words a person said, and "~" and their stems
+// for the stem-mode items).
 func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {
 	terms := make([]string, len(words))
 	for i, w := range words {
@@ -148,13 +150,22 @@ func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []strin
 		out[i] = KeywordRef{
 			Pos: ctxtype.RankPos{Authority: r.RankAuthority, Priority: r.RankPriority, Confidence: r.RankConfidence, Time: r.RankTime, Key: r.Key},
 			Version: &ctxtype.Version{Project: layer, Key: r.Key, Fields: ctxtype.Fields{
-				Trigger:   ctxtype.Trigger{Keywords: nonNil(r.TriggerKeywords)},
+				Trigger:   ctxtype.Trigger{Keywords: nonNil(r.TriggerKeywords), Match: matchOf(r.TriggerMatch)},
 				Roles:     ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
 				ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil),
 			}},
 		}
 	}
 	return out, nil
+}
+
+// matchOf is a Trigger's Match for an item row's trigger_match ("word"
+// is the default, stored in the trigger as "").
+func matchOf(m string) string {
+	if m == ctxtype.MatchStem {
+		return m
+	}
+	return ""
 }
 
 // BoundedSmall is the pinned items of the layers, narrow.

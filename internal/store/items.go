@@ -185,6 +185,32 @@ func (tx *Tx) ItemLockCurrent(ctx context.Context, project string, keys []string
 	return out, nil
 }
 
+// Retired is an item whose current version is a tombstone: that
+// version's number and roles, and the fields hash of the version before it.
+type Retired struct {
+	Version      int
+	Roles        ctxtype.Roles
+	FieldsSHA256 []byte
+}
+
+// ItemRetired reads, for the keys whose current version is a tombstone
+// that follows a live version, what an import of a retired item compares
+// with (see the query).
+func (tx *Tx) ItemRetired(ctx context.Context, project string, keys []string) (map[string]Retired, error) {
+	if len(keys) == 0 {
+		return map[string]Retired{}, nil
+	}
+	rows, err := q.ItemRetiredMany(ctx, tx.ex, dbsqlc.ItemRetiredManyParams{Project: project, Keys: keys})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make(map[string]Retired, len(rows))
+	for _, r := range rows {
+		out[r.Key] = Retired{Version: int(r.CurrentVersion), Roles: ctxtype.Roles{VisibleTo: r.VisibleTo, HiddenFrom: r.HiddenFrom}, FieldsSHA256: r.FieldsSha256}
+	}
+	return out, nil
+}
+
 // rankTime is the creation time of an item's current version, from the
 // item row's rank_time (minus its microseconds since the epoch).
 func rankTime(rt int64) time.Time { return time.UnixMicro(-rt).UTC() }

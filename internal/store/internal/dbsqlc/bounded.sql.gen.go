@@ -283,7 +283,7 @@ func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCoun
 
 const boundedKeywordRefs = `-- name: BoundedKeywordRefs :many
 SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
-       valid_from, valid_until, trigger_keywords
+       valid_from, valid_until, trigger_keywords, trigger_match
 FROM items
 WHERE project = $1 AND live AND trigger_kind = 'keywords' AND trigger_terms && $2::text[]
 `
@@ -304,13 +304,15 @@ type BoundedKeywordRefsRow struct {
 	ValidFrom       *time.Time
 	ValidUntil      *time.Time
 	TriggerKeywords []string
+	TriggerMatch    string
 }
 
 // The keyword items of a layer with a keyword that starts with a word a
 // person said, from the item rows alone (the GIN index on the first words,
 // each qualified by its project: @terms are project, U+001F, word):
-// their rank position, roles, window and keywords, which is all the keyword
-// lane needs to order them, tell which fire and count those never tried.
+// their rank position, roles, window, keywords and how they match, which is
+// all the keyword lane needs to order them, tell which fire and count those
+// never tried. A stem-mode item's terms are project, U+001F, "~" and a stem.
 func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKeywordRefsParams) ([]BoundedKeywordRefsRow, error) {
 	rows, err := db.Query(ctx, boundedKeywordRefs, arg.Project, arg.Terms)
 	if err != nil {
@@ -331,6 +333,7 @@ func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKe
 			&i.ValidFrom,
 			&i.ValidUntil,
 			&i.TriggerKeywords,
+			&i.TriggerMatch,
 		); err != nil {
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -45,6 +45,7 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.TriggerTerms,
 		&i.FieldsSha256,
 		&i.Search,
+		&i.TriggerMatch,
 	)
 	return i, err
 }
@@ -112,6 +113,57 @@ func (q *Queries) ItemLockCurrentMany(ctx context.Context, db DBTX, arg ItemLock
 	return items, nil
 }
 
+const itemRetiredMany = `-- name: ItemRetiredMany :many
+SELECT i.key, i.current_version, i.visible_to, i.hidden_from, v.fields_sha256
+FROM items i
+JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version - 1
+WHERE i.project = $1 AND i.key = ANY($2::text[]) AND NOT i.live AND NOT v.deleted
+`
+
+type ItemRetiredManyParams struct {
+	Project string
+	Keys    []string
+}
+
+type ItemRetiredManyRow struct {
+	Key            string
+	CurrentVersion int32
+	VisibleTo      []string
+	HiddenFrom     []string
+	FieldsSha256   []byte
+}
+
+// For the keys whose current version is a tombstone, the fields hash of
+// the version before it: an import of a KXM item that is superseded or
+// rejected writes it and then tombstones it, and a second import of the
+// same item compares with that version (the same fields: unchanged). Read
+// after the write path has locked the rows.
+func (q *Queries) ItemRetiredMany(ctx context.Context, db DBTX, arg ItemRetiredManyParams) ([]ItemRetiredManyRow, error) {
+	rows, err := db.Query(ctx, itemRetiredMany, arg.Project, arg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemRetiredManyRow{}
+	for rows.Next() {
+		var i ItemRetiredManyRow
+		if err := rows.Scan(
+			&i.Key,
+			&i.CurrentVersion,
+			&i.VisibleTo,
+			&i.HiddenFrom,
+			&i.FieldsSha256,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const itemSetCurrentMany = `-- name: ItemSetCurrentMany :exec
 WITH u AS (
     SELECT unnest($2::text[]) AS key, unnest($3::integer[]) AS version,
@@ -120,7 +172,7 @@ WITH u AS (
 )
 INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
                         rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
-                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, fields_sha256, search)
+                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_match, fields_sha256, search)
 SELECT $1, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
     CASE WHEN u.trigger_words = '' THEN '{}'::text[]
@@ -133,6 +185,7 @@ SELECT $1, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
     v.visible_to, v.hidden_from, v.valid_from, v.valid_until,
     coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
+    CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END,
     v.fields_sha256,
     CASE WHEN u.live THEN contextd_search_vector(v.title, v.summary, v.content) END
 FROM u
@@ -146,7 +199,7 @@ SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_ki
     state_key = EXCLUDED.state_key, open = EXCLUDED.open,
     visible_to = EXCLUDED.visible_to, hidden_from = EXCLUDED.hidden_from,
     valid_from = EXCLUDED.valid_from, valid_until = EXCLUDED.valid_until,
-    trigger_keywords = EXCLUDED.trigger_keywords, fields_sha256 = EXCLUDED.fields_sha256,
+    trigger_keywords = EXCLUDED.trigger_keywords, trigger_match = EXCLUDED.trigger_match, fields_sha256 = EXCLUDED.fields_sha256,
     search = EXCLUDED.search, updated_at = now()
 `
 
@@ -170,7 +223,9 @@ type ItemSetCurrentManyParams struct {
 // here once).
 // The counters of open items move with ProjectCountersAdd and
 // ToolCountersAdd, sent with COMMIT. trigger_words holds one comma-joined
-// string per key (they cannot be a ragged array); empty means none.
+// string per key (they cannot be a ragged array); empty means none. They
+// are keyword.Term of each keyword: its first word, or for a stem-mode
+// item ("match": "stem", trigger_match) "~" and the first word's stem.
 func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCurrentManyParams) error {
 	_, err := db.Exec(ctx, itemSetCurrentMany,
 		arg.Project,

@@ -108,6 +108,7 @@ type Item struct {
 	TriggerTerms    []string
 	FieldsSha256    []byte
 	Search          interface{}
+	TriggerMatch    string
 }
 
 type ItemTerm struct {
