@@ -5,11 +5,11 @@ SELECT * FROM packets WHERE project = @project AND id = @id;
 INSERT INTO packets (
     project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
     rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot,
-    pipeline, budget_cutoff, gaps_more
+    pipeline, budget_cutoff, gaps_more, render_version
 ) VALUES (
     @project, @id, @created_at, @created_by, @target_role, @task_id, @request, @predecessors, @format, @tokenizer,
     @rendered, @rendered_sha256, @token_budget, @tokens_used, @gaps, @provenance_summary, @snapshot,
-    @pipeline, @budget_cutoff, @gaps_more
+    @pipeline, @budget_cutoff, @gaps_more, @render_version
 );
 
 -- name: PacketList :many

@@ -42,6 +42,18 @@ type Input struct {
 	// Now is the packet's own time: validity windows are judged at it and
 	// the {{now}} built-in renders it.
 	Now time.Time
+	// Render is the version of the text layout to write: a replay passes
+	// the stored packet's, so a packet replays as it was rendered; 0 is
+	// CurrentRender.
+	Render int
+}
+
+// render is the layout version in effect.
+func (in Input) render() int {
+	if in.Render == 0 {
+		return CurrentRender
+	}
+	return in.Render
 }
 
 // Result is an assembled packet: its text, what it cost against the
@@ -56,6 +68,8 @@ type Result struct {
 	// GapsMore counts the budget exclusions Gaps does not list (pipeline
 	// 2 lists at most MaxGaps), the untried ones included.
 	GapsMore int
+	// Render is the version of the text layout it was rendered with.
+	Render int
 	// Cutoff is where pipeline 2's budget stopped trying, nil when it
 	// tried every candidate.
 	Cutoff  *Cutoff

@@ -187,8 +187,18 @@ func TestPipelineDecisions(t *testing.T) {
 	require.Equal(t, Excluded, old.Decision)
 	require.Equal(t, ReasonContradicted, old.Reason)
 	require.Contains(t, old.Detail, "refund.window v1")
-	require.Contains(t, res.Rendered[old.Span.Start:old.Span.End], "kept `refund.window` v1 (policy) over `refund.window.old` v1 (evidence)")
-	require.NotContains(t, res.Rendered, "14 days", "the loser's content is not in the prompt")
+	line := res.Rendered[old.Span.Start:old.Span.End]
+	require.Equal(t, "- ⚠️ state \"refund.window\": kept: \"Refunds within 30 days.\" (policy) over \"Refunds within 14 days.\" (evidence) [`refund.window` v1 over `refund.window.old` v1]\n", line,
+		"the line names the facts, as KXM prints the losing fact")
+	require.Equal(t, 1, strings.Count(res.Rendered, "14 days"), "the loser's content is only in its contradiction line")
+	require.Greater(t, old.Tokens, 0, "the line is budgeted: the loser's record carries its tokens")
+
+	// A packet of render version 1 named only the keys, and replays so.
+	res2, err := Assemble(Input{Project: "acme", Request: r, Candidates: cs, Now: t0, Render: Render1})
+	require.NoError(t, err)
+	old2 := find(res2, "refund.window.old")
+	require.Equal(t, "- ⚠️ state \"refund.window\": kept `refund.window` v1 (policy) over `refund.window.old` v1 (evidence)\n", res2.Rendered[old2.Span.Start:old2.Span.End])
+	require.NotContains(t, res2.Rendered, "14 days")
 	require.Equal(t, "tool:run_tests", find(res, "tests.tool").Rule)
 	require.Equal(t, render.Tools, find(res, "tests.tool").Section)
 	require.Equal(t, render.Messages, find(res, "greeting").Section)

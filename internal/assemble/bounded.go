@@ -26,6 +26,19 @@ const (
 	Current = Pipeline2
 )
 
+// The versions of the text layout, which a packet stores beside its
+// pipeline (a replay writes the layout it was rendered with).
+const (
+	// Render1 names only the keys in a contradiction line.
+	Render1 = 1
+	// Render2 names the facts in a contradiction line (the winner's and
+	// the loser's content, cut at 120 characters), as KXM prints the
+	// losing fact, and the loser's record carries the line's tokens.
+	Render2 = 2
+	// CurrentRender is the layout new packets are rendered with.
+	CurrentRender = Render2
+)
+
 // TryAfterMiss is how many candidates the budget still tries, in rank
 // order, after the first one that did not fit; every candidate after them
 // is excluded with reason budget_cutoff without being tried.
@@ -634,6 +647,10 @@ func (b *bounded) resolveGroup(ctx context.Context, sk string) error {
 		winner.losers = append(winner.losers, c)
 		c.handled = true
 		b.p.losers = append(b.p.losers, c)
+	}
+	if len(winner.losers) > 0 && b.p.in.render() >= Render2 {
+		// The pair lines quote both facts: read their text now, in one trip.
+		return b.texts(ctx, append([]*cand{winner}, winner.losers...))
 	}
 	return nil
 }

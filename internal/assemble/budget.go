@@ -119,7 +119,7 @@ func (p *pipeline) price(c *cand, started map[string]bool, envStarted bool) (cos
 		cost += h
 	}
 	for _, l := range c.losers {
-		n, err := p.count(render.ContradictionCost(p.req.Format, contradiction(c, l)))
+		n, err := p.count(render.ContradictionCost(p.req.Format, p.contradiction(c, l)))
 		if err != nil {
 			return 0, 0, err
 		}

@@ -67,8 +67,9 @@ func stronger(a, b *cand) int {
 
 // contradiction describes the pair of a winner and one loser; its line
 // belongs to the loser's record, which says why the loser is out.
-func contradiction(w, l *cand) render.Contradiction {
-	return render.Contradiction{Ref: l.ref, StateKey: l.v.StateKey,
-		Kept: render.Entry{Key: w.v.Key, Version: w.v.Version}, KeptAuthority: w.v.Authority,
-		Dropped: render.Entry{Key: l.v.Key, Version: l.v.Version, V: l.v}, DroppedAuthority: l.v.Authority}
+// From Render2 on the line names the facts, not only their keys.
+func (p *pipeline) contradiction(w, l *cand) render.Contradiction {
+	return render.Contradiction{Ref: l.ref, StateKey: l.v.StateKey, Facts: p.in.render() >= Render2,
+		Kept: render.Entry{Key: w.v.Key, Version: w.v.Version, Content: w.content}, KeptAuthority: w.v.Authority,
+		Dropped: render.Entry{Key: l.v.Key, Version: l.v.Version, Content: l.content, V: l.v}, DroppedAuthority: l.v.Authority}
 }

@@ -109,7 +109,7 @@ func (p *pipeline) exclude(c *cand, reason, detail string, adminOnly bool) {
 
 // result is the packet the stages built.
 func (p *pipeline) result() *Result {
-	return &Result{Pipeline: Pipeline1, Rendered: p.text, Allocated: p.req.TokenBudget, Used: p.used, Gaps: p.gaps, Records: p.recs}
+	return &Result{Pipeline: Pipeline1, Render: p.in.render(), Rendered: p.text, Allocated: p.req.TokenBudget, Used: p.used, Gaps: p.gaps, Records: p.recs}
 }
 
 func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) Record {

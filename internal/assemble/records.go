@@ -36,7 +36,9 @@ func (p *pipeline) spans() {
 		if pc.Ref >= 0 {
 			r := &p.recs[pc.Ref]
 			r.Span = &Span{Start: off, End: off + len(pc.Text)}
-			if r.SubjectKind != SubjectItem {
+			// A contradiction line is its loser's piece: from Render2 on,
+			// the loser's record carries the line's tokens.
+			if r.SubjectKind != SubjectItem || (r.Reason == ReasonContradicted && p.in.render() >= Render2) {
 				r.Tokens, _ = p.exactPiece(pc)
 			}
 		}

@@ -70,7 +70,7 @@ func (p *pipeline) refill() error {
 		}
 	}
 	if tries > 0 {
-		fillDoc(p.doc, p.ranked, p.included)
+		p.fillDoc()
 	}
 	return nil
 }
@@ -78,7 +78,7 @@ func (p *pipeline) refill() error {
 // renderIncluded renders the document with the included entries and counts
 // it exactly.
 func (p *pipeline) renderIncluded() ([]render.Piece, string, int, error) {
-	fillDoc(p.doc, p.ranked, p.included)
+	p.fillDoc()
 	if p.req.Format == render.KXM {
 		return p.renderKXM()
 	}
@@ -211,7 +211,8 @@ func (p *pipeline) pieceTokens(pc render.Piece) (int, error) {
 
 // fillDoc puts the included entries (and the contradiction lines their
 // winners bring) into doc.
-func fillDoc(doc *render.Doc, ranked []*cand, included []bool) {
+func (p *pipeline) fillDoc() {
+	doc, ranked, included := p.doc, p.ranked, p.included
 	doc.Sections = map[string][]render.Entry{}
 	doc.Ranked = nil
 	doc.Contradictions = nil
@@ -224,7 +225,7 @@ func fillDoc(doc *render.Doc, ranked []*cand, included []bool) {
 		doc.Ranked = append(doc.Ranked, e)
 		if c.listLosers {
 			for _, l := range c.losers {
-				doc.Contradictions = append(doc.Contradictions, contradiction(c, l))
+				doc.Contradictions = append(doc.Contradictions, p.contradiction(c, l))
 			}
 		}
 	}

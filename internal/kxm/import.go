@@ -15,12 +15,12 @@ import (
 // Imported is a KXM ContextItem as contextd writes it: the members of an
 // item write (nil: not given, the write's default) and what to do after.
 type Imported struct {
-	Key                                     string
-	Kind, Source, Content                   string
-	Authority, Confidence                   *string
-	StateKey, ValidFrom, ValidUntil         *string
-	SourceRef                               string
-	DerivedFrom                             []string
+	Key                             string
+	Kind, Source, Content           string
+	Authority, Confidence           *string
+	StateKey, ValidFrom, ValidUntil *string
+	SourceRef                       string
+	DerivedFrom                     []string
 	// PinnedOnly: a proposed item, in a packet only when pinned.
 	PinnedOnly bool
 	// Retire: a superseded or rejected item, written and then tombstoned.

@@ -53,7 +53,7 @@ func fromRow(r store.Packet) (*Packet, error) {
 	if err := json.Unmarshal(r.Predecessors, &p.Predecessors); err != nil {
 		return nil, fmt.Errorf("decode predecessors: %w", err)
 	}
-	p.Pipeline, p.GapsMore = r.Pipeline, r.GapsMore
+	p.Pipeline, p.GapsMore, p.RenderVersion = r.Pipeline, r.GapsMore, r.RenderVersion
 	if len(r.BudgetCutoff) > 0 {
 		if err := json.Unmarshal(r.BudgetCutoff, &p.Cutoff); err != nil {
 			return nil, fmt.Errorf("decode budget cutoff: %w", err)
@@ -496,7 +496,7 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 	if err != nil {
 		return nil, err
 	}
-	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
+	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors, Render: p.RenderVersion}
 	_, why, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{ExplainLayer: explain, ExplainKey: key})
 	if err != nil || why == nil {
 		return nil, err
@@ -531,7 +531,7 @@ func (s *Service) snapshotSource(ctx context.Context, proj string, p *Packet) (*
 // replayed assembles a stored packet's request again, on its snapshot, with
 // the pipeline that made it.
 func (s *Service) replayed(ctx context.Context, proj string, p *Packet) (*assemble.Result, error) {
-	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors}
+	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors, Render: p.RenderVersion}
 	if p.Pipeline < assemble.Pipeline2 {
 		cands, err := s.snapshotCandidates(ctx, proj, p)
 		if err != nil {

@@ -31,7 +31,7 @@ func (s *Service) PrepareFirstPipeline(ctx context.Context, agent *auth.Agent, p
 		return nil, err
 	}
 	id := ident.New("ctxpkt")
-	res, err := assemble.Assemble(assemble.Input{Project: proj, PacketID: id, Request: req, Candidates: cands, Now: point.Now})
+	res, err := assemble.Assemble(assemble.Input{Project: proj, PacketID: id, Request: req, Candidates: cands, Now: point.Now, Render: assemble.Render1})
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,9 @@ type Packet struct {
 	// Pipeline is the version of the pipeline that made the packet; its
 	// replay runs the same version.
 	Pipeline int
+	// RenderVersion is the version of the text layout it was rendered
+	// with (assemble.Render1, Render2, ...), which a replay writes again.
+	RenderVersion int
 	// Cutoff is where the budget stopped trying candidates (pipeline 2),
 	// nil when it tried them all; GapsMore counts the budget exclusions
 	// Gaps does not list, the untried ones included.
@@ -291,7 +294,7 @@ func build(agent *auth.Agent, id, proj string, req *assemble.Request, point stor
 		Request: req, RequestRaw: raw, Rendered: res.Rendered, RenderedSHA256: hex.EncodeToString(sum[:]),
 		Tokenizer: string(req.Tokenizer), Format: string(req.Format), Allocated: res.Allocated, Used: res.Used,
 		Gaps: res.Gaps, Provenance: provenanceOf(res.Records), Snapshot: point.Snapshot, Records: res.Records,
-		Predecessors: preds, Pipeline: res.Pipeline, Cutoff: res.Cutoff, GapsMore: res.GapsMore,
+		Predecessors: preds, Pipeline: res.Pipeline, RenderVersion: res.Render, Cutoff: res.Cutoff, GapsMore: res.GapsMore,
 	}
 	if p.Predecessors == nil {
 		p.Predecessors = []assemble.Predecessor{}
@@ -320,7 +323,7 @@ func (s *Service) StoreTx(ctx context.Context, tx *store.Tx, p *Packet) error {
 		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
 		TaskID: p.TaskID, Request: p.RequestRaw, Predecessors: preds, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
 		RenderedSHA256: sum, TokenBudget: p.Allocated, TokensUsed: p.Used, Gaps: gaps, ProvenanceSummary: prov, Snapshot: p.Snapshot,
-		Pipeline: p.Pipeline, BudgetCutoff: cutoff, GapsMore: p.GapsMore,
+		Pipeline: p.Pipeline, BudgetCutoff: cutoff, GapsMore: p.GapsMore, RenderVersion: p.RenderVersion,
 	}
 	if err := tx.PacketInsert(ctx, row, p.Records); err != nil {
 		return fmt.Errorf("store packet: %w", err)

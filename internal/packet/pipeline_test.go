@@ -61,3 +61,44 @@ func TestReplayKeepsThePacketsPipeline(t *testing.T) {
 	require.True(t, rep.Identical, "%+v", rep.Differences)
 	require.Empty(t, rep.Differences)
 }
+
+// TestReplayKeepsTheRenderVersion: a packet rendered before contradiction
+// lines named the facts (render version 1) replays to its own bytes, while
+// the same request now renders the facts.
+func TestReplayKeepsTheRenderVersion(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	st := store.New(pool, 0)
+	ctx := context.Background()
+	projects := project.NewService(st)
+	items := item.NewService(st, projects)
+	packets := packet.NewService(st, projects, handoff.NewService(st, projects, handoff.NewHub(st)))
+	admin := &auth.Agent{ID: "agt_test", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
+	_, _, err := projects.Put(ctx, admin, "acme", "")
+	require.NoError(t, err)
+	state, instr := "state", "instruction"
+	sk := "refund.window"
+	_, err = items.Batch(ctx, admin, "acme", []item.Input{
+		{Key: "window", Content: "Refunds within 30 days.", Kind: &state, StateKey: &sk, Authority: &instr},
+		{Key: "window-old", Content: "Refunds within 14 days.", Kind: &state, StateKey: &sk},
+	})
+	require.NoError(t, err)
+	req := func() *assemble.Request { return &assemble.Request{TargetRole: "planner"} }
+	old, err := packets.PrepareFirstPipeline(ctx, admin, "acme", req())
+	require.NoError(t, err)
+	require.Equal(t, assemble.Render1, old.RenderVersion)
+	require.Contains(t, old.Rendered, "kept `window` v1 (instruction) over `window-old` v1 (evidence)")
+	require.NoError(t, packets.StoreForTest(ctx, old))
+	now, err := packets.Assemble(ctx, admin, "acme", req())
+	require.NoError(t, err)
+	require.Equal(t, assemble.Render2, now.RenderVersion)
+	require.Contains(t, now.Rendered, `kept: "Refunds within 30 days." (instruction) over "Refunds within 14 days." (evidence)`)
+	for _, p := range []*packet.Packet{old, now} {
+		got, err := packets.Get(ctx, admin, "acme", p.ID)
+		require.NoError(t, err)
+		require.Equal(t, p.RenderVersion, got.RenderVersion, "stored")
+		rep, err := packets.Replay(ctx, admin, "acme", p.ID)
+		require.NoError(t, err)
+		require.True(t, rep.Identical, "render version %d replays as it was: %+v", p.RenderVersion, rep.Differences)
+	}
+}

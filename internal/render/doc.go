@@ -124,6 +124,10 @@ type Contradiction struct {
 	Kept, Dropped    Entry
 	KeptAuthority    string
 	DroppedAuthority string
+	// Facts makes the line name the facts (Kept's and Dropped's content,
+	// cut at FactChars characters), as KXM prints the losing fact; packets
+	// of render version 1 name only the keys, and replay so.
+	Facts bool
 }
 
 // Doc is everything a packet shows, already selected and ordered, so a

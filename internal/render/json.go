@@ -99,8 +99,13 @@ func jsonEntry(e Entry) string {
 }
 
 func jsonContradiction(c Contradiction) string {
-	return "{\"dropped\":{\"authority\":" + jsonString(c.DroppedAuthority) + ",\"key\":" + jsonString(c.Dropped.Key) + ",\"version\":" + strconv.Itoa(c.Dropped.Version) + "}" +
-		",\"kept\":{\"authority\":" + jsonString(c.KeptAuthority) + ",\"key\":" + jsonString(c.Kept.Key) + ",\"version\":" + strconv.Itoa(c.Kept.Version) + "}" +
+	dropped, kept := "", ""
+	if c.Facts {
+		// Render version 2 on: the facts too, quoted as the line quotes them.
+		dropped, kept = ",\"content\":"+fact(c.Dropped.Content), ",\"content\":"+fact(c.Kept.Content)
+	}
+	return "{\"dropped\":{\"authority\":" + jsonString(c.DroppedAuthority) + dropped + ",\"key\":" + jsonString(c.Dropped.Key) + ",\"version\":" + strconv.Itoa(c.Dropped.Version) + "}" +
+		",\"kept\":{\"authority\":" + jsonString(c.KeptAuthority) + kept + ",\"key\":" + jsonString(c.Kept.Key) + ",\"version\":" + strconv.Itoa(c.Kept.Version) + "}" +
 		",\"state_key\":" + jsonString(c.StateKey) + "}"
 }
 

@@ -59,8 +59,33 @@ func markdownHeading(section string, envStarted bool) string {
 }
 
 func markdownContradiction(c Contradiction) string {
+	if c.Facts {
+		return fmt.Sprintf("- ⚠️ state %q: kept: %s (%s) over %s (%s) [`%s` v%d over `%s` v%d]\n",
+			c.StateKey, fact(c.Kept.Content), c.KeptAuthority, fact(c.Dropped.Content), c.DroppedAuthority,
+			c.Kept.Key, c.Kept.Version, c.Dropped.Key, c.Dropped.Version)
+	}
 	return fmt.Sprintf("- ⚠️ state %q: kept `%s` v%d (%s) over `%s` v%d (%s)\n",
 		c.StateKey, c.Kept.Key, c.Kept.Version, c.KeptAuthority, c.Dropped.Key, c.Dropped.Version, c.DroppedAuthority)
+}
+
+// FactChars is how much of a fact a contradiction line quotes.
+const FactChars = 120
+
+// fact is a fact as a contradiction line quotes it: on one line (white
+// space runs as one space), cut at FactChars characters with "…" after
+// a cut, as a JSON string.
+func fact(content string) string {
+	s := strings.Join(strings.Fields(content), " ")
+	if n := 0; len(s) > FactChars {
+		for i := range s {
+			if n == FactChars {
+				s = s[:i] + "…"
+				break
+			}
+			n++
+		}
+	}
+	return jsonString(s)
 }
 
 func renderMarkdown(w *writer, d *Doc) {

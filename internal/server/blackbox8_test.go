@@ -935,7 +935,8 @@ func TestBlackbox8ContradictionsAcrossTheCutoff(t *testing.T) {
 	require.Equal(t, "contradicted", label("a.lose"), "a loser past the cutoff still answers contradicted")
 	require.Contains(t, p.rendered, "`a.win`")
 	require.Contains(t, p.rendered, "`a.lose`", "the Active Contradictions line of a group met before the cutoff")
-	require.NotContains(t, p.rendered, "14 days")
+	require.NotContains(t, p.rendered, "- The refund window is 14 days.", "the loser is no entry")
+	require.Equal(t, 1, strings.Count(p.rendered, "14 days"), "its content is only quoted in its contradiction line")
 
 	require.Equal(t, "contradicted", label("b.lose"), "the loser is dropped even though its winner was never tried")
 	require.NotContains(t, p.rendered, "Mondays")

@@ -102,9 +102,14 @@ func assembleAndCheck(t *testing.T, e *env, implementer string) (resp, string) {
 	} {
 		require.Contains(t, rendered, want)
 	}
-	for _, absent := range []string{"Deploys freeze", "order_id", "Reject patches", "14 days", "Be formal", "Be friendly", "Cats sleep", "Next year", "Deleted fact"} {
+	for _, absent := range []string{"Deploys freeze", "order_id", "Reject patches", "Be formal", "Be friendly", "Cats sleep", "Next year", "Deleted fact"} {
 		require.NotContains(t, rendered, absent)
 	}
+	// The loser of a contradiction is no entry: its content is only
+	// quoted in its contradiction line, which names both facts.
+	require.NotContains(t, rendered, "- Refund window is 14 days.")
+	require.Equal(t, 1, strings.Count(rendered, "14 days"))
+	require.Contains(t, rendered, `kept: "Refund window is 30 days." (policy) over "Refund window is 14 days." (hypothesis)`)
 	budget := r.json["budget"].(map[string]any)
 	require.Equal(t, 16000.0, budget["allocated"])
 	require.Equal(t, budget["allocated"].(float64)-budget["used"].(float64), budget["headroom"])

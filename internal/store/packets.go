@@ -28,6 +28,9 @@ type Packet struct {
 	Pipeline     int
 	BudgetCutoff json.RawMessage
 	GapsMore     int
+	// RenderVersion is the version of the text layout (1: every packet
+	// before migration 00020).
+	RenderVersion int
 }
 
 func packetOf(r dbsqlc.Packet) Packet {
@@ -36,7 +39,7 @@ func packetOf(r dbsqlc.Packet) Packet {
 		Request: r.Request, Predecessors: r.Predecessors, Format: r.Format, Tokenizer: r.Tokenizer, Rendered: r.Rendered,
 		RenderedSHA256: r.RenderedSha256, TokenBudget: int(r.TokenBudget), TokensUsed: int(r.TokensUsed), Gaps: r.Gaps,
 		ProvenanceSummary: r.ProvenanceSummary, Snapshot: r.Snapshot,
-		Pipeline: int(r.Pipeline), BudgetCutoff: r.BudgetCutoff, GapsMore: int(r.GapsMore),
+		Pipeline: int(r.Pipeline), BudgetCutoff: r.BudgetCutoff, GapsMore: int(r.GapsMore), RenderVersion: int(r.RenderVersion),
 	}
 }
 
@@ -137,7 +140,7 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Reco
 		TaskID: p.TaskID, Request: p.Request, Predecessors: p.Predecessors, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
 		RenderedSha256: p.RenderedSHA256, TokenBudget: int32(p.TokenBudget), TokensUsed: int32(p.TokensUsed), Gaps: p.Gaps,
 		ProvenanceSummary: p.ProvenanceSummary, Snapshot: p.Snapshot,
-		Pipeline: int16(p.Pipeline), BudgetCutoff: p.BudgetCutoff, GapsMore: int32(p.GapsMore),
+		Pipeline: int16(p.Pipeline), BudgetCutoff: p.BudgetCutoff, GapsMore: int32(p.GapsMore), RenderVersion: int16(max(p.RenderVersion, 1)),
 	})
 	if err != nil {
 		return interpret(err)

@@ -209,6 +209,7 @@ type Packet struct {
 	Pipeline          int16
 	BudgetCutoff      []byte
 	GapsMore          int32
+	RenderVersion     int16
 }
 
 type PacketRecord struct {

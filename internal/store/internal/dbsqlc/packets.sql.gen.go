@@ -12,7 +12,7 @@ import (
 )
 
 const packetGet = `-- name: PacketGet :one
-SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more FROM packets WHERE project = $1 AND id = $2
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version FROM packets WHERE project = $1 AND id = $2
 `
 
 type PacketGetParams struct {
@@ -44,6 +44,7 @@ func (q *Queries) PacketGet(ctx context.Context, db DBTX, arg PacketGetParams) (
 		&i.Pipeline,
 		&i.BudgetCutoff,
 		&i.GapsMore,
+		&i.RenderVersion,
 	)
 	return i, err
 }
@@ -52,11 +53,11 @@ const packetInsert = `-- name: PacketInsert :exec
 INSERT INTO packets (
     project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
     rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot,
-    pipeline, budget_cutoff, gaps_more
+    pipeline, budget_cutoff, gaps_more, render_version
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
     $11, $12, $13, $14, $15, $16, $17,
-    $18, $19, $20
+    $18, $19, $20, $21
 )
 `
 
@@ -81,6 +82,7 @@ type PacketInsertParams struct {
 	Pipeline          int16
 	BudgetCutoff      []byte
 	GapsMore          int32
+	RenderVersion     int16
 }
 
 func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertParams) error {
@@ -105,12 +107,13 @@ func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertPar
 		arg.Pipeline,
 		arg.BudgetCutoff,
 		arg.GapsMore,
+		arg.RenderVersion,
 	)
 	return err
 }
 
 const packetList = `-- name: PacketList :many
-SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more FROM packets
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version FROM packets
 WHERE project = $1
   AND ($2::text IS NULL OR task_id = $2)
   AND ($3::text IS NULL OR target_role = $3)
@@ -174,6 +177,7 @@ func (q *Queries) PacketList(ctx context.Context, db DBTX, arg PacketListParams)
 			&i.Pipeline,
 			&i.BudgetCutoff,
 			&i.GapsMore,
+			&i.RenderVersion,
 		); err != nil {
 			return nil, err
 		}
