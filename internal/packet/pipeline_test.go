@@ -22,15 +22,7 @@ import (
 // packet, with other records.
 func TestReplayKeepsThePacketsPipeline(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.New(t)
-	st := store.New(pool, 0)
-	ctx := context.Background()
-	projects := project.NewService(st)
-	items := item.NewService(st, projects)
-	packets := packet.NewService(st, projects, handoff.NewService(st, projects, handoff.NewHub(st)))
-	admin := &auth.Agent{ID: "agt_test", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
-	_, _, err := projects.Put(ctx, admin, "old", "")
-	require.NoError(t, err)
+	ctx, items, packets, admin := services(t, "old")
 	seed(t, items, admin, "old", 1200)
 
 	req := func() *assemble.Request {
@@ -67,18 +59,10 @@ func TestReplayKeepsThePacketsPipeline(t *testing.T) {
 // the same request now renders the facts.
 func TestReplayKeepsTheRenderVersion(t *testing.T) {
 	t.Parallel()
-	pool := pgtest.New(t)
-	st := store.New(pool, 0)
-	ctx := context.Background()
-	projects := project.NewService(st)
-	items := item.NewService(st, projects)
-	packets := packet.NewService(st, projects, handoff.NewService(st, projects, handoff.NewHub(st)))
-	admin := &auth.Agent{ID: "agt_test", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
-	_, _, err := projects.Put(ctx, admin, "acme", "")
-	require.NoError(t, err)
+	ctx, items, packets, admin := services(t, "acme")
 	state, instr := "state", "instruction"
 	sk := "refund.window"
-	_, err = items.Batch(ctx, admin, "acme", []item.Input{
+	_, err := items.Batch(ctx, admin, "acme", []item.Input{
 		{Key: "window", Content: "Refunds within 30 days.", Kind: &state, StateKey: &sk, Authority: &instr},
 		{Key: "window-old", Content: "Refunds within 14 days.", Kind: &state, StateKey: &sk},
 	})
@@ -101,4 +85,20 @@ func TestReplayKeepsTheRenderVersion(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, rep.Identical, "render version %d replays as it was: %+v", p.RenderVersion, rep.Differences)
 	}
+}
+
+// services are the item and packet services over a fresh database, with
+// an admin and one project.
+func services(t *testing.T, proj string) (context.Context, *item.Service, *packet.Service, *auth.Agent) {
+	t.Helper()
+	pool := pgtest.New(t)
+	st := store.New(pool, 0)
+	ctx := context.Background()
+	projects := project.NewService(st)
+	items := item.NewService(st, projects)
+	packets := packet.NewService(st, projects, handoff.NewService(st, projects, handoff.NewHub(st)))
+	admin := &auth.Agent{ID: "agt_test", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}}
+	_, _, err := projects.Put(ctx, admin, proj, "")
+	require.NoError(t, err)
+	return ctx, items, packets, admin
 }
