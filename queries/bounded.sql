@@ -94,8 +94,9 @@ JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = 
 WHERE i.project = ANY(@projects::text[]) AND i.live AND i.state_key = ANY(@state_keys::text[]) AND i.state_key <> '';
 
 -- name: BoundedTexts :many
--- The title and content of the versions that go into the text.
-SELECT v.project, v.key, v.version, v.title, v.content
+-- The title and content of the versions that go into the text, with their
+-- metadata and provenance, which the kxm and navi formats show.
+SELECT v.project, v.key, v.version, v.title, v.content, v.metadata, v.provenance
 FROM (SELECT unnest(@projects::text[]) AS project, unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version) r
 JOIN item_versions v ON v.project = r.project AND v.key = r.key AND v.version = r.version;
 

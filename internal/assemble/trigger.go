@@ -137,7 +137,7 @@ func NotTriggered(req *Request, v *ctxtype.Version) string {
 	case t.Keywords != nil && t.Stem():
 		return fmt.Sprintf("trigger keywords %q (match stem): no history message written by a person contains any of them, or words of the same stems", t.Keywords)
 	case t.Keywords != nil:
-		return fmt.Sprintf("trigger keywords %q: no history message written by a person contains any of them", t.Keywords)
+		return fmt.Sprintf("trigger keywords %q (match word): no history message written by a person contains any of them as whole words", t.Keywords)
 	case t.Tool != nil:
 		return fmt.Sprintf("trigger tool %q: tool_results held no result of that tool", *t.Tool)
 	case t.PinnedOnly:

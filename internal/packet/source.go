@@ -133,7 +133,7 @@ func (s *dbSource) Texts(ctx context.Context, vs []*ctxtype.Version) error {
 	for _, v := range vs {
 		ref := store.VersionRef{Project: v.Project, Key: v.Key, Version: v.Version}
 		if t, ok := s.texts.get(ref); ok {
-			v.Title, v.Content = t.Title, t.Content
+			setText(v, t)
 			continue
 		}
 		need = append(need, ref)
@@ -148,11 +148,19 @@ func (s *dbSource) Texts(ctx context.Context, vs []*ctxtype.Version) error {
 	for _, v := range vs {
 		ref := store.VersionRef{Project: v.Project, Key: v.Key, Version: v.Version}
 		if t, ok := got[ref]; ok {
-			v.Title, v.Content = t.Title, t.Content
+			setText(v, t)
 			s.texts.put(ref, t)
 		}
 	}
 	return nil
+}
+
+// setText gives v what Texts reads: its text, metadata and provenance.
+func setText(v *ctxtype.Version, t store.VersionText) {
+	v.Title, v.Content, v.Metadata, v.Provenance = t.Title, t.Content, t.Metadata, t.Provenance
+	if v.Provenance.DerivedFrom == nil {
+		v.Provenance.DerivedFrom = []string{}
+	}
 }
 
 // CountAfter implements assemble.Source without reading what it counts:
@@ -260,7 +268,7 @@ func (c *textCache) get(ref store.VersionRef) (store.VersionText, bool) {
 }
 
 func (c *textCache) put(ref store.VersionRef, t store.VersionText) {
-	n := len(t.Title) + len(t.Content) + len(ref.Project) + len(ref.Key)
+	n := len(t.Title) + len(t.Content) + len(t.Metadata) + len(t.Provenance.SourceRef) + len(ref.Project) + len(ref.Key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.items[ref]; ok || n > c.max {

@@ -174,6 +174,9 @@ func kxmContradiction(c Contradiction, project string) string {
 	it := kxmItem(c.Dropped, project)
 	it.Summary = kxmCut(fmt.Sprintf("state %q: kept %s v%d (%s) over %s v%d (%s)", c.StateKey,
 		c.Kept.Key, c.Kept.Version, c.KeptAuthority, c.Dropped.Key, c.Dropped.Version, c.DroppedAuthority), kxm.MaxSummary)
+	if c.Facts {
+		it.Summary = kxmCut(strings.TrimSuffix(strings.TrimPrefix(markdownContradiction(c), "- ⚠️ "), "\n"), kxm.MaxSummary)
+	}
 	it.Status, it.StateKey = "rejected", c.StateKey
 	return kxmJSON(it)
 }
@@ -358,8 +361,10 @@ func kxmCutAll(ss []string, n int) []string {
 // reports as artifacts, and its decisions.
 func kxmPredecessor(p Predecessor, generated time.Time) string {
 	summary := p.Summary
-	if p.Reason != "" {
-		summary += "\n\nReason: " + p.Reason
+	if loop := PredecessorLoop(p); loop != "" {
+		// KXM's predecessor has no member for the handoff loop: the summary
+		// carries it, as the markdown format writes it.
+		summary = strings.TrimRight(summary, "\n") + "\n\n" + strings.TrimRight(loop, "\n")
 	}
 	settled := generated
 	if p.SettledAt != nil {

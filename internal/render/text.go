@@ -132,6 +132,26 @@ func predecessorText(p Predecessor) string {
 			}
 		}
 	}
+	predecessorEvidence(&b, p)
+	predecessorNext(&b, p)
+	return b.String()
+}
+
+// PredecessorLoop is what the handoff loop adds to a predecessor's summary
+// where a format has no member of its own for it (kxm): who gave the
+// reason of a rejection or withdrawal and what it was, the base commit and
+// candidate tree, the verdicts and witness, the open questions and the
+// suggested next step, as the markdown format writes them.
+func PredecessorLoop(p Predecessor) string {
+	var b strings.Builder
+	predecessorOutcome(&b, p)
+	predecessorEvidence(&b, p)
+	predecessorNext(&b, p)
+	return b.String()
+}
+
+// predecessorEvidence writes a predecessor's verdicts and witness.
+func predecessorEvidence(b *strings.Builder, p Predecessor) {
 	if len(p.Verdicts) > 0 {
 		b.WriteString("Verdicts:\n")
 		for _, v := range p.Verdicts {
@@ -145,7 +165,7 @@ func predecessorText(p Predecessor) string {
 	if p.WitnessExitCode != nil || p.WitnessPassed != nil {
 		b.WriteString("Witness:")
 		if p.WitnessExitCode != nil {
-			fmt.Fprintf(&b, " exit %d", *p.WitnessExitCode)
+			fmt.Fprintf(b, " exit %d", *p.WitnessExitCode)
 		}
 		if p.WitnessPassed != nil {
 			if *p.WitnessPassed {
@@ -156,8 +176,6 @@ func predecessorText(p Predecessor) string {
 		}
 		b.WriteByte('\n')
 	}
-	predecessorNext(&b, p)
-	return b.String()
 }
 
 // predecessorOutcome writes why a predecessor ended as it did, and who

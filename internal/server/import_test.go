@@ -207,6 +207,15 @@ func TestImportNaviPackets(t *testing.T) {
 		"- source: UserSelection; priority: 5; title: selection\nfunc refund() {}\n\n"+
 		"- source: Other(\"custom-tag\"); priority: 1; title: untitled\nCustom context.\n\n", p.json["rendered"])
 
+	// navi's own spelling comes back in its block: an empty title is
+	// Some(""), an Other tag outside contextd's alphabet is as sent.
+	e.project("odd")
+	odd := e.do("POST", "/v1/projects/odd/items:import", e.admin, map[string]any{"format": "navi", "items": []any{
+		map[string]any{"id": "t", "source": map[string]any{"Other": "tag with space/ü\"q"}, "title": "", "content": "Odd.", "priority": 2}}})
+	require.Equal(t, 200, odd.status, odd.text)
+	op := e.do("POST", "/v1/projects/odd/packets", e.admin, map[string]any{"target_role": "editor", "format": "navi"})
+	require.Equal(t, "=== External Context Packets ===\n- source: Other(\"tag with space/ü\\\"q\"); priority: 2; title: \nOdd.\n\n", op.json["rendered"])
+
 	bad := naviPackets()
 	bad[0].(map[string]any)["source"] = "Telepathy"
 	bad[2].(map[string]any)["priority"] = 1 << 40

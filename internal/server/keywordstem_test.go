@@ -61,6 +61,7 @@ func TestKeywordMatchStem(t *testing.T) {
 	require.Equal(t, "not_candidate", w.json["decision"])
 	require.Equal(t, "not_triggered", w.json["reason"])
 	require.NotContains(t, w.json["detail"], "stem")
+	require.Contains(t, w.json["detail"], "(match word)", "why says which mode applied")
 	rp := e.do("POST", "/v1/projects/acme/packets/"+id+"/replay", implementer, nil)
 	require.Equal(t, 200, rp.status, rp.text)
 	require.Equal(t, true, rp.json["identical"], rp.text)

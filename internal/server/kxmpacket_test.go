@@ -61,13 +61,17 @@ func TestKXMPacket(t *testing.T) {
 		statuses = append(statuses, p.(map[string]any)["status"])
 	}
 	require.Equal(t, []any{"passed", "failed", "warning"}, statuses, "accepted, withdrawn, pending")
-	require.Contains(t, doc["predecessors"].([]any)[1].(map[string]any)["summary"], "wrong branch")
+	withdrawnSummary := doc["predecessors"].([]any)[1].(map[string]any)["summary"].(string)
+	require.Contains(t, withdrawnSummary, "wrong branch")
+	require.Contains(t, withdrawnSummary, "by planner (", "who gave the reason")
+	require.Contains(t, withdrawnSummary, "Base commit: abc123", "the handoff loop's members ride in the summary")
 
 	env := doc["environment"].(map[string]any)
 	for _, k := range []string{"sharedDefaults", "projectKnowledge", "currentState", "contradictions", "activeSkills"} {
 		require.Contains(t, env, k)
 	}
 	require.Len(t, env["contradictions"].([]any), 1)
+	require.Contains(t, env["contradictions"].([]any)[0].(map[string]any)["summary"], `kept: "`, "the contradiction names the facts")
 
 	// Every entry with a span: its text is one JSON value of the document,
 	// an item's element naming its key, a request part its member.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
@@ -202,6 +203,8 @@ func (db DB) BoundedStateGroups(ctx context.Context, layers, stateKeys []string)
 // VersionText is the title and content of one version.
 type VersionText struct {
 	Title, Content string
+	Metadata       json.RawMessage
+	Provenance     ctxtype.Provenance
 }
 
 // VersionRef names one version.
@@ -224,7 +227,11 @@ func (db DB) BoundedTexts(ctx context.Context, refs []VersionRef) (map[VersionRe
 	}
 	out := make(map[VersionRef]VersionText, len(rows))
 	for _, r := range rows {
-		out[VersionRef{r.Project, r.Key, int(r.Version)}] = VersionText{Title: r.Title, Content: r.Content}
+		t := VersionText{Title: r.Title, Content: r.Content, Metadata: r.Metadata}
+		if err := json.Unmarshal(r.Provenance, &t.Provenance); err != nil {
+			return nil, fmt.Errorf("decode provenance of %s/%s v%d: %w", r.Project, r.Key, r.Version, err)
+		}
+		out[VersionRef{r.Project, r.Key, int(r.Version)}] = t
 	}
 	return out, nil
 }

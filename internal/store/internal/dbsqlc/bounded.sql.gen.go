@@ -615,7 +615,7 @@ func (q *Queries) BoundedStateGroups(ctx context.Context, db DBTX, arg BoundedSt
 }
 
 const boundedTexts = `-- name: BoundedTexts :many
-SELECT v.project, v.key, v.version, v.title, v.content
+SELECT v.project, v.key, v.version, v.title, v.content, v.metadata, v.provenance
 FROM (SELECT unnest($1::text[]) AS project, unnest($2::text[]) AS key, unnest($3::integer[]) AS version) r
 JOIN item_versions v ON v.project = r.project AND v.key = r.key AND v.version = r.version
 `
@@ -627,14 +627,17 @@ type BoundedTextsParams struct {
 }
 
 type BoundedTextsRow struct {
-	Project string
-	Key     string
-	Version int32
-	Title   string
-	Content string
+	Project    string
+	Key        string
+	Version    int32
+	Title      string
+	Content    string
+	Metadata   json.RawMessage
+	Provenance json.RawMessage
 }
 
-// The title and content of the versions that go into the text.
+// The title and content of the versions that go into the text, with their
+// metadata and provenance, which the kxm and navi formats show.
 func (q *Queries) BoundedTexts(ctx context.Context, db DBTX, arg BoundedTextsParams) ([]BoundedTextsRow, error) {
 	rows, err := db.Query(ctx, boundedTexts, arg.Projects, arg.Keys, arg.Versions)
 	if err != nil {
@@ -650,6 +653,8 @@ func (q *Queries) BoundedTexts(ctx context.Context, db DBTX, arg BoundedTextsPar
 			&i.Version,
 			&i.Title,
 			&i.Content,
+			&i.Metadata,
+			&i.Provenance,
 		); err != nil {
 			return nil, err
 		}
