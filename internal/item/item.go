@@ -332,18 +332,46 @@ func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Age
 	if err := s.projects.AuthorizeIn(ctx, db, agent, proj, auth.Edit); err != nil {
 		return nil, err
 	}
+	keys, fields, errs := checkAll(ins, nil)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	claims := make([]auth.Claim, len(fields))
+	for i, f := range fields {
+		claims[i] = auth.Claim{Pointer: fmt.Sprintf("/items/%d", i), Authority: f.Authority, Source: f.Source}
+	}
+	if err := agent.CheckAuthority(claims); err != nil {
+		return nil, err // a batch is all or nothing: refused whole
+	}
+	return prepareAll(keys, fields)
+}
+
+// Check validates a batch's items as a write would, without writing or
+// reading anything: every problem of every item, by JSON Pointer
+// (/items/3/kind). skip, when not nil, names items already refused by the
+// caller (an import's own parser), which are left out.
+func Check(ins []Input, skip []bool) error {
+	_, _, errs := checkAll(ins, skip)
+	return errs.Err()
+}
+
+// checkAll is a batch's keys and normalised fields, and its problems.
+func checkAll(ins []Input, skip []bool) ([]string, []Fields, *validation.List) {
 	var errs validation.List
 	if len(ins) == 0 {
 		errs.Add("/items", "required", "items must hold at least one item")
 	}
 	if len(ins) > MaxBatch {
 		errs.Add("/items", "range", "a batch holds at most %d items, not %d", MaxBatch, len(ins))
-		return nil, errs.Err()
+		return nil, nil, &errs
 	}
 	keys := make([]string, len(ins))
 	fields := make([]Fields, len(ins))
 	seen := make(map[string]int, len(ins))
 	for i := range ins {
+		if skip != nil && skip[i] {
+			continue
+		}
 		prefix := fmt.Sprintf("/items/%d", i)
 		k := ins[i].Key
 		switch {
@@ -357,17 +385,7 @@ func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Age
 		keys[i] = k
 		fields[i] = ins[i].normalize(prefix, &errs)
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	claims := make([]auth.Claim, len(fields))
-	for i, f := range fields {
-		claims[i] = auth.Claim{Pointer: fmt.Sprintf("/items/%d", i), Authority: f.Authority, Source: f.Source}
-	}
-	if err := agent.CheckAuthority(claims); err != nil {
-		return nil, err // a batch is all or nothing: refused whole
-	}
-	return prepareAll(keys, fields)
+	return keys, fields, &errs
 }
 
 // write is the one write path, for one item or ten thousand: lock every

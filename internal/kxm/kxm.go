@@ -5,8 +5,12 @@
 package kxm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
@@ -87,10 +91,13 @@ func Export(v *ctxtype.Version) ContextItem {
 		auth = grantFloor[src]
 	}
 	item := ContextItem{
-		ID: v.Key, Kind: Kind(v.Kind), Project: v.Project, Summary: cut(v.Content, MaxSummary),
+		ID: exportID(v.Key), Kind: Kind(v.Kind), Project: v.Project, Summary: cutUTF16(v.Content, MaxSummary),
 		Provenance: Provenance{SourceType: src, SourceRef: fmt.Sprintf("contextd:%s/%s@v%d", v.Project, v.Key, v.Version),
-			DerivedFrom: v.Provenance.DerivedFrom},
+			DerivedFrom: idRefs(v.Provenance.DerivedFrom)},
 		Authority: auth, Confidence: v.Confidence, StateKey: v.StateKey, Status: "current",
+	}
+	if item.Kind == "state" && item.StateKey == "" {
+		item.StateKey = item.ID // KXM's state items name their key
 	}
 	if v.ValidFrom != nil {
 		item.ValidFrom = v.ValidFrom.UTC().Format(time.RFC3339Nano)
@@ -110,7 +117,7 @@ func Export(v *ctxtype.Version) ContextItem {
 	}
 	if json.Unmarshal(v.Metadata, &meta) == nil {
 		k := meta.KXM
-		item.ObservedAt, item.Supersedes, item.EvidenceRefs = k.ObservedAt, k.Supersedes, k.EvidenceRefs
+		item.ObservedAt, item.Supersedes, item.EvidenceRefs = k.ObservedAt, idRefs(k.Supersedes), idRefs(k.EvidenceRefs)
 		// What an import mapped comes back as it was: the id the key was
 		// made from, the project KXM named, a proposal still pinned only.
 		if k.ID != "" {
@@ -124,6 +131,46 @@ func Export(v *ctxtype.Version) ContextItem {
 		}
 	}
 	return item
+}
+
+// exportID is a key as a KXM id: itself, or for a key longer than KXM's
+// MaxID its first characters, "_" and 16 hex digits of its SHA-256 (an
+// import of that id names another item: KXM cannot hold the key).
+func exportID(key string) string {
+	if len(key) <= MaxID {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return key[:MaxID-17] + "_" + hex.EncodeToString(sum[:8])
+}
+
+// idRefs is a list of identifiers as KXM's idRefs takes it: no empty or
+// repeated ones, at most MaxRefs; nil for none.
+func idRefs(refs []string) []string {
+	var out []string
+	for _, r := range refs {
+		if t := strings.TrimSpace(r); t != "" && !slices.Contains(out, t) && len(out) < MaxRefs {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// cutUTF16 is s cut at n UTF-16 code units, as KXM's limits count (a
+// character outside the BMP is two).
+func cutUTF16(s string, n int) string {
+	units := 0
+	for j, r := range s {
+		w := 1
+		if r >= 0x10000 {
+			w = 2
+		}
+		if units+w > n {
+			return s[:j]
+		}
+		units += w
+	}
+	return s
 }
 
 // cut is s cut at n characters.

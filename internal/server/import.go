@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/kxm"
 	"github.com/contextd/contextd/internal/navi"
@@ -35,7 +39,7 @@ func (s *Server) ImportItems(ctx context.Context, r api.ImportItemsRequestObject
 	case api.ImportRequestFormatContextd:
 		ins, err = contextdItems(body.Items)
 	case api.ImportRequestFormatKxm:
-		ins, retire, err = kxmItems(body.Items, r.Project)
+		ins, retire, err = s.kxmItems(ctx, body.Items, r.Project)
 	case api.ImportRequestFormatNavi:
 		ins, err = naviItems(body.Items)
 	default:
@@ -53,8 +57,11 @@ func (s *Server) ImportItems(ctx context.Context, r api.ImportItemsRequestObject
 		return err
 	})
 	if err != nil {
-		if body.Format == api.ImportRequestFormatNavi {
+		switch body.Format {
+		case api.ImportRequestFormatNavi:
 			err = naviPointers(err)
+		case api.ImportRequestFormatKxm:
+			err = kxmPointers(err)
 		}
 		return nil, err
 	}
@@ -80,27 +87,183 @@ func contextdItems(raws []json.RawMessage) ([]item.Input, error) {
 	return batchInputs(body.Items)
 }
 
-// kxmItems reads KXM ContextItems (kxm.ParseItem), every problem at once.
-func kxmItems(raws []json.RawMessage, project string) ([]item.Input, []bool, error) {
+// kxmItems reads KXM ContextItems (kxm.ParseItem) and checks them as the
+// write will, every problem of every item at once, by pointers into the
+// items as sent. An item that names itself in its sourceRef is an export
+// of contextd coming back (kxmReimport).
+func (s *Server) kxmItems(ctx context.Context, raws []json.RawMessage, project string) ([]item.Input, []bool, error) {
 	var errs validation.List
 	ins := make([]item.Input, len(raws))
-	retire := make([]bool, len(raws))
+	retire, failed := make([]bool, len(raws)), make([]bool, len(raws))
 	for i, raw := range raws {
+		before := errs.Len()
 		k := kxm.ParseItem(raw, project, fmt.Sprintf("/items/%d", i), &errs)
-		in := item.Input{Key: k.Key, Kind: &k.Kind, Source: &k.Source, Content: k.Content, Authority: k.Authority,
-			Confidence: k.Confidence, StateKey: k.StateKey, ValidFrom: k.ValidFrom, ValidUntil: k.ValidUntil, Metadata: k.Metadata}
-		if k.SourceRef != "" || len(k.DerivedFrom) > 0 {
-			in.Provenance = &item.Provenance{SourceRef: k.SourceRef, DerivedFrom: k.DerivedFrom}
+		failed[i] = errs.Len() > before
+		if failed[i] {
+			continue
 		}
-		if k.PinnedOnly {
-			in.Trigger = &item.Trigger{PinnedOnly: true}
+		ins[i], retire[i] = kxmInput(k), k.Retire
+		if k.SelfRef {
+			in, err := s.kxmReimport(ctx, project, raw, ins[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			ins[i] = in
 		}
-		ins[i], retire[i] = in, k.Retire
 	}
+	fields := []validation.Field{}
 	if err := errs.Err(); err != nil {
-		return nil, nil, err
+		fields = append(fields, err.(*validation.Error).Fields...)
+	}
+	var verr *validation.Error
+	if err := item.Check(ins, failed); errors.As(err, &verr) {
+		fields = append(fields, verr.Fields...)
+	}
+	if len(fields) > 0 {
+		return nil, nil, kxmPointers(&validation.Error{Fields: fields})
 	}
 	return ins, retire, nil
+}
+
+// kxmInput is the item write of a KXM item.
+func kxmInput(k kxm.Imported) item.Input {
+	in := item.Input{Key: k.Key, Kind: &k.Kind, Source: &k.Source, Content: k.Content, Authority: k.Authority,
+		Confidence: k.Confidence, StateKey: k.StateKey, ValidFrom: k.ValidFrom, ValidUntil: k.ValidUntil, Metadata: k.Metadata}
+	if k.SourceRef != "" || len(k.DerivedFrom) > 0 {
+		in.Provenance = &item.Provenance{SourceRef: k.SourceRef, DerivedFrom: k.DerivedFrom}
+	}
+	if k.PinnedOnly {
+		in.Trigger = &item.Trigger{PinnedOnly: true}
+	}
+	return in
+}
+
+// kxmReimport is the write of an item exported from contextd as a KXM
+// ContextItem and imported again. An export says less than the item holds
+// (KXM has no title, no roles, fewer kinds and sources), so: unchanged, the
+// export is the current version as it is (nothing changes); changed, what
+// KXM says replaces what it maps to, and the rest stays (the title, the
+// roles, the trigger, the source reference, the metadata KXM has no member
+// for). No current version the caller may see: the import as it is.
+func (s *Server) kxmReimport(ctx context.Context, project string, raw json.RawMessage, in item.Input) (item.Input, error) {
+	cur, err := s.items.Get(ctx, agentFrom(ctx), project, in.Key, nil)
+	if errors.Is(err, fault.ErrNotFound) {
+		return in, nil
+	} else if err != nil {
+		return in, err
+	}
+	var sent, now map[string]any
+	exported, _ := json.Marshal(kxm.Export(cur))
+	if json.Unmarshal(raw, &sent) != nil || json.Unmarshal(exported, &now) != nil {
+		return in, nil
+	}
+	if sameExceptRef(sent, now) {
+		return inputOf(cur), nil
+	}
+	// Each member KXM changed replaces what it maps to; a member it sent
+	// back as exported keeps the current value (an instruction exported as
+	// knowledge stays an instruction).
+	keep := inputOf(cur)
+	changed := func(member string) bool { return !reflect.DeepEqual(sent[member], now[member]) }
+	sentProv, _ := sent["provenance"].(map[string]any)
+	nowProv, _ := now["provenance"].(map[string]any)
+	for member, set := range map[string]func(){
+		"kind": func() { keep.Kind = in.Kind }, "summary": func() { keep.Content = in.Content },
+		"authority": func() { keep.Authority = in.Authority }, "confidence": func() { keep.Confidence = in.Confidence },
+		"stateKey": func() { keep.StateKey = in.StateKey }, "validFrom": func() { keep.ValidFrom = in.ValidFrom },
+		"validUntil": func() { keep.ValidUntil = in.ValidUntil },
+	} {
+		if changed(member) {
+			set()
+		}
+	}
+	if !reflect.DeepEqual(sentProv["sourceType"], nowProv["sourceType"]) {
+		keep.Source = in.Source
+	}
+	if !reflect.DeepEqual(sentProv["derivedFrom"], nowProv["derivedFrom"]) {
+		keep.Provenance.DerivedFrom = []string{}
+		if in.Provenance != nil {
+			keep.Provenance.DerivedFrom = in.Provenance.DerivedFrom
+		}
+	}
+	keep.Metadata = mergeKXM(cur.Metadata, in.Metadata)
+	return keep, nil
+}
+
+// sameExceptRef compares an item as sent with its export, the version in
+// the sourceRef aside (an export of an older version is the same item).
+func sameExceptRef(sent, now map[string]any) bool {
+	strip := func(m map[string]any) []byte {
+		c := maps.Clone(m)
+		if p, ok := c["provenance"].(map[string]any); ok {
+			p = maps.Clone(p)
+			delete(p, "sourceRef")
+			c["provenance"] = p
+		}
+		b, _ := json.Marshal(c)
+		return b
+	}
+	return bytes.Equal(strip(sent), strip(now))
+}
+
+// mergeKXM is the current metadata with its kxm members replaced by those
+// an import sent; every other member stays.
+func mergeKXM(cur, sent json.RawMessage) json.RawMessage {
+	var c, n map[string]json.RawMessage
+	if json.Unmarshal(cur, &c) != nil || c == nil {
+		c = map[string]json.RawMessage{}
+	}
+	_ = json.Unmarshal(sent, &n)
+	var ck, nk map[string]json.RawMessage
+	_ = json.Unmarshal(c["kxm"], &ck)
+	_ = json.Unmarshal(n["kxm"], &nk)
+	if ck == nil {
+		ck = map[string]json.RawMessage{}
+	}
+	for _, k := range []string{"id", "project", "status", "observedAt", "supersedes", "evidenceRefs"} {
+		delete(ck, k) // the members an export writes: what was sent says them now
+	}
+	maps.Copy(ck, nk)
+	if len(ck) > 0 {
+		b, _ := json.Marshal(ck)
+		c["kxm"] = b
+	} else {
+		delete(c, "kxm")
+	}
+	b, _ := json.Marshal(c)
+	return b
+}
+
+// inputOf is a version as the write that makes it again.
+func inputOf(v *item.Version) item.Input {
+	f := v.Fields
+	prio := int32(f.Priority)
+	in := item.Input{Key: v.Key, Kind: &f.Kind, Source: &f.Source, Title: &f.Title, Summary: &f.Summary, Content: f.Content,
+		Priority: &prio, Authority: &f.Authority, Confidence: &f.Confidence, StateKey: &f.StateKey, Slot: &f.Slot,
+		Trigger: &f.Trigger, Roles: &f.Roles, Template: &f.Template, Metadata: f.Metadata, Provenance: &f.Provenance}
+	if f.ValidFrom != nil {
+		t := f.ValidFrom.UTC().Format(time.RFC3339Nano)
+		in.ValidFrom = &t
+	}
+	if f.ValidUntil != nil {
+		t := f.ValidUntil.UTC().Format(time.RFC3339Nano)
+		in.ValidUntil = &t
+	}
+	return in
+}
+
+// kxmPointers points the problems of a kxm import at the members sent.
+func kxmPointers(err error) error {
+	var verr *validation.Error
+	if !errors.As(err, &verr) {
+		return err
+	}
+	out := &validation.Error{Fields: make([]validation.Field, len(verr.Fields))}
+	for i, f := range verr.Fields {
+		f.Pointer = kxm.Pointer(f.Pointer)
+		out.Fields[i] = f
+	}
+	return out
 }
 
 // naviItems reads navi ContextPackets (navi.ToItem): always-on items of

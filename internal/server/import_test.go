@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/auth"
 
@@ -228,4 +230,97 @@ func TestImportNaviPackets(t *testing.T) {
 	r = e.do("POST", "/v1/projects/app/items:import", e.admin, map[string]any{"format": "navi", "items": bad})
 	require.Equal(t, 422, r.status, r.text)
 	require.Equal(t, []string{"/items/1/metadata/password"}, r.pointers(), "pointers name the packet as sent")
+}
+
+// TestKXMExportReimportChangesNothing: an item exported as a KXM
+// ContextItem and imported again is unchanged, whatever the export could
+// not say (the title, a contextd kind or source, the source reference,
+// metadata KXM has no member for); changed in KXM, it changes what KXM
+// says and keeps the rest.
+func TestKXMExportReimportChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("app")
+	first := kxmHistory()[1].(map[string]any)
+	first["provenance"] = map[string]any{"sourceType": "git", "sourceRef": "git:abc123", "lane": "main"}
+	first["authority"], first["reviewNote"] = "instruction", "checked"
+	require.Equal(t, 200, e.do("POST", "/v1/projects/app/items:import", e.admin, map[string]any{"format": "kxm", "items": []any{first}}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/app/items/native", e.admin, map[string]any{
+		"content": "Always answer in English.", "title": "Language", "kind": "instruction", "source": "steering", "authority": "policy",
+		"roles": map[string]any{"hidden_from": []string{"intern"}}}).status)
+	var exported []any
+	for _, k := range []string{"ctx-refund-v2", "native"} {
+		x := e.do("GET", "/v1/projects/app/items/"+k+"?format=kxm", e.admin, nil)
+		require.Equal(t, 200, x.status, x.text)
+		exported = append(exported, x.json)
+	}
+	again := e.do("POST", "/v1/projects/app/items:import", e.admin, map[string]any{"format": "kxm", "items": exported})
+	require.Equal(t, 200, again.status, again.text)
+	require.EqualValues(t, 2, again.json["unchanged"], again.text)
+
+	// Changed in KXM: the summary moves, the rest stays.
+	changed := exported[1].(map[string]any)
+	changed["summary"] = "Always answer in British English."
+	r := e.do("POST", "/v1/projects/app/items:import", e.admin, map[string]any{"format": "kxm", "items": []any{changed}})
+	require.Equal(t, 200, r.status, r.text)
+	require.EqualValues(t, 1, r.json["updated"])
+	v := e.do("GET", "/v1/projects/app/items/native", e.admin, nil)
+	require.Equal(t, "Always answer in British English.", v.json["content"])
+	require.Equal(t, "Language", v.json["title"], "what KXM cannot say stays")
+	require.Equal(t, "instruction", v.json["kind"])
+	require.Equal(t, []any{"intern"}, v.json["roles"].(map[string]any)["hidden_from"])
+	src := e.do("GET", "/v1/projects/app/items/ctx-refund-v2", e.admin, nil)
+	require.Equal(t, "git:abc123", src.json["provenance"].(map[string]any)["source_ref"])
+	require.Equal(t, "checked", src.json["metadata"].(map[string]any)["kxm"].(map[string]any)["reviewNote"])
+}
+
+// TestKXMImportFollowsKXMsParser: an import refuses what KXM's own parser
+// refuses, says every problem at once, and points into the items as sent.
+func TestKXMImportFollowsKXMsParser(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("app")
+	base := func(kv ...any) map[string]any {
+		m := map[string]any{"id": "x", "kind": "knowledge", "project": "app", "summary": "A fact.",
+			"provenance": map[string]any{"sourceType": "human"}, "authority": "evidence", "confidence": "probable"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	items := []any{
+		base("id", "a", "status", "maybe"),
+		base("id", "b", "confidence", "sure"),
+		base("id", "c", "validFrom", "next tuesday"),
+		base("id", "d", "summary", "   "),
+		base("id", "   "),
+		base("id", "f", "kind", "instruction"),
+		base("id", "g", "provenance", map[string]any{"sourceType": "rag"}),
+		base("id", "h", "kind", "state", "status", "current"),
+		base("id", "i", "provenance", map[string]any{"sourceType": "human", "password": "x"}),
+		base("id", "j", "supersedes", []any{"j"}),
+	}
+	r := e.do("POST", "/v1/projects/app/items:import", e.admin, map[string]any{"format": "kxm", "items": items})
+	require.Equal(t, 422, r.status, r.text)
+	require.ElementsMatch(t, []string{"/items/0/status", "/items/1/confidence", "/items/2/validFrom", "/items/3/summary", "/items/4/id",
+		"/items/5/kind", "/items/6/provenance/sourceType", "/items/7/stateKey", "/items/8/provenance/password", "/items/9/supersedes"}, r.pointers())
+	require.Equal(t, 404, e.do("GET", "/v1/projects/app/items/b", e.admin, nil).status, "nothing was written")
+}
+
+// TestKXMExportIsWhatKXMReads: an export fits KXM's limits, counted as
+// KXM counts them.
+func TestKXMExportIsWhatKXMReads(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("app")
+	long := strings.Repeat("k", 200)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/app/items/"+long, e.admin, map[string]any{"content": strings.Repeat("😀", 4100), "kind": "state"}).status)
+	x := e.do("GET", "/v1/projects/app/items/"+long+"?format=kxm", e.admin, nil)
+	require.Equal(t, 200, x.status, x.text)
+	summary := x.json["summary"].(string)
+	require.Equal(t, 2000, utf8.RuneCountInString(summary), "4,000 UTF-16 units: 2,000 characters outside the BMP")
+	id := x.json["id"].(string)
+	require.Len(t, id, 128)
+	require.True(t, strings.HasPrefix(id, strings.Repeat("k", 111)+"_"))
+	require.Equal(t, id, x.json["stateKey"], "a state item names its key")
 }
