@@ -26,6 +26,15 @@ run: build ## Start the server (embedded PostgreSQL unless DATABASE_URL is set)
 test: ## Run the whole suite against real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+# The explorer's browser tests (internal/ui, build tag uitest) drive a real
+# headless Chromium, so `make test` leaves them out; CHROME_PATH names the
+# browser when it is not on PATH as chromium.
+.PHONY: test-ui
+test-ui: ## Run the explorer's tests in headless Chromium (needs Debian's chromium: apt-get install chromium)
+	@if [ -z "$$CHROME_PATH" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
+		echo "make test-ui needs Chromium, and none was found: install it with 'apt-get install chromium' (Debian/Ubuntu), or set CHROME_PATH"; exit 1; fi
+	$(GO) test -tags uitest -count=1 -timeout 10m ./internal/ui/...
+
 .PHONY: bench
 bench: build ## Run the benchmarks, then a short `contextd bench --floor` on the embedded default (.contextd-bench; ARGS=--reuse etc.)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
@@ -46,10 +55,11 @@ fuzz: ## Run every fuzz target briefly, one at a time (FUZZTIME=10s each; seed c
 	if [ -n "$$failed" ]; then echo "fuzz targets that failed:$$failed"; exit 1; fi
 
 .PHONY: generate
-generate: ## Regenerate sqlc and oapi-codegen output, and the tokenizers' ranks
+generate: ## Regenerate sqlc and oapi-codegen output (the server's api and the Go client api/client), and the tokenizers' ranks
 	$(TOOL) sqlc generate
 	$(GO) run ./internal/token/internal/vocabgen internal/token
 	$(TOOL) oapi-codegen -config api/oapi-codegen.yaml api/openapi.yaml
+	$(TOOL) oapi-codegen -config api/client/oapi-codegen.yaml api/openapi.yaml
 
 .PHONY: verify
 verify: generate ## Regenerate and fail if the generated code differs from what is committed, or an operation lacks x-contextd-permission

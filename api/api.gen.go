@@ -1257,9 +1257,12 @@ type Problem struct {
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`
 	Instance *string       `json:"instance,omitempty"`
-	Status   int           `json:"status"`
-	Title    string        `json:"title"`
-	Type     string        `json:"type"`
+
+	// RequestId The request's id, as in its X-Request-Id header and in the server's log lines of the request.
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
+	Title     string  `json:"title"`
+	Type      string  `json:"type"`
 }
 
 // Project defines model for Project.

@@ -10,6 +10,7 @@ import (
 	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
@@ -27,6 +28,9 @@ type App struct {
 	// Keys are the deployment's audit secret (checkpoints, idempotency
 	// answers); nil when none is configured.
 	Keys *evidence.Keys
+	// Obs is the process's metrics and tracer (package obs): the packet
+	// service reports its stages to it, the transports their requests.
+	Obs *obs.Obs
 }
 
 // Option configures New.
@@ -35,21 +39,35 @@ type Option func(*App)
 // WithKeys gives the services the deployment's audit secret.
 func WithKeys(k *evidence.Keys) Option { return func(a *App) { a.Keys = k } }
 
+// WithObs gives the process's metrics and tracer; without it New makes
+// metrics over the store of their own and traces nothing.
+func WithObs(o *obs.Obs) Option { return func(a *App) { a.Obs = o } }
+
 // New builds the services over st.
 func New(st *store.Store, opts ...Option) *App {
 	var o App
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.Obs == nil {
+		var stats func() store.Stats
+		if st != nil {
+			stats = st.Stats
+		}
+		o.Obs = obs.New(stats, nil)
+	}
 	projects := project.NewService(st)
 	handoffs := handoff.NewService(st, projects, handoff.NewHub(st))
+	packets := packet.NewService(st, projects, handoffs)
+	packets.ObserveStages(o.Obs.Stages())
 	return &App{
+		Obs:      o.Obs,
 		Keys:     o.Keys,
 		Store:    st,
 		Agents:   auth.NewService(st),
 		Projects: projects,
 		Items:    item.NewService(st, projects),
-		Packets:  packet.NewService(st, projects, handoffs),
+		Packets:  packets,
 		Handoffs: handoffs,
 		Evidence: evidence.NewService(st, projects, o.Keys),
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -13,16 +14,33 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/store"
 )
 
 // Config is everything a contextd process is configured with, parsed once
-// from flags and environment, validated at start and passed explicitly.
+// from flags, environment and an optional file (configsrc.go; flags over
+// environment over file over defaults), validated at start and passed
+// explicitly.
 type Config struct {
 	Listen   string
 	LogLevel slog.Level
-	Migrate  bool
+	// LogFormat is text or json.
+	LogFormat string
+	// MetricsListen, when set, is the address /metrics is served on, to
+	// anyone who reaches it; empty: on Listen, to admin keys only.
+	MetricsListen string
+	// ConfigFile is the optional YAML or TOML file of settings (--config).
+	ConfigFile string
+	// DatabaseURL is the database (empty: the embedded default cluster in
+	// DataDir).
+	DatabaseURL string
+	DataDir     string
+	// Traces is the OpenTelemetry exporter, from the OTEL_* variables.
+	Traces  obs.TraceSettings
+	Migrate bool
 	// MigrateURL is the owner's login, for migrations; the server itself
 	// then connects with Store.URL, a member of contextd_app only. Empty:
 	// migrations use Store.URL (the embedded default uses its superuser
@@ -63,7 +81,12 @@ type Config struct {
 
 	logLevel  string
 	limitArgs map[string]string
-	envErrs   []error // malformed environment values, reported by Validate
+	// fs is the flag set RegisterFlags declared the settings on (each
+	// one's variable is envName's); source says where each value came
+	// from (flag, env, file, default), for config check.
+	fs       *pflag.FlagSet
+	source   map[string]string
+	resolved bool
 }
 
 // DefaultBodyLimit is the largest request body accepted unless configured;
@@ -84,17 +107,24 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 )
 
-// RegisterFlags declares the configuration's flags, with defaults from
-// the environment where a variable is named.
+// RegisterFlags declares the configuration's flags. Each has an
+// environment variable (envName) and a key of the config file (its name);
+// Validate fills in from them what the command line left unset.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Listen, "listen", EnvOr("CONTEXTD_LISTEN", "127.0.0.1:8080"), "address to listen on (env CONTEXTD_LISTEN)")
-	fs.StringVar(&c.logLevel, "log-level", EnvOr("CONTEXTD_LOG_LEVEL", "info"), "debug, info, warn or error (env CONTEXTD_LOG_LEVEL)")
+	c.fs = fs
+	fs.StringVar(&c.ConfigFile, "config", "", "YAML (.yaml, .yml) or TOML (.toml) file of settings, keyed by flag name; flags and environment override it (env CONTEXTD_CONFIG)")
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to listen on (env CONTEXTD_LISTEN)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "address to serve /metrics on, to anyone who reaches it; empty: on --listen, to admin keys only (env CONTEXTD_METRICS_LISTEN)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (env CONTEXTD_LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json (env CONTEXTD_LOG_FORMAT)")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (env DATABASE_URL); empty: the embedded default cluster")
+	fs.StringVar(&c.DataDir, "data-dir", ".contextd", "data directory of the embedded default cluster (env CONTEXTD_DATA_DIR)")
 	fs.BoolVar(&c.Migrate, "migrate", true, "apply pending migrations on start; with false, refuse to start on a stale schema")
-	fs.StringVar(&c.MigrateURL, "migrate-database-url", os.Getenv("CONTEXTD_MIGRATE_DATABASE_URL"),
+	fs.StringVar(&c.MigrateURL, "migrate-database-url", "",
 		"the owner's URL, for migrations; the server then connects with --database-url, a login of contextd_app (env CONTEXTD_MIGRATE_DATABASE_URL)")
 	fs.Int64Var(&c.BodyLimit, "body-limit", DefaultBodyLimit, "largest request body, in bytes")
 	fs.Int64Var(&c.BatchBodyLimit, "batch-body-limit", DefaultBatchBodyLimit, "largest body of a batch of items (POST /v1/projects/{p}/items), in bytes")
-	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", int32(envInt("CONTEXTD_DB_MAX_CONNS", 0)), "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")
+	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", 0, "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")
 	fs.DurationVar(&c.Store.AcquireTimeout, "db-acquire-timeout", store.DefaultAcquireTimeout, "longest wait for a free database connection before answering 503")
 	fs.DurationVar(&c.Store.StatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "longest a statement may run on the server")
 	fs.DurationVar(&c.Store.LockTimeout, "db-lock-timeout", store.DefaultLockTimeout, "longest wait for a row lock")
@@ -104,28 +134,37 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", DefaultWriteTimeout,
 		"longest time from a request's headers to the end of its answer; event streams are exempt and bound each write by 10s instead; 0: none")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
-	fs.Float64Var(&c.RateLimit, "rate-limit", c.envFloat("CONTEXTD_RATE_LIMIT", 0),
+	fs.Float64Var(&c.RateLimit, "rate-limit", 0,
 		"requests per second each agent may send, sustained; past it 429 rate_limited with Retry-After; 0: no limit (env CONTEXTD_RATE_LIMIT)")
-	fs.IntVar(&c.RateBurst, "rate-burst", c.envInt("CONTEXTD_RATE_BURST", 0),
+	fs.IntVar(&c.RateBurst, "rate-burst", 0,
 		"requests each agent may send at once before --rate-limit applies; 0: one second's worth, at least 1 (env CONTEXTD_RATE_BURST)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "longest wait for requests to finish on shutdown")
-	fs.StringVar(&c.AuditKeyFile, "audit-key-file", os.Getenv("CONTEXTD_AUDIT_KEY_FILE"),
+	fs.StringVar(&c.AuditKeyFile, "audit-key-file", "",
 		"file with the audit key: base64 of 32 bytes, the same for every process (env CONTEXTD_AUDIT_KEY_FILE, or the key itself in CONTEXTD_AUDIT_KEY)")
-	c.AuditKey = os.Getenv("CONTEXTD_AUDIT_KEY")
 	fs.StringToStringVar(&c.limitArgs, "limit", nil,
 		"change an input limit, name=value (repeatable); names: "+strings.Join(limits.Names(), ", ")+" (defaults in the README)")
 }
 
-// Validate checks the parsed values and fills derived ones.
+// Validate fills in from the environment and the config file what the
+// command line left unset (once), then checks the values and fills
+// derived ones. Each error names its setting.
 func (c *Config) Validate() error {
-	var errs []error
+	errs := c.resolve()
 	if c.logLevel != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(c.logLevel)); err != nil {
 			errs = append(errs, fmt.Errorf("--log-level: %w", err))
 		}
 	}
-	if c.Listen == "" {
-		errs = append(errs, errors.New("--listen: an address is required"))
+	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format: %q is neither text nor json", c.LogFormat))
+	}
+	if err := checkAddr(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen: %w", err))
+	}
+	if c.MetricsListen != "" {
+		if err := checkAddr(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-listen: %w", err))
+		}
 	}
 	if c.BodyLimit <= 0 {
 		errs = append(errs, fmt.Errorf("--body-limit: must be positive, not %d", c.BodyLimit))
@@ -139,13 +178,56 @@ func (c *Config) Validate() error {
 	if c.Store.AcquireTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--db-acquire-timeout: must be positive"))
 	}
-	errs = append(errs, c.envErrs...)
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout: must not be negative"))
+	}
 	errs = append(errs, c.validateHTTP()...)
+	errs = append(errs, c.validateSecrets()...)
+	if err := c.Traces.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	var err error
 	if c.Limits, err = limits.Default.With(c.limitArgs); err != nil {
 		errs = append(errs, fmt.Errorf("--limit: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// checkAddr refuses an address net.Listen could not take: host:port, the
+// port a number (0: any free one).
+func checkAddr(addr string) error {
+	if addr == "" {
+		return errors.New("an address (host:port) is required")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", addr)
+	}
+	return nil
+}
+
+// validateSecrets checks that the audit key can be read and parsed, and
+// that the database URLs parse.
+func (c *Config) validateSecrets() []error {
+	var errs []error
+	if c.AuditKey != "" {
+		if _, err := evidence.ParseKey(c.AuditKey); err != nil {
+			errs = append(errs, fmt.Errorf("CONTEXTD_AUDIT_KEY: %w", err))
+		}
+	} else if c.AuditKeyFile != "" {
+		if _, err := evidence.LoadKeyFile(c.AuditKeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("--audit-key-file: %w", err))
+		}
+	}
+	for _, u := range []struct{ flag, url string }{{"--database-url", c.DatabaseURL}, {"--migrate-database-url", c.MigrateURL}} {
+		if err := checkDatabaseURL(u.url); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u.flag, err))
+		}
+	}
+	return errs
 }
 
 // validateHTTP checks the HTTP server's timeouts and the rate limit.
@@ -191,40 +273,4 @@ func EnvOr(name, def string) string {
 		return v
 	}
 	return def
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
-
-// envInt and envFloat read a variable like the functions above, but keep
-// a malformed value for Validate: a limit that silently fell back to "off"
-// would be worse than a refusal to start.
-func (c *Config) envInt(name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		c.envErrs = append(c.envErrs, fmt.Errorf("%s: not an integer: %q", name, v))
-		return def
-	}
-	return n
-}
-
-func (c *Config) envFloat(name string, def float64) float64 {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		c.envErrs = append(c.envErrs, fmt.Errorf("%s: not a number: %q", name, v))
-		return def
-	}
-	return f
 }

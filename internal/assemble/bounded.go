@@ -86,6 +86,39 @@ type Options struct {
 	// budget did not try it: the pipeline goes on past the cutoff, without
 	// trying the budget, until it meets it.
 	ExplainLayer, ExplainKey string
+	// Stages, when set, is told where each stage of the pipeline begins
+	// and ends (metrics and traces). It sees no data of the assembly and
+	// can change nothing in it; the context it returns only carries on to
+	// the Source's calls of that stage. Nil: no one is told.
+	Stages StageHook
+}
+
+// StageHook observes the boundaries of pipeline 2's stages: Begin is
+// called as stage starts and returns the context the stage's reads go
+// with, and the function that ends it. The pipeline reads no clock: the
+// caller's hook does, around it.
+type StageHook interface {
+	Begin(ctx context.Context, stage string) (context.Context, func())
+}
+
+// The stages AssembleBounded reports to a StageHook, in order.
+const (
+	StagePlan    = "plan"    // lanes, the request's own parts, the budget's start
+	StageSmall   = "small"   // pins and the top relevance matches
+	StageSelect  = "select"  // the lanes in rank order: stages per candidate, budget, render
+	StageCutoff  = "cutoff"  // counting what the budget did not try
+	StageRecords = "records" // the records, in their order
+	StageExplain = "explain" // only for why? of an untried candidate
+)
+
+// stage runs fn as the named stage, telling opt.Stages.
+func (b *bounded) stage(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+	if b.opt.Stages == nil {
+		return fn(ctx)
+	}
+	sctx, end := b.opt.Stages.Begin(ctx, name)
+	defer end()
+	return fn(sctx)
 }
 
 // bounded is pipeline 2's reading state around the stage pipeline.
@@ -143,35 +176,41 @@ func (b *bounded) cand(v *ctxtype.Version) *cand {
 func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*Result, *Explanation, error) {
 	p := newPipeline(in)
 	b := &bounded{p: p, src: src, opt: opt, reg: map[[2]string]*cand{}, shadows: map[string]*ctxtype.Version{}, groups: map[string]bool{}}
-	b.words = p.personWords()
-	for _, lane := range lanes(in.Request, b.words) {
-		for _, layer := range []string{in.Project, SharedProject} {
-			b.streams = append(b.streams, &stream{layer: layer, lane: lane, cursor: StartPos, read: StartPos})
+	var bud *budgeter
+	err := b.stage(ctx, StagePlan, func(context.Context) error {
+		b.words = p.personWords()
+		for _, lane := range lanes(in.Request, b.words) {
+			for _, layer := range []string{in.Project, SharedProject} {
+				b.streams = append(b.streams, &stream{layer: layer, lane: lane, cursor: StartPos, read: StartPos})
+			}
 		}
-	}
-	p.requestParts()
-	bud, err := p.startBudget()
+		p.requestParts()
+		var err error
+		bud, err = p.startBudget()
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := b.readSmall(ctx); err != nil {
+	if err := b.stage(ctx, StageSmall, b.readSmall); err != nil {
 		return nil, nil, err
 	}
-	if err := b.tryAndRender(ctx, bud); err != nil {
+	if err := b.stage(ctx, StageSelect, func(ctx context.Context) error { return b.tryAndRender(ctx, bud) }); err != nil {
 		return nil, nil, err
 	}
-	cutoff, err := b.cutoff(ctx)
-	if err != nil {
+	var cutoff *Cutoff
+	if err := b.stage(ctx, StageCutoff, func(ctx context.Context) (err error) { cutoff, err = b.cutoff(ctx); return err }); err != nil {
 		return nil, nil, err
 	}
-	if err := p.records(); err != nil {
+	if err := b.stage(ctx, StageRecords, func(context.Context) error { return p.records() }); err != nil {
 		return nil, nil, err
 	}
 	var why *Explanation
 	if opt.ExplainKey != "" && cutoff != nil {
 		// After the records are settled: explaining judges candidates
 		// the packet never met, and must not change the packet.
-		if why, err = b.explain(ctx, cutoff.Rank); err != nil {
+		err := b.stage(ctx, StageExplain, func(ctx context.Context) (err error) { why, err = b.explain(ctx, cutoff.Rank); return err })
+		if err != nil {
 			return nil, nil, err
 		}
 	}

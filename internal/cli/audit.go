@@ -9,14 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/contextd/contextd/api"
+	apiclient "github.com/contextd/contextd/api/client"
 	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/evidence"
 )
@@ -39,8 +38,9 @@ func newAuditCheckpoint() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var cp api.AuditCheckpoint
-			if err := c.get(cmd.Context(), auditPath(f.project, "checkpoint"), &cp); err != nil {
+			var cp apiclient.AuditCheckpoint
+			res, err := auditCheckpoint(cmd.Context(), c.Raw(), f.project)
+			if err := c.ReadAnswer(res, err, &cp); err != nil {
 				return err
 			}
 			ck := evidence.Checkpoint{Project: cp.Project, Seq: cp.Seq, Head: cp.Head, Time: cp.Time, Signature: cp.Signature, PublicKey: cp.PublicKey}
@@ -128,11 +128,28 @@ func auditClient(f *clientFlags, global bool) (*client, error) {
 	return f.client()
 }
 
-func auditPath(project, what string) string {
+// auditCheckpoint, auditEntries and auditVerify call a project's chain, or
+// the global chain's when the project is audit.GlobalChain.
+func auditCheckpoint(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
 	if project == audit.GlobalChain {
-		return "/v1/audit/" + what
+		return raw.GetGlobalAuditCheckpoint(ctx)
 	}
-	return "/v1/projects/" + url.PathEscape(project) + "/audit/" + what
+	return raw.GetAuditCheckpoint(ctx, project)
+}
+
+func auditEntries(ctx context.Context, raw *apiclient.Raw, project string, after int64) (*http.Response, error) {
+	limit := apiclient.Limit(1000)
+	if project == audit.GlobalChain {
+		return raw.ListGlobalAuditEntries(ctx, &apiclient.ListGlobalAuditEntriesParams{Limit: &limit, After: &after})
+	}
+	return raw.ListAuditEntries(ctx, project, &apiclient.ListAuditEntriesParams{Limit: &limit, After: &after})
+}
+
+func auditVerify(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
+	if project == audit.GlobalChain {
+		return raw.VerifyGlobalAudit(ctx)
+	}
+	return raw.VerifyAudit(ctx, project)
 }
 
 func readCheckpoint(path, project string) (*evidence.Checkpoint, error) {
@@ -160,8 +177,9 @@ func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.C
 	var headSeq int64
 	var headHash string
 	for after := int64(0); ; {
-		var page api.AuditEntryList
-		if err := c.get(ctx, auditPath(project, "entries")+"?limit=1000&after="+strconv.FormatInt(after, 10), &page); err != nil {
+		var page apiclient.AuditEntryList
+		res, err := auditEntries(ctx, c.Raw(), project, after)
+		if err := c.ReadAnswer(res, err, &page); err != nil {
 			return evidence.Result{}, err
 		}
 		if after == 0 {
@@ -200,8 +218,9 @@ func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.C
 	if cp != nil && cp.Seq > headSeq {
 		return problemAt(headSeq+1, audit.EntryMissing, fmt.Sprintf("the checkpoint of %s is at seq %d, the chain ends at seq %d", cp.Time, cp.Seq, headSeq)), nil
 	}
-	var server api.AuditVerification
-	if err := c.get(ctx, auditPath(project, "verify"), &server); err != nil {
+	var server apiclient.AuditVerification
+	res, err := auditVerify(ctx, c.Raw(), project)
+	if err := c.ReadAnswer(res, err, &server); err != nil {
 		return evidence.Result{}, err
 	}
 	if !server.Ok && server.Problem != nil {
@@ -223,7 +242,7 @@ func derefInt(p *int64) int64 {
 	return *p
 }
 
-func entryOf(ae api.AuditEntry) (audit.Entry, error) {
+func entryOf(ae apiclient.AuditEntry) (audit.Entry, error) {
 	eh, err1 := hex.DecodeString(ae.EntryHash)
 	ch, err2 := hex.DecodeString(ae.ChainHash)
 	if err := errors.Join(err1, err2); err != nil {
@@ -248,8 +267,7 @@ func remoteBody(ctx context.Context, c *client, project string, e audit.Entry) (
 			return e.Body, nil // its place in the chain is what can be checked
 		}
 		now, err := redactedVersion(ctx, c, project, e.Subject)
-		var ae *apiError
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		if isStatus(err, http.StatusNotFound) {
 			return nil, nil // gone
 		}
 		return now, err
@@ -262,8 +280,7 @@ func remoteBody(ctx context.Context, c *client, project string, e audit.Entry) (
 	default:
 		return e.Body, nil
 	}
-	var ae *apiError
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+	if isStatus(err, http.StatusNotFound) {
 		return nil, nil // gone
 	}
 	if err != nil {
@@ -280,9 +297,8 @@ func redactedVersion(ctx context.Context, c *client, project, subject string) ([
 	if i < 0 {
 		return nil, nil
 	}
-	var it api.Item
-	path := "/v1/projects/" + url.PathEscape(project) + "/items/" + url.PathEscape(subject[:i]) + "/versions/" + subject[i+1:]
-	if err := c.get(ctx, path, &it); err != nil {
+	it, err := itemVersion(ctx, c, project, subject[:i], subject[i+1:])
+	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(it.Content))
@@ -299,9 +315,8 @@ func fillItemVersion(ctx context.Context, c *client, project, subject string, f 
 	if deleted {
 		return nil // a tombstone has no answer of its own; its hashes are checked
 	}
-	var it api.Item
-	path := "/v1/projects/" + url.PathEscape(project) + "/items/" + url.PathEscape(subject[:i]) + "/versions/" + subject[i+1:]
-	if err := c.get(ctx, path, &it); err != nil {
+	it, err := itemVersion(ctx, c, project, subject[:i], subject[i+1:])
+	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256([]byte(it.Content))
@@ -329,9 +344,23 @@ func fillItemVersion(ctx context.Context, c *client, project, subject string, f 
 	return nil
 }
 
+// itemVersion is the version of an entry's subject (KEY@VERSION).
+func itemVersion(ctx context.Context, c *client, project, key, version string) (*apiclient.Item, error) {
+	v, err := strconv.ParseInt(version, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("item version %s@%s: not a version", key, version)
+	}
+	var it apiclient.Item
+	res, err := c.Raw().GetItemVersion(ctx, project, key, int32(v))
+	if err := c.ReadAnswer(res, err, &it); err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
 func fillPacket(ctx context.Context, c *client, project, id string, f map[string]json.RawMessage) error {
-	var p api.Packet
-	if err := c.get(ctx, "/v1/projects/"+url.PathEscape(project)+"/packets/"+url.PathEscape(id), &p); err != nil {
+	p, err := c.Packet(ctx, project, id)
+	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256([]byte(p.Rendered))

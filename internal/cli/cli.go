@@ -36,7 +36,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(), newMigrate(), newAgents(), newWhy(), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion())
+	root.AddCommand(newServe(), newMigrate(), newAgents(), newWhy(), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion(), newConfig())
 	return root
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,17 +16,23 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/contextd/contextd/api"
+	apiclient "github.com/contextd/contextd/api/client"
 	"github.com/contextd/contextd/internal/app"
 )
 
-// client talks to a running contextd.
+// client talks to a running contextd: the Go client (api/client), with
+// the key it was given.
 type client struct {
-	base, key string
-	http      *http.Client
+	*apiclient.Client
+	key string
 }
 
-type clientFlags struct{ url, key, project string }
+type clientFlags struct {
+	url, key, project string
+	// timeout bounds each request (0: 30 s); an import's batches may take
+	// longer on a loaded server.
+	timeout time.Duration
+}
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	f.registerWith(cmd, "project (env CONTEXTD_PROJECT); if empty, every project you may see is searched")
@@ -56,64 +61,46 @@ func (f *clientFlags) client() (*client, error) {
 	if f.key == "" {
 		return nil, errors.New("no API key: pass --key, set CONTEXTD_KEY, or run where the embedded default keeps .contextd/admin.key")
 	}
-	return &client{base: strings.TrimRight(f.url, "/"), key: f.key, http: &http.Client{Timeout: 30 * time.Second}}, nil
-}
-
-// apiError is a problem+json answer.
-type apiError struct {
-	Status int
-	Code   string
-	Detail string
-	Errors []api.FieldError
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail) }
-
-func (c *client) get(ctx context.Context, path string, out any) error {
-	return c.do(ctx, http.MethodGet, path, nil, out)
-}
-
-// do sends one request (body, when not nil, as JSON) and decodes a 2xx
-// answer into out (when not nil); anything else is an *apiError.
-func (c *client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	timeout := f.timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	c, err := apiclient.New(f.url, f.key, apiclient.WithHTTPClient(&http.Client{Timeout: timeout}))
 	if err != nil {
+		return nil, err
+	}
+	return &client{Client: c, key: f.key}, nil
+}
+
+// call sends one request of the generated client and prints its answer
+// as JSON: the command line's output is the API's.
+func (c *client) call(cmd *cobra.Command, send func(context.Context, *apiclient.Raw) (*http.Response, error)) error {
+	res, err := send(cmd.Context(), c.Raw())
+	var out any
+	if err := c.ReadAnswer(res, err, &out); err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return printJSON(cmd.OutOrStdout(), out)
+}
+
+// jsonBody is v as a request body, nil for no body.
+func jsonBody(v any) (io.Reader, error) {
+	if v == nil {
+		return nil, nil
 	}
-	res, err := c.http.Do(req)
+	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("contextd at %s: %w", c.base, err)
+		return nil, err
 	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode >= 300 {
-		var p api.Problem
-		_ = json.Unmarshal(b, &p)
-		e := &apiError{Status: res.StatusCode, Code: p.Code, Detail: deref(p.Detail)}
-		if p.Errors != nil {
-			e.Errors = *p.Errors
-		}
-		return e
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(b, out)
+	return bytes.NewReader(b), nil
+}
+
+const contentJSON = "application/json"
+
+// isStatus reports whether err is a problem answer of that status.
+func isStatus(err error, status int) bool {
+	var p *apiclient.Problem
+	return errors.As(err, &p) && p.Status == status
 }
 
 func deref(s *string) string {
@@ -125,27 +112,23 @@ func deref(s *string) string {
 
 // findPacket returns the packet's project: the given one, or the first
 // project the caller may see that holds the packet.
-func (c *client) findPacket(ctx context.Context, project, id string) (*api.Packet, error) {
-	var p api.Packet
+func (c *client) findPacket(ctx context.Context, project, id string) (*apiclient.Packet, error) {
 	if project != "" {
-		if err := c.get(ctx, "/v1/projects/"+url.PathEscape(project)+"/packets/"+url.PathEscape(id), &p); err != nil {
-			return nil, err
-		}
-		return &p, nil
+		return c.Packet(ctx, project, id)
 	}
-	cursor := ""
+	limit, cursor := apiclient.Limit(1000), ""
 	for {
-		var page api.ProjectList
-		if err := c.get(ctx, "/v1/projects?limit=1000&cursor="+url.QueryEscape(cursor), &page); err != nil {
+		var page apiclient.ProjectList
+		res, err := c.Raw().ListProjects(ctx, &apiclient.ListProjectsParams{Limit: &limit, Cursor: &cursor})
+		if err := c.ReadAnswer(res, err, &page); err != nil {
 			return nil, err
 		}
 		for _, pr := range page.Data {
-			err := c.get(ctx, "/v1/projects/"+url.PathEscape(pr.Project)+"/packets/"+url.PathEscape(id), &p)
+			p, err := c.Packet(ctx, pr.Project, id)
 			if err == nil {
-				return &p, nil
+				return p, nil
 			}
-			var ae *apiError
-			if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+			if !isStatus(err, http.StatusNotFound) {
 				return nil, err
 			}
 		}
@@ -173,19 +156,18 @@ func newWhy() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var w api.WhyAnswer
-			param := "item"
+			q := apiclient.WhyPacketParams{Item: &args[1]}
 			if strings.HasPrefix(args[1], "hnd_") {
-				param = "handoff" // handoff ids start with hnd_
+				q = apiclient.WhyPacketParams{Handoff: &args[1]} // handoff ids start with hnd_
 			}
-			path := "/v1/projects/" + url.PathEscape(p.Project) + "/packets/" + url.PathEscape(p.PacketId) + "/why?" + param + "=" + url.QueryEscape(args[1])
 			if layer != "" {
-				path += "&layer=" + url.QueryEscape(layer)
+				q.Layer = &layer
 			}
-			if err := c.get(ctx, path, &w); err != nil {
+			w, err := c.Why(ctx, p.Project, p.PacketId, q)
+			if err != nil {
 				return err
 			}
-			printWhy(cmd.OutOrStdout(), p, args[1], &w)
+			printWhy(cmd.OutOrStdout(), p, args[1], w)
 			return nil
 		},
 	}
@@ -194,7 +176,7 @@ func newWhy() *cobra.Command {
 	return cmd
 }
 
-func printWhy(out io.Writer, p *api.Packet, key string, w *api.WhyAnswer) {
+func printWhy(out io.Writer, p *apiclient.Packet, key string, w *apiclient.WhyAnswer) {
 	fmt.Fprintf(out, "packet %s  (project %s, role %s, %s)\n", p.PacketId, p.Project, p.TargetRole, p.CreatedAt.Format(time.RFC3339))
 	version := ""
 	if w.Item != nil {
@@ -254,8 +236,8 @@ func newPacket() *cobra.Command {
 				return err
 			}
 			printPacket(cmd.OutOrStdout(), p)
-			var recs api.RecordList
-			if err := c.get(cmd.Context(), "/v1/projects/"+url.PathEscape(p.Project)+"/packets/"+url.PathEscape(p.PacketId)+"/records", &recs); err != nil {
+			recs, err := c.Records(cmd.Context(), p.Project, p.PacketId)
+			if err != nil {
 				return err
 			}
 			printExcluded(cmd.OutOrStdout(), recs.Data)
@@ -268,7 +250,7 @@ func newPacket() *cobra.Command {
 	return cmd
 }
 
-func printPacket(out io.Writer, p *api.Packet) {
+func printPacket(out io.Writer, p *apiclient.Packet) {
 	fmt.Fprintf(out, "packet    %s\n", p.PacketId)
 	fmt.Fprintf(out, "project   %s   role %s   task %s\n", p.Project, p.TargetRole, deref(p.TaskId))
 	fmt.Fprintf(out, "created   %s by %s\n", p.CreatedAt.Format(time.RFC3339Nano), p.CreatedBy)
@@ -319,7 +301,7 @@ func deref32(p *int) int {
 }
 
 // printExcluded lists each excluded item of a packet with its reason.
-func printExcluded(out io.Writer, recs []api.Record) {
+func printExcluded(out io.Writer, recs []apiclient.Record) {
 	n := 0
 	for _, r := range recs {
 		if r.Decision != "excluded" || r.Subject != "item" {

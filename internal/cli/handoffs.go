@@ -1,15 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/contextd/contextd/api"
+	apiclient "github.com/contextd/contextd/api/client"
 )
 
 func newHandoffs() *cobra.Command {
@@ -20,19 +18,18 @@ func newHandoffs() *cobra.Command {
 		Short: "Print a task's timeline: every handoff event and every packet, oldest first",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.project == "" {
-				return errors.New("--project is required (or set CONTEXTD_PROJECT)")
+			if err := f.needProject(); err != nil {
+				return err
 			}
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			var h api.TaskHistory
-			path := "/v1/projects/" + url.PathEscape(f.project) + "/tasks/" + url.PathEscape(args[0]) + "/history"
-			if err := c.get(cmd.Context(), path, &h); err != nil {
+			h, err := c.TaskHistory(cmd.Context(), f.project, args[0])
+			if err != nil {
 				return err
 			}
-			printHistory(cmd.OutOrStdout(), f.project, &h)
+			printHistory(cmd.OutOrStdout(), f.project, h)
 			return nil
 		},
 	}
@@ -42,7 +39,7 @@ func newHandoffs() *cobra.Command {
 	return cmd
 }
 
-func printHistory(out io.Writer, project string, h *api.TaskHistory) {
+func printHistory(out io.Writer, project string, h *apiclient.TaskHistory) {
 	fmt.Fprintf(out, "task %s in %s: %d entries\n\n", h.TaskId, project, len(h.Entries))
 	for _, e := range h.Entries {
 		at := e.Time.Format(time.RFC3339)

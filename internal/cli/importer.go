@@ -11,11 +11,12 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/contextd/contextd/api"
+	apiclient "github.com/contextd/contextd/api/client"
 )
 
 // Batches go to the server at most this large: well inside the import
@@ -30,7 +31,15 @@ const (
 // or an element of a JSON array.
 type entry struct {
 	where string // "line 17" or "item 17"
+	n     int    // the line or item number
 	raw   json.RawMessage
+}
+
+// refusal is a refused item's line of output, held until its batch is
+// settled so the lines come out in the file's order.
+type refusal struct {
+	n    int
+	text string
 }
 
 // importer streams a file of items to POST .../items:import in batches.
@@ -40,13 +49,15 @@ type entry struct {
 // it already holds as unchanged).
 type importer struct {
 	c        *client
-	path     string // .../items:import
+	project  string
 	format   string
 	out, log io.Writer
 	tty      bool
 	total    int // items expected, 0 when unknown (standard input)
 	seen     int
 	lastTick time.Time
+	pending  []refusal
+	next     string // the first line (or item) not yet written
 
 	created, updated, unchanged, refused int
 }
@@ -59,11 +70,11 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 	size := 0
 	err := readEntries(r, func(e entry, bad error) error {
 		if bad != nil {
-			im.refuse(e.where, bad.Error())
+			im.refuse(e, bad.Error())
 			return nil
 		}
 		if len(batch) == importBatchItems || (size+len(e.raw) > importBatchBytes && len(batch) > 0) {
-			if err := im.flush(ctx, batch); err != nil {
+			if err := im.settle(ctx, batch); err != nil {
 				return err
 			}
 			batch, size = nil, 0
@@ -72,9 +83,17 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 		return nil
 	})
 	if err == nil {
-		err = im.flush(ctx, batch)
+		err = im.settle(ctx, batch)
+	} else if len(batch) > 0 {
+		im.next = batch[0].where
 	}
+	im.printRefusals()
 	im.tick(true)
+	if err != nil {
+		// Stopped: say where, so a re-run (which changes nothing it already
+		// wrote) is known to be needed.
+		fmt.Fprintf(im.out, "stopped at %s: it and what follows were not written (run the import again: what is written stays unchanged): %v\n", im.next, err)
+	}
 	fmt.Fprintf(im.out, "created %d, updated %d, unchanged %d, refused %d\n", im.created, im.updated, im.unchanged, im.refused)
 	if err != nil {
 		return err
@@ -83,6 +102,24 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 		return fmt.Errorf("%d of %d items refused", im.refused, im.seen)
 	}
 	return nil
+}
+
+// settle writes a batch and prints its refusals in the file's order.
+func (im *importer) settle(ctx context.Context, batch []entry) error {
+	if len(batch) > 0 {
+		im.next = batch[0].where
+	}
+	err := im.flush(ctx, batch)
+	im.printRefusals()
+	return err
+}
+
+func (im *importer) printRefusals() {
+	slices.SortStableFunc(im.pending, func(a, b refusal) int { return a.n - b.n })
+	for _, r := range im.pending {
+		fmt.Fprintln(im.out, r.text)
+	}
+	im.pending = im.pending[:0]
 }
 
 // flush writes a batch. Refused, it drops the items the problem names and
@@ -99,7 +136,7 @@ func (im *importer) flush(ctx context.Context, batch []entry) error {
 		im.tick(false)
 		return nil
 	}
-	var ae *apiError
+	var ae *apiclient.Problem
 	if !errors.As(err, &ae) || fatal(ae) {
 		return err
 	}
@@ -116,7 +153,7 @@ func (im *importer) flush(ctx context.Context, batch []entry) error {
 		var rest []entry
 		for i, e := range batch {
 			if reasons, ok := named[i]; ok {
-				im.refuse(e.where, strings.Join(reasons, "; "))
+				im.refuse(e, strings.Join(reasons, "; "))
 				continue
 			}
 			rest = append(rest, e)
@@ -124,7 +161,7 @@ func (im *importer) flush(ctx context.Context, batch []entry) error {
 		return im.flush(ctx, rest)
 	}
 	if len(batch) == 1 {
-		im.refuse(batch[0].where, ae.Code+": "+ae.Detail)
+		im.refuse(batch[0], ae.Code+": "+ae.Detail)
 		return nil
 	}
 	half := len(batch) / 2
@@ -136,7 +173,7 @@ func (im *importer) flush(ctx context.Context, batch []entry) error {
 
 // fatal reports a refusal about the request as a whole (the key, the
 // project, the server), which no item of it can be blamed for.
-func fatal(e *apiError) bool {
+func fatal(e *apiclient.Problem) bool {
 	switch {
 	case e.Status == http.StatusUnauthorized, e.Status == http.StatusNotFound, e.Status == http.StatusTooManyRequests, e.Status >= 500:
 		return true
@@ -146,34 +183,34 @@ func fatal(e *apiError) bool {
 	return false
 }
 
-// send posts one batch; a busy or briefly unavailable server (429, 503) is
-// tried again, a few times, with a growing pause.
-func (im *importer) send(ctx context.Context, batch []entry) (api.BatchResult, error) {
+// send posts one batch; a busy or briefly unavailable server (429, 503),
+// or an answer that did not come (a timeout, a dropped connection), is
+// tried again, a few times, with a growing pause: an import is idempotent,
+// so a batch written once and sent again is unchanged.
+func (im *importer) send(ctx context.Context, batch []entry) (*apiclient.BatchResult, error) {
 	items := make([]json.RawMessage, len(batch))
 	for i, e := range batch {
 		items[i] = e.raw
 	}
-	body := map[string]any{"format": im.format, "items": items}
-	var res api.BatchResult
-	var err error
 	for attempt, pause := 0, 200*time.Millisecond; ; attempt, pause = attempt+1, pause*2 {
-		err = im.c.do(ctx, http.MethodPost, im.path, body, &res)
-		var ae *apiError
-		if attempt == 5 || !errors.As(err, &ae) || (ae.Status != http.StatusTooManyRequests && ae.Status != http.StatusServiceUnavailable) {
+		res, err := im.c.ImportItems(ctx, im.project, apiclient.ImportRequestFormat(im.format), items)
+		var p *apiclient.Problem
+		transient := err != nil && !errors.As(err, &p) && ctx.Err() == nil
+		if attempt == 5 || (!transient && !isStatus(err, http.StatusTooManyRequests) && !isStatus(err, http.StatusServiceUnavailable)) {
 			return res, err
 		}
 		select {
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
 	}
 }
 
-func (im *importer) refuse(where, reason string) {
+func (im *importer) refuse(e entry, reason string) {
 	im.refused++
 	im.seen++
-	fmt.Fprintf(im.out, "%s: refused: %s\n", where, reason)
+	im.pending = append(im.pending, refusal{n: e.n, text: fmt.Sprintf("%s: refused: %s", e.where, reason)})
 }
 
 // tick shows progress on standard error: a line that redraws itself on a
@@ -228,12 +265,12 @@ func readEntries(r io.Reader, yield func(entry, error) error) error {
 					}
 					return readDocument(append(line, rest...), yield)
 				}
-				if yerr := yield(entry{where: fmt.Sprintf("line %d", n)}, fmt.Errorf("not JSON: %v", jerr)); yerr != nil {
+				if yerr := yield(entry{where: fmt.Sprintf("line %d", n), n: n}, fmt.Errorf("not JSON: %v", jerr)); yerr != nil {
 					return yerr
 				}
 			} else if items, ok := wrapped(t); ok && n == 1 {
 				return yieldAll(items, "item", yield)
-			} else if yerr := yield(entry{where: fmt.Sprintf("line %d", n), raw: append(json.RawMessage(nil), t...)}, nil); yerr != nil {
+			} else if yerr := yield(entry{where: fmt.Sprintf("line %d", n), n: n, raw: append(json.RawMessage(nil), t...)}, nil); yerr != nil {
 				return yerr
 			}
 		}
@@ -270,7 +307,7 @@ func readArray(r io.Reader, yield func(entry, error) error) error {
 		if err := dec.Decode(&raw); err != nil {
 			return fmt.Errorf("item %d: not JSON: %w", n, err)
 		}
-		if err := yield(entry{where: fmt.Sprintf("item %d", n), raw: raw}, nil); err != nil {
+		if err := yield(entry{where: fmt.Sprintf("item %d", n), n: n, raw: raw}, nil); err != nil {
 			return err
 		}
 	}
@@ -285,7 +322,7 @@ func readDocument(doc []byte, yield func(entry, error) error) error {
 	if err := json.Unmarshal(doc, &one); err != nil {
 		return fmt.Errorf("the file is neither JSON Lines, a JSON array nor one JSON document: %w", err)
 	}
-	return yield(entry{where: "item 1", raw: one}, nil)
+	return yield(entry{where: "item 1", n: 1, raw: one}, nil)
 }
 
 // wrapped reports whether doc is {"items": [...]}, and its items.
@@ -303,7 +340,7 @@ func wrapped(doc []byte) ([]json.RawMessage, bool) {
 
 func yieldAll(items []json.RawMessage, what string, yield func(entry, error) error) error {
 	for i, raw := range items {
-		if err := yield(entry{where: fmt.Sprintf("%s %d", what, i+1), raw: raw}, nil); err != nil {
+		if err := yield(entry{where: fmt.Sprintf("%s %d", what, i+1), n: i + 1, raw: raw}, nil); err != nil {
 			return err
 		}
 	}

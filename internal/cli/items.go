@@ -1,17 +1,19 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	apiclient "github.com/contextd/contextd/api/client"
 	"github.com/contextd/contextd/internal/navi"
 )
 
@@ -27,22 +29,18 @@ func printJSON(w io.Writer, v any) error {
 func newItems() *cobra.Command {
 	cmd := &cobra.Command{Use: "items", Short: "Write and read items of a running server"}
 	var f clientFlags
-	base := func() (string, error) {
-		if f.project == "" {
-			return "", errors.New("--project is required (or set CONTEXTD_PROJECT)")
+	// call sends one request of the project's and prints the answer.
+	call := func(cmd *cobra.Command, send func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error)) error {
+		if err := f.needProject(); err != nil {
+			return err
 		}
-		return "/v1/projects/" + url.PathEscape(f.project) + "/items", nil
-	}
-	call := func(cmd *cobra.Command, method, path string, body any) error {
 		c, err := f.client()
 		if err != nil {
 			return err
 		}
-		var out any
-		if err := c.do(cmd.Context(), method, path, body, &out); err != nil {
-			return err
-		}
-		return printJSON(cmd.OutOrStdout(), out)
+		return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
+			return send(ctx, raw, f.project)
+		})
 	}
 	var file string
 	put := &cobra.Command{
@@ -50,8 +48,7 @@ func newItems() *cobra.Command {
 		Short: "Write an item: its content as an argument, or the whole item as JSON from --file (- for standard input)",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := base()
-			if err != nil {
+			if err := f.needProject(); err != nil {
 				return err
 			}
 			var body any
@@ -71,38 +68,48 @@ func newItems() *cobra.Command {
 			default:
 				return errors.New("give the content, or the item as JSON with --file")
 			}
-			return call(cmd, http.MethodPut, b+"/"+url.PathEscape(args[0]), body)
-		},
-	}
-	put.Flags().StringVar(&file, "file", "", "the item as JSON (the API's ItemWrite), - for standard input")
-	oneKey := func(use, short, method, suffix string) *cobra.Command {
-		return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := base()
+			rd, err := jsonBody(body)
 			if err != nil {
 				return err
 			}
-			return call(cmd, method, b+"/"+url.PathEscape(args[0])+suffix, nil)
+			return call(cmd, func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
+				return raw.PutItemWithBody(ctx, project, args[0], &apiclient.PutItemParams{}, contentJSON, rd)
+			})
+		},
+	}
+	put.Flags().StringVar(&file, "file", "", "the item as JSON (the API's ItemWrite), - for standard input")
+	oneKey := func(use, short string, send func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error)) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+			return call(cmd, func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
+				return send(ctx, raw, project, args[0])
+			})
 		}}
 	}
 	list := &cobra.Command{Use: "list", Short: "List the project's items (--query for full-text search)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := base()
-			if err != nil {
-				return err
-			}
-			q := url.Values{}
+			q := &apiclient.ListItemsParams{}
 			if v, _ := cmd.Flags().GetString("query"); v != "" {
-				q.Set("q", v)
+				q.Q = &v
 			}
-			return call(cmd, http.MethodGet, b+"?"+q.Encode(), nil)
+			return call(cmd, func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
+				return raw.ListItems(ctx, project, q)
+			})
 		}}
 	list.Flags().String("query", "", "full-text query")
-	imp, exp := transferCommands(&f, base, call)
+	imp, exp := transferCommands(&f)
 	subs := []*cobra.Command{put, list, imp, exp,
-		oneKey("get KEY", "Print an item's current version", http.MethodGet, ""),
-		oneKey("versions KEY", "Print an item's versions, oldest first", http.MethodGet, "/versions"),
-		oneKey("delete KEY", "Tombstone an item (a new version; its history stays)", http.MethodDelete, ""),
-		oneKey("injections KEY", "Print the packets that included an item, newest first", http.MethodGet, "/injections"),
+		oneKey("get KEY", "Print an item's current version", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
+			return raw.GetItem(ctx, project, key, &apiclient.GetItemParams{})
+		}),
+		oneKey("versions KEY", "Print an item's versions, oldest first", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
+			return raw.ListItemVersions(ctx, project, key, &apiclient.ListItemVersionsParams{})
+		}),
+		oneKey("delete KEY", "Tombstone an item (a new version; its history stays)", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
+			return raw.DeleteItem(ctx, project, key, &apiclient.DeleteItemParams{})
+		}),
+		oneKey("injections KEY", "Print the packets that included an item, newest first", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
+			return raw.ListItemInjections(ctx, project, key, &apiclient.ListItemInjectionsParams{})
+		}),
 	}
 	for _, sc := range subs {
 		f.registerWith(sc, "project (env CONTEXTD_PROJECT), required")
@@ -111,14 +118,21 @@ func newItems() *cobra.Command {
 	return cmd
 }
 
+// needProject is the error of a command that needs --project without it.
+func (f *clientFlags) needProject() error {
+	if f.project == "" {
+		return errors.New("--project is required (or set CONTEXTD_PROJECT)")
+	}
+	return nil
+}
+
 // transferCommands are `items import` and `items export`.
-func transferCommands(f *clientFlags, base func() (string, error), _ func(*cobra.Command, string, string, any) error) (imp, exp *cobra.Command) {
+func transferCommands(f *clientFlags) (imp, exp *cobra.Command) {
 	var importFile, importFormat string
 	imp = &cobra.Command{Use: "import FILE", Short: "Write items from a file of any size (JSON Lines or a JSON array; - for standard input) in batches, reporting each refused line",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := base()
-			if err != nil {
+			if err := f.needProject(); err != nil {
 				return err
 			}
 			if len(args) == 1 {
@@ -127,6 +141,7 @@ func transferCommands(f *clientFlags, base func() (string, error), _ func(*cobra
 			if importFile == "" {
 				return errors.New("give the file to import (- for standard input)")
 			}
+			f.timeout = 10 * time.Minute // a batch of 1,000 items on a busy server
 			c, err := f.client()
 			if err != nil {
 				return err
@@ -140,7 +155,7 @@ func transferCommands(f *clientFlags, base func() (string, error), _ func(*cobra
 				defer file.Close()
 				r = file
 			}
-			im := &importer{c: c, path: b + ":import", format: importFormat, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr(),
+			im := &importer{c: c, project: f.project, format: importFormat, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr(),
 				tty: isTerminal(cmd.ErrOrStderr()), total: countItems(importFile)}
 			return im.run(cmd.Context(), r)
 		}}
@@ -149,15 +164,14 @@ func transferCommands(f *clientFlags, base func() (string, error), _ func(*cobra
 	var exportFormat string
 	exp = &cobra.Command{Use: "export", Short: "Print every live item as JSON Lines, in a format import takes back", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := base()
-			if err != nil {
+			if err := f.needProject(); err != nil {
 				return err
 			}
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			return exportItems(cmd, c, b, exportFormat)
+			return exportItems(cmd, c, f.project, exportFormat)
 		}}
 	exp.Flags().StringVar(&exportFormat, "format", "contextd", "contextd, kxm or navi")
 	return imp, exp
@@ -171,22 +185,20 @@ func newInjections() *cobra.Command {
 	var project string
 	cmd := &cobra.Command{Use: "injections KEY", Short: "Print the packets that included an item, newest first (--for-project for a _shared item)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.project == "" {
-				return errors.New("--project is required (or set CONTEXTD_PROJECT)")
+			if err := f.needProject(); err != nil {
+				return err
 			}
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			path := "/v1/projects/" + url.PathEscape(f.project) + "/items/" + url.PathEscape(args[0]) + "/injections"
+			q := &apiclient.ListItemInjectionsParams{}
 			if project != "" {
-				path += "?project=" + url.QueryEscape(project)
+				q.Project = &project
 			}
-			var out any
-			if err := c.get(cmd.Context(), path, &out); err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), out)
+			return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
+				return raw.ListItemInjections(ctx, f.project, args[0], q)
+			})
 		}}
 	f.registerWith(cmd, "project of the item (env CONTEXTD_PROJECT), required")
 	cmd.Flags().StringVar(&project, "for-project", "", "for a _shared item: the project whose packets to list")
@@ -221,11 +233,10 @@ func agentsRemote() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out any
-			if err := c.do(cmd.Context(), http.MethodGet, "/v1/agents?limit=1000", nil, &out); err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), out)
+			limit := apiclient.Limit(1000)
+			return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
+				return raw.ListAgents(ctx, &apiclient.ListAgentsParams{Limit: &limit})
+			})
 		}}
 	revoke := &cobra.Command{Use: "revoke ID", Short: "Revoke an agent's key (admin)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -233,11 +244,9 @@ func agentsRemote() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out any
-			if err := c.do(cmd.Context(), http.MethodDelete, "/v1/agents/"+url.PathEscape(args[0]), nil, &out); err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), out)
+			return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
+				return raw.RevokeAgent(ctx, args[0])
+			})
 		}}
 	for _, sc := range []*cobra.Command{list, revoke} {
 		f.registerServer(sc)
@@ -291,18 +300,20 @@ func naviPacket(it map[string]any) navi.Packet {
 // line: in contextd's format the members a write takes (so importing the
 // export changes nothing), in kxm's the item as GET ?format=kxm gives it,
 // in navi's a ContextPacket.
-func exportItems(cmd *cobra.Command, c *client, base, format string) error {
+func exportItems(cmd *cobra.Command, c *client, project, format string) error {
 	if format != "contextd" && format != "kxm" && format != "navi" {
 		return fmt.Errorf("--format must be contextd, kxm or navi, not %q", format)
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetEscapeHTML(false)
+	ctx, limit, kxm := cmd.Context(), apiclient.Limit(1000), apiclient.GetItemParamsFormatKxm
 	for cursor := ""; ; {
 		var page struct {
 			Data       []map[string]any `json:"data"`
 			NextCursor string           `json:"next_cursor"`
 		}
-		if err := c.get(cmd.Context(), base+"?limit=1000&cursor="+url.QueryEscape(cursor), &page); err != nil {
+		res, err := c.Raw().ListItems(ctx, project, &apiclient.ListItemsParams{Limit: &limit, Cursor: &cursor})
+		if err := c.ReadAnswer(res, err, &page); err != nil {
 			return err
 		}
 		for _, it := range page.Data {
@@ -315,7 +326,8 @@ func exportItems(cmd *cobra.Command, c *client, base, format string) error {
 			}
 			if format == "kxm" {
 				key, _ := it["key"].(string)
-				if err := c.get(cmd.Context(), base+"/"+url.PathEscape(key)+"?format=kxm", &w); err != nil {
+				res, err := c.Raw().GetItem(ctx, project, key, &apiclient.GetItemParams{Format: &kxm})
+				if err := c.ReadAnswer(res, err, &w); err != nil {
 					return err
 				}
 			} else {

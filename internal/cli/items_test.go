@@ -251,3 +251,28 @@ func TestItemsImportStreams(t *testing.T) {
 // importTestLines is the size of TestItemsImportStreams's file: the issue's
 // 100,000 lines.
 const importTestLines = 100_000
+
+// TestItemsImportStopsSayingWhere: an import the server refuses as a whole
+// (a key that may not write) stops at once and says where, with the
+// counts of what was done.
+func TestItemsImportStopsSayingWhere(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Empty(t)
+	base, out, stop := serve(t, "--database-url", url)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	require.Equal(t, 201, put(t, base+"/v1/projects/acme", key, `{}`))
+	a, o, code := run(t, "agents", "create", "--database-url", url, "--name", "ro", "--role", "r", "--permission", "read-only", "--projects", "acme", "--json")
+	require.Equal(t, 0, code, o)
+	var made struct{ Key string }
+	require.NoError(t, json.Unmarshal([]byte(a), &made))
+	file := filepath.Join(t.TempDir(), "items.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte("{\"key\":\"a\",\"content\":\"x\"}\n{\"key\":\"b\",\"content\":\"y\"}\n"), 0o600))
+	o, e, code := run(t, "items", "import", file, "--url", base, "--key", made.Key, "--project", "acme")
+	require.Equal(t, 1, code)
+	lines := strings.Split(strings.TrimSpace(o), "\n")
+	require.Len(t, lines, 2, o)
+	require.True(t, strings.HasPrefix(lines[0], "stopped at line 1: it and what follows were not written"), lines[0])
+	require.Equal(t, "created 0, updated 0, unchanged 0, refused 0", lines[1])
+	require.Contains(t, e, "403")
+}

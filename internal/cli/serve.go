@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,19 +18,19 @@ import (
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/pgcluster"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
 )
 
 func newServe() *cobra.Command {
-	var (
-		db  dbFlags
-		cfg app.Config
-	)
+	var cfg app.Config
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP API",
+		Long: "Run the HTTP API. Settings come from flags, then the environment, then --config FILE " +
+			"(YAML or TOML), then the defaults; `contextd config check` prints the effective ones.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -37,8 +38,12 @@ func newServe() *cobra.Command {
 			limits.Set(cfg.Limits) // once, before any request
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: cfg.LogLevel}))
+			log, err := obs.NewLogger(cmd.ErrOrStderr(), cfg.LogFormat, cfg.LogLevel)
+			if err != nil {
+				return err
+			}
 			setMemoryLimit(log)
+			db := dbFlags{url: cfg.DatabaseURL, dataDir: cfg.DataDir}
 			if db.url == "" {
 				unlock, err := lockDataDir(db.dataDir)
 				if err != nil {
@@ -61,7 +66,6 @@ func newServe() *cobra.Command {
 			return runServer(ctx, cmd, cfg, cluster, log)
 		},
 	}
-	db.register(cmd)
 	cfg.RegisterFlags(cmd.Flags())
 	return cmd
 }
@@ -74,6 +78,19 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 		return err
 	}
 	cfg.Store.URL = url
+	tracing, err := obs.StartTracing(ctx, cfg.Traces, buildVersion())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// What is still buffered goes out before the process ends.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(sctx); err != nil {
+			log.Warn("flush traces", slog.Any("error", err))
+		}
+	}()
+	cfg.Store.Tracer = tracing.TracerProvider()
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
 		return err
@@ -83,7 +100,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	if err != nil {
 		return err
 	}
-	a := app.New(st, app.WithKeys(keys))
+	a := app.New(st, app.WithKeys(keys), app.WithObs(obs.New(st.Stats, tracing.TracerProvider())))
 	announce, err := bootstrap(ctx, a, cluster)
 	if err != nil {
 		return err
@@ -94,7 +111,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	stopping := make(chan struct{})
 	e := server.New(server.Config{
 		App: a, Logger: log, BodyLimit: cfg.BodyLimit, BatchBodyLimit: cfg.BatchBodyLimit, Stopping: stopping,
-		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
+		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst, MetricsElsewhere: cfg.MetricsListen != "",
 		Ready: func(ctx context.Context) error {
 			pending, err := store.MigrationsPending(ctx, url)
 			if err == nil && pending {
@@ -107,13 +124,22 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	metrics, err := metricsListener(cfg, a)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := cfg.HTTPServer(e)
 	srv.RegisterOnShutdown(func() { close(stopping) })
 	// A new admin's key comes with the listening line, in one write: it is
 	// shown only once the server can be reached with it.
-	fmt.Fprintf(cmd.OutOrStdout(), "contextd listening on http://%s\n%s", ln.Addr(), announce)
-	errc := make(chan error, 1)
+	fmt.Fprintf(cmd.OutOrStdout(), "contextd listening on http://%s\n%s%s", ln.Addr(), metrics.announce(), announce)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if metrics != nil {
+		go func() { errc <- metrics.srv.Serve(metrics.ln) }()
+		defer metrics.srv.Close()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -122,6 +148,35 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// metricsServer serves /metrics on --metrics-listen.
+type metricsServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// metricsListener listens on --metrics-listen, when it is set, serving
+// /metrics there to anyone who reaches it (nil: not set; /metrics is then
+// on the main listener, to admin keys).
+func metricsListener(cfg app.Config, a *app.App) (*metricsServer, error) {
+	if cfg.MetricsListen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", cfg.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", a.Obs.Metrics.Handler())
+	return &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: cfg.ReadHeaderTimeout}}, nil
+}
+
+func (m *metricsServer) announce() string {
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("contextd metrics on http://%s/metrics\n", m.ln.Addr())
 }
 
 // migrateAndLogin migrates with the owner's login (--migrate-database-url,

@@ -79,6 +79,17 @@ func Names() []string {
 	return out
 }
 
+// Value is the limit of that name (0: no such limit).
+func (l Limits) Value(name string) int {
+	v := reflect.ValueOf(l)
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("limit") == name {
+			return int(v.Field(i).Int())
+		}
+	}
+	return 0
+}
+
 // With is l with the named values changed ("content" → "2097152").
 func (l Limits) With(values map[string]string) (Limits, error) {
 	v := reflect.ValueOf(&l).Elem()

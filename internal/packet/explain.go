@@ -497,7 +497,7 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 		return nil, err
 	}
 	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors, Render: p.RenderVersion}
-	_, why, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{ExplainLayer: explain, ExplainKey: key})
+	_, why, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{ExplainLayer: explain, ExplainKey: key, Stages: s.stages})
 	if err != nil || why == nil {
 		return nil, err
 	}
@@ -544,7 +544,7 @@ func (s *Service) replayed(ctx context.Context, proj string, p *Packet) (*assemb
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot: %w", err)
 	}
-	res, _, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{})
+	res, _, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{Stages: s.stages})
 	return res, err
 }
 

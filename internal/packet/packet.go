@@ -129,6 +129,9 @@ type Service struct {
 	projects *project.Service
 	handoffs *handoff.Service
 	texts    *textCache
+	// stages is told each stage of an assembly (metrics and traces); nil:
+	// no one.
+	stages assemble.StageHook
 }
 
 // textCacheBytes bounds the process's cache of version texts.
@@ -137,6 +140,29 @@ const textCacheBytes = 64 << 20
 // NewService returns a packet service.
 func NewService(st *store.Store, projects *project.Service, handoffs *handoff.Service) *Service {
 	return &Service{store: st, projects: projects, handoffs: handoffs, texts: newTextCache(textCacheBytes)}
+}
+
+// ObserveStages tells h where each stage of every assembly begins and
+// ends: the pipeline's own (assemble.Options.Stages) and the service's
+// around it, predecessors (reading the snapshot's handoffs) and store
+// (sending the packet and its records; the commit is the caller's).
+// Call it before serving.
+func (s *Service) ObserveStages(h assemble.StageHook) { s.stages = h }
+
+// The service's own stages, around the pipeline's.
+const (
+	StagePredecessors = "predecessors"
+	StageStore        = "store"
+)
+
+// stage runs fn as the named stage, telling s.stages.
+func (s *Service) stage(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+	if s.stages == nil {
+		return fn(ctx)
+	}
+	sctx, end := s.stages.Begin(ctx, name)
+	defer end()
+	return fn(sctx)
 }
 
 // predecessorsOf resolves the request's predecessor handoffs as the
@@ -262,19 +288,23 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	// The pipeline reads its candidates inside the snapshot as it goes, so
 	// it runs inside it; what it read is what the snapshot held.
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
-		var err error
-		taskID := ""
-		if req.Task != nil {
-			taskID = req.Task.TaskID
-		}
-		if preds, err = s.predecessorsOf(ctx, tx.DB, proj, taskID, req.Predecessors); err != nil {
+		err := s.stage(ctx, StagePredecessors, func(ctx context.Context) error {
+			var err error
+			taskID := ""
+			if req.Task != nil {
+				taskID = req.Task.TaskID
+			}
+			if preds, err = s.predecessorsOf(ctx, tx.DB, proj, taskID, req.Predecessors); err != nil {
+				return err
+			}
+			point, err = tx.PacketReadPoint(ctx)
 			return err
-		}
-		if point, err = tx.PacketReadPoint(ctx); err != nil {
+		})
+		if err != nil {
 			return err
 		}
 		in := assemble.Input{Project: proj, PacketID: id, Request: req, Now: point.Now, Predecessors: preds}
-		res, _, err = assemble.AssembleBounded(ctx, in, newDBSource(tx, s.texts), assemble.Options{})
+		res, _, err = assemble.AssembleBounded(ctx, in, newDBSource(tx, s.texts), assemble.Options{Stages: s.stages})
 		return err
 	})
 	if err != nil {
@@ -325,7 +355,8 @@ func (s *Service) StoreTx(ctx context.Context, tx *store.Tx, p *Packet) error {
 		RenderedSHA256: sum, TokenBudget: p.Allocated, TokensUsed: p.Used, Gaps: gaps, ProvenanceSummary: prov, Snapshot: p.Snapshot,
 		Pipeline: p.Pipeline, BudgetCutoff: cutoff, GapsMore: p.GapsMore, RenderVersion: p.RenderVersion,
 	}
-	if err := tx.PacketInsert(ctx, row, p.Records); err != nil {
+	err := s.stage(ctx, StageStore, func(ctx context.Context) error { return tx.PacketInsert(ctx, row, p.Records) })
+	if err != nil {
 		return fmt.Errorf("store packet: %w", err)
 	}
 	return nil

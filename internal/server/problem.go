@@ -39,7 +39,7 @@ func problem(status int, code, format string, args ...any) *Problem {
 
 // problemBody is the RFC 9457 document. It is built by hand rather than
 // from api.Problem so that Extra members can sit at the top level.
-func (p *Problem) body(instance string) map[string]any {
+func (p *Problem) body(instance, requestID string) map[string]any {
 	b := map[string]any{
 		"type":   "https://contextd.dev/problems/" + strings.ReplaceAll(p.Code, "_", "-"),
 		"title":  http.StatusText(p.Status),
@@ -49,6 +49,9 @@ func (p *Problem) body(instance string) map[string]any {
 	}
 	if instance != "" {
 		b["instance"] = instance
+	}
+	if requestID != "" {
+		b["request_id"] = requestID // the X-Request-Id of the answer, and of the log lines
 	}
 	if len(p.Fields) > 0 {
 		errs := make([]map[string]string, len(p.Fields))
@@ -173,7 +176,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	p := toProblem(err)
 	reqID := c.Response().Header().Get(echo.HeaderXRequestID)
 	if p.Status >= 500 {
-		s.log.Error("request failed", slog.String("request_id", reqID), slog.String("method", c.Request().Method),
+		s.log.ErrorContext(c.Request().Context(), "request failed", slog.String("request_id", reqID), slog.String("method", c.Request().Method),
 			slog.String("path", c.Request().URL.Path), slog.Any("error", err))
 	}
 	if p.Status == http.StatusUnauthorized {
@@ -183,7 +186,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 }
 
 func writeProblem(c echo.Context, p *Problem) {
-	b, _ := json.Marshal(p.body(c.Request().URL.Path))
+	b, _ := json.Marshal(p.body(c.Request().URL.Path, c.Response().Header().Get(echo.HeaderXRequestID)))
 	if p.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
 	}

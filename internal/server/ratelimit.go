@@ -108,6 +108,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if ok, wait := s.limiter.take(a.ID, time.Now()); !ok {
 			secs := max(1, int(math.Ceil(wait.Seconds())))
+			s.obs.Metrics.RateLimited()
 			return &Problem{Status: 429, Code: "rate_limited", RetryAfter: secs,
 				Detail: sprintf("agent %s is over its rate of %g requests per second (burst %d); retry in %d s", a.ID, float64(s.limiter.rate), s.limiter.burst, secs)}
 		}

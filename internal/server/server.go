@@ -21,6 +21,8 @@ import (
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
@@ -55,6 +57,10 @@ type Config struct {
 	// write timeout, which would end every stream after it.
 	KeepAlive          time.Duration
 	StreamWriteTimeout time.Duration
+	// MetricsElsewhere: /metrics is served on a listener of its own
+	// (--metrics-listen, MetricsHandler), not here; otherwise it is served
+	// here to admin keys only.
+	MetricsElsewhere bool
 }
 
 // Defaults of an event stream's Config.
@@ -83,6 +89,7 @@ type Server struct {
 	// keepAlive and streamWrite are an event stream's comment interval
 	// and per-write deadline.
 	keepAlive, streamWrite time.Duration
+	obs                    *obs.Obs // metrics and tracer (observe.go)
 }
 
 // New builds the Echo instance serving the whole API.
@@ -104,7 +111,10 @@ func New(cfg Config) *echo.Echo {
 		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
 		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence, keys: a.Keys,
 		limiter: newLimiter(cfg.RateLimit, cfg.RateBurst), keepAlive: orDefault(cfg.KeepAlive, DefaultKeepAlive),
-		streamWrite: orDefault(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout),
+		streamWrite: orDefault(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout), obs: a.Obs,
+	}
+	if s.obs == nil {
+		s.obs = obs.New(nil, nil)
 	}
 	e := echo.New()
 	e.HideBanner = true
@@ -112,8 +122,8 @@ func New(cfg Config) *echo.Echo {
 	e.Binder = strictBinder{}
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RequestID())
+	e.Use(s.observe) // outside Recover: a panic's 500 is measured and logged too
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
-	e.Use(s.logRequests)
 	e.Use(checkURL)
 	e.Use(limitParams)
 	e.Use(s.limitBody)
@@ -127,8 +137,28 @@ func New(cfg Config) *echo.Echo {
 	e.GET("/openapi.yaml", func(c echo.Context) error {
 		return c.Blob(http.StatusOK, "application/yaml", api.Spec)
 	})
+	if !cfg.MetricsElsewhere {
+		e.GET(metricsPath, s.adminMetrics)
+	}
+	mountMCP(e, cfg.Logger)
+	s.mountUI(e, a)
 	return e
 }
+
+// mountMCP serves the Model Context Protocol at /mcp: a transport over
+// the API's own operations, each tool call dispatched through e with the
+// caller's key (see package mcp). It is not an operation of the contract,
+// so requirePermission lets it through; authenticate guards it.
+func mountMCP(e *echo.Echo, log *slog.Logger) {
+	h, err := mcp.New(mcp.Config{Spec: api.Spec, API: e, Logger: log})
+	if err != nil {
+		panic(err) // the contract is part of the binary: a build mistake
+	}
+	e.Any(mcpPath, echo.WrapHandler(h))
+}
+
+// mcpPath is where the MCP endpoint is served.
+const mcpPath = "/mcp"
 
 var _ api.StrictServerInterface = (*Server)(nil)
 
@@ -137,20 +167,6 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
-		s.log.Debug("request", slog.String("method", c.Request().Method), slog.String("path", c.Request().URL.Path),
-			slog.Int("status", c.Response().Status), slog.Duration("took", time.Since(start)),
-			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
-		return nil
-	}
 }
 
 // limitBody refuses bodies over the limit: at once when Content-Length says
@@ -201,10 +217,11 @@ func agentFrom(ctx context.Context) *auth.Agent {
 	return a
 }
 
-// authenticate requires a valid bearer key on every /v1 route.
+// authenticate requires a valid bearer key on every /v1 route and on the
+// MCP endpoint.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !strings.HasPrefix(c.Request().URL.Path, "/v1/") {
+		if p := c.Request().URL.Path; !strings.HasPrefix(p, "/v1/") && p != mcpPath {
 			return next(c)
 		}
 		h := c.Request().Header.Get(echo.HeaderAuthorization)

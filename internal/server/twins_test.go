@@ -69,7 +69,7 @@ func hiddenItems() []map[string]any {
 
 // volatile are members that differ between twins by construction.
 var volatile = map[string]bool{"created_at": true, "updated_at": true, "xact_id": true, "packet_id": true, "id": true,
-	"next_cursor": true, "snapshot": true, "generated_at": true,
+	"next_cursor": true, "snapshot": true, "generated_at": true, "request_id": true, // each answer's own
 	// The rendered text names its project, so its hash differs.
 	"rendered_sha256": true, "rendered_sha256_now": true, "rendered_sha256_then": true}
 

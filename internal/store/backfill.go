@@ -48,7 +48,7 @@ func (s *Store) BackfillAudit(ctx context.Context) (int, error) {
 				return err
 			}
 			for _, a := range page {
-				tx.tc.entries = append(tx.tc.entries, pendingEntry{audit.GlobalChain, audit.KindAgent, a.Subject, a.Body})
+				tx.tc.entries = append(tx.tc.entries, pendingEntry{chain: audit.GlobalChain, kind: audit.KindAgent, subject: a.Subject, body: a.Body})
 			}
 			if err := tx.appendNow(ctx); err != nil || len(page) < backfillPage {
 				total += len(page)
@@ -90,7 +90,7 @@ func (tx *Tx) appendNow(ctx context.Context) error {
 func (tx *Tx) backfillProject(ctx context.Context, project string) (int, error) {
 	n := 0
 	add := func(kind, subject string, body []byte) error {
-		tx.tc.entries = append(tx.tc.entries, pendingEntry{project, kind, subject, body})
+		tx.tc.entries = append(tx.tc.entries, pendingEntry{chain: project, kind: kind, subject: subject, body: body})
 		n++
 		if len(tx.tc.entries) >= backfillPage {
 			return tx.appendNow(ctx)

@@ -214,6 +214,7 @@ func (tx *Tx) HandoffEventAppend(ctx context.Context, e HandoffEvent, channel st
 	if err := tx.entry(r.Project, audit.KindHandoffEvent, audit.HandoffEventSubject(r.Seq), body, err); err != nil {
 		return HandoffEvent{}, err
 	}
+	tx.tc.entries[len(tx.tc.entries)-1].label = r.ToStatus
 	if err := q.HandoffNotify(ctx, tx.ex, dbsqlc.HandoffNotifyParams{Channel: channel, Project: e.Project}); err != nil {
 		return HandoffEvent{}, interpret(err)
 	}

@@ -168,7 +168,11 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Reco
 		recs[i] = recordRow(dbsqlc.PacketRecord(r)) // the row as sent is the row as stored
 	}
 	body, err := audit.PacketBody(packetRow(p), recs)
-	return tx.entry(p.Project, audit.KindPacket, p.ID, body, err)
+	if err := tx.entry(p.Project, audit.KindPacket, p.ID, body, err); err != nil {
+		return err
+	}
+	tx.tc.entries[len(tx.tc.entries)-1].rows = len(records)
+	return nil
 }
 
 // Injection is one packet that included an item.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
@@ -48,6 +49,8 @@ type Config struct {
 	LockTimeout time.Duration
 	// HealthCheckPeriod is how often idle connections are checked.
 	HealthCheckPeriod time.Duration
+	// Tracer, when set, makes a span of every SQL statement (trace.go).
+	Tracer trace.TracerProvider
 }
 
 // Defaults of Config.
@@ -68,7 +71,9 @@ type Store struct {
 	// trips counts the round trips to PostgreSQL the store's statements
 	// took (a pipeline is one, a COPY two): what RoundTrips reports.
 	trips atomic.Int64
-	url   string
+	// writes counts what committed transactions wrote (Stats).
+	writes writeStats
+	url    string
 }
 
 // RoundTrips is how many round trips to PostgreSQL the store's statements
@@ -92,6 +97,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if d := orDefault(cfg.LockTimeout, DefaultLockTimeout); d > 0 {
 		rp["lock_timeout"] = strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	if cfg.Tracer != nil {
+		pc.ConnConfig.Tracer = sqlTracer{t: cfg.Tracer.Tracer("github.com/contextd/contextd/internal/store")}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -179,6 +187,7 @@ var q = dbsqlc.New()
 // Tx is one transaction. Its DB runs the store's queries inside it.
 type Tx struct {
 	DB
-	tc   *txConn
-	conn *pgxpool.Conn
+	tc     *txConn
+	conn   *pgxpool.Conn
+	writes *writeStats
 }

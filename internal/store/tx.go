@@ -79,7 +79,7 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 		return nil, err
 	}
 	tc := &txConn{c: conn, trips: &s.trips, begin: beginStatements(opts)}
-	return &Tx{DB: DB{ex: tc}, tc: tc, conn: conn}, nil
+	return &Tx{DB: DB{ex: tc}, tc: tc, conn: conn, writes: &s.writes}, nil
 }
 
 // Pipeline runs fn with the statements it sends without reading an answer
@@ -107,6 +107,7 @@ func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
 // client retries through its Idempotency-Key.
 func (t *Tx) Commit(ctx context.Context) error {
 	defer t.release()
+	entries := t.tc.entries
 	if err := t.appendEntries(ctx); err != nil {
 		return err
 	}
@@ -117,6 +118,7 @@ func (t *Tx) Commit(ctx context.Context) error {
 		}
 		return fmt.Errorf("commit: %w", err)
 	}
+	t.writes.committed(entries)
 	return nil
 }
 

@@ -47,6 +47,10 @@ type txConn struct {
 type pendingEntry struct {
 	chain, kind, subject string
 	body                 []byte
+	// rows and label are for Stats: a packet's records, a handoff
+	// event's new status.
+	rows  int
+	label string
 }
 
 type queued struct {

@@ -267,3 +267,10 @@ type ToolCounter struct {
 	Tool    string
 	Open    int64
 }
+
+type UiSession struct {
+	TokenSha256 []byte
+	AgentID     string
+	CreatedAt   time.Time
+	LastSeenAt  time.Time
+}
