@@ -164,6 +164,8 @@ func (c *Config) Validate() error {
 	if c.MetricsListen != "" {
 		if err := checkAddr(c.MetricsListen); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-listen: %w", err))
+		} else if c.MetricsListen == c.Listen {
+			errs = append(errs, fmt.Errorf("--metrics-listen: %q is --listen's address too; give another, or none to serve /metrics on the main listener to admins", c.MetricsListen))
 		}
 	}
 	if c.BodyLimit <= 0 {

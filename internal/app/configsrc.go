@@ -54,6 +54,7 @@ func (c *Config) resolve() []error {
 	}
 	c.resolved = true
 	c.source = map[string]string{}
+	c.Traces = obs.TraceSettingsFromEnv(os.Getenv) // read whatever else fails
 	var errs []error
 	if f := c.fs.Lookup("config"); f != nil && !f.Changed {
 		if v := os.Getenv(envName("config")); v != "" {
@@ -80,7 +81,6 @@ func (c *Config) resolve() []error {
 	} else if v, ok := file[auditKeySetting]; ok {
 		c.AuditKey, c.source[auditKeySetting] = fmt.Sprint(v), FromFile
 	}
-	c.Traces = obs.TraceSettingsFromEnv(os.Getenv)
 	return errs
 }
 
@@ -197,7 +197,7 @@ func checkDatabaseURL(s string) error {
 // Masked is the mask of a secret in the effective configuration.
 const Masked = "***"
 
-var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+var dsnPassword = regexp.MustCompile(`(?i)((?:ssl)?password\s*=\s*)('[^']*'|\S+)`)
 
 // MaskURL is a database URL with its password masked,
 // postgres://user:***@host/db, a password=... query parameter or
@@ -211,8 +211,14 @@ func MaskURL(s string) string {
 		return Masked // cannot tell where its password is
 	}
 	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "MASKED")
+	masked := false
+	for _, secret := range []string{"password", "sslpassword"} {
+		if q.Has(secret) {
+			q.Set(secret, "MASKED")
+			masked = true
+		}
+	}
+	if masked {
 		u.RawQuery = strings.ReplaceAll(q.Encode(), "MASKED", Masked)
 	}
 	if _, has := u.User.Password(); !has {

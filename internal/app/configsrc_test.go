@@ -70,7 +70,9 @@ func TestMaskURL(t *testing.T) {
 		"postgres://host/db?user=u&password=pw":       "postgres://host/db?password=***&user=u",
 		"host=db user=u password=secret dbname=x":     "host=db user=u password=*** dbname=x",
 		"postgresql://u:p%40ss@h:5432/d?sslmode=none": "postgresql://u:***@h:5432/d?sslmode=none",
-		"": "",
+		"postgres://u:pw1@h/x?sslpassword=sslsecret":  "postgres://u:***@h/x?sslpassword=***",
+		"host=db sslpassword=s3 dbname=x":             "host=db sslpassword=*** dbname=x",
+		"":                                            "",
 	} {
 		require.Equal(t, want, app.MaskURL(in), in)
 	}
@@ -110,6 +112,7 @@ func TestConfigInvalidSettings(t *testing.T) {
 		{"file key", []string{"--config", unknown}, nil, `no setting named "lisen"`},
 		{"missing file", []string{"--config", filepath.Join(dir, "none.yaml")}, nil, "--config"},
 		{"otlp protocol", nil, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"metrics on the main listener's address", []string{"--listen=127.0.0.1:8080", "--metrics-listen=127.0.0.1:8080"}, nil, "--metrics-listen"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for k, v := range c.env {
@@ -117,6 +120,9 @@ func TestConfigInvalidSettings(t *testing.T) {
 			}
 			_, err := parse(t, c.args...)
 			require.ErrorContains(t, err, c.want)
+			if c.env["OTEL_EXPORTER_OTLP_PROTOCOL"] == "" {
+				require.NotContains(t, err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL", "only the setting that is wrong is named")
+			}
 		})
 	}
 }

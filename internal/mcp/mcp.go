@@ -88,7 +88,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "contextd", Title: "contextd", Version: specVersion(cfg.Spec)},
-		&sdk.ServerOptions{Instructions: instructions, Logger: cfg.Logger})
+		&sdk.ServerOptions{Instructions: instructions, Logger: cfg.Logger, SetCacheable: private})
 	d := &dispatcher{api: cfg.API}
 	for _, t := range Tools {
 		op, ok := ops[t.OperationID]
@@ -240,8 +240,11 @@ func (d *dispatcher) call(ctx context.Context, op Operation, args map[string]any
 	if p != nil {
 		return problemAnswer(p)
 	}
-	if v := hdr.Get("Authorization"); v != "" {
-		r.Header.Set("Authorization", v)
+	// The caller's key, its request id and its trace go with the call.
+	for _, h := range []string{"Authorization", "X-Request-Id", "Traceparent", "Tracestate"} {
+		if v := hdr.Get(h); v != "" {
+			r.Header.Set(h, v)
+		}
 	}
 	r.Header.Set("Accept", "application/json")
 	rec := httptest.NewRecorder()
@@ -331,4 +334,12 @@ func problemAnswer(p map[string]any) answer {
 	b, _ := json.Marshal(p)
 	status, _ := p["status"].(int)
 	return answer{status: status, body: b}
+}
+
+// private marks every cacheable result as the caller's alone, never to be
+// kept: what a key may see depends on its agent's role and projects, and
+// items change (the SDK's default, "public", would let an intermediary
+// serve one agent's answer to another).
+func private(_ context.Context, _ sdk.Request, c *sdk.Cacheable) {
+	c.TTLMs, c.CacheScope = 0, "private"
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/contextd/contextd/internal/evidence"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -121,6 +122,7 @@ func New(cfg Config) *echo.Echo {
 	e.HidePort = true
 	e.Binder = strictBinder{}
 	e.HTTPErrorHandler = s.errorHandler
+	e.Use(saneRequestID)
 	e.Use(middleware.RequestID())
 	e.Use(s.observe) // outside Recover: a panic's 500 is measured and logged too
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
@@ -154,7 +156,29 @@ func mountMCP(e *echo.Echo, log *slog.Logger) {
 	if err != nil {
 		panic(err) // the contract is part of the binary: a build mistake
 	}
-	e.Any(mcpPath, echo.WrapHandler(h))
+	wrapped := echo.WrapHandler(h)
+	e.Any(mcpPath, func(c echo.Context) error {
+		// The request id of the /mcp request goes with every operation a
+		// tool call makes, so its problem's request_id and log lines are
+		// this request's.
+		c.Request().Header.Set(echo.HeaderXRequestID, c.Response().Header().Get(echo.HeaderXRequestID))
+		return wrapped(c)
+	})
+}
+
+// requestIDRE is what a client's own X-Request-Id may be: it is echoed in
+// headers, answers, logs and traces.
+var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// saneRequestID drops a client's X-Request-Id that is too long or holds
+// other characters; the server then makes one of its own.
+func saneRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if id := c.Request().Header.Get(echo.HeaderXRequestID); id != "" && !requestIDRE.MatchString(id) {
+			c.Request().Header.Del(echo.HeaderXRequestID)
+		}
+		return next(c)
+	}
 }
 
 // mcpPath is where the MCP endpoint is served.
