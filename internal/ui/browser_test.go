@@ -268,9 +268,9 @@ func TestBrowserHiddenItemIsAbsentForTheHiddenRole(t *testing.T) {
 var writeWords = regexp.MustCompile(`(?i)\b(edit|delete|accept|reject|withdraw|save|update|revoke|redact)\b`)
 
 // TestBrowserReadOnlyKeySeesNoWriteControl: on every page a read-only key
-// reaches, the only forms are sign-out, search and replay, the only POSTs
-// sign-out and replay, and no button, link or input offers to edit,
-// delete, accept, reject or withdraw.
+// reaches, the only forms are search and replay (sign-out is a link), the
+// only POST replay, and no button, link or input offers to edit, delete,
+// accept, reject or withdraw.
 func TestBrowserReadOnlyKeySeesNoWriteControl(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -279,7 +279,7 @@ func TestBrowserReadOnlyKeySeesNoWriteControl(t *testing.T) {
 	b.open(e.url, "/ui/login")
 	checkControls(t, b, "/ui/login", map[string]bool{"sign-in": true})
 	b.signIn(e.url, w.planner)
-	allowed := map[string]bool{"sign-out": true, "search": true, "replay": true}
+	allowed := map[string]bool{"search": true, "replay": true}
 	for _, p := range []string{"/ui", "/ui/projects/acme", "/ui/projects/acme?q=refunds", "/ui/projects/acme/packets/" + w.packet,
 		"/ui/projects/acme/items/refunds", "/ui/projects/acme/tasks/" + w.task} {
 		b.open(e.url, p)
@@ -300,7 +300,7 @@ func checkControls(t *testing.T, b *tab, page string, allowed map[string]bool) {
 	for _, f := range forms {
 		require.True(t, allowed[f["kind"]], "%s: form %v", page, f)
 		if f["method"] == "post" {
-			require.Contains(t, []string{"replay", "sign-out", "sign-in"}, f["kind"], "%s: form %v", page, f)
+			require.Contains(t, []string{"replay", "sign-in"}, f["kind"], "%s: form %v", page, f)
 		}
 	}
 	controls := get(b, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("button, input[type=submit], input[type=button], input[type=reset], [role=button], a")).map(c => (c.textContent || "") + " " + (c.value || "") + " " + (c.getAttribute("aria-label") || "") + " " + (c.getAttribute("title") || ""))`))

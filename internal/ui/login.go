@@ -68,6 +68,18 @@ func (h *handler) login(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 
+// logoutLink is the sign-out link of every page: a GET that carries the
+// session's anti-forgery token in its query (a page offers no form but
+// sign-in, search and replay), checked as a POST's form is; without it,
+// nothing ends.
+func (h *handler) logoutLink(c echo.Context) error {
+	ck, err := c.Cookie(SessionCookie)
+	if err != nil || !CheckCSRF(ck.Value, c.QueryParam("csrf")) {
+		return h.fail(c, errCSRF)
+	}
+	return h.logout(c)
+}
+
 // logout ends the session (the POST passed signedIn's token check).
 func (h *handler) logout(c echo.Context) error {
 	if ck, err := c.Cookie(SessionCookie); err == nil {

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -196,12 +198,38 @@ func TestFormsRefuseAPostWithoutTheirToken(t *testing.T) {
 	status, _, _ = e.post(fresh, "/ui/login", url.Values{"key": {w.planner}, "csrf": {csrfOf(t, loginBody) + "x"}})
 	require.Equal(t, http.StatusForbidden, status)
 
+	// The sign-out link without its token ends nothing.
+	status, _, _ = e.page(c, "/ui/logout")
+	require.Equal(t, http.StatusForbidden, status)
+	status, _, _ = e.page(c, "/ui/logout?csrf="+tok+"x")
+	require.Equal(t, http.StatusForbidden, status)
+	status, _, _ = e.page(c, pktPath)
+	require.Equal(t, http.StatusOK, status, "still signed in")
+
 	// Sign-out with the token ends the session.
 	status, loc, _ := e.post(c, "/ui/logout", url.Values{"csrf": {tok}})
 	require.Equal(t, http.StatusSeeOther, status)
 	require.Equal(t, "/ui/login", loc)
 	status, _, _ = e.page(c, pktPath)
 	require.Equal(t, http.StatusSeeOther, status)
+}
+
+// TestSignOutLink: the page's sign-out link, with the session's token,
+// ends the session.
+func TestSignOutLink(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.seed()
+	c := e.browser()
+	require.Equal(t, http.StatusSeeOther, e.signIn(c, w.planner).StatusCode)
+	_, _, body := e.page(c, "/ui/projects/acme")
+	link := regexp.MustCompile(`href="(/ui/logout\?csrf=[^"]+)"`).FindStringSubmatch(body)
+	require.NotNil(t, link, body)
+	status, loc, _ := e.page(c, html.UnescapeString(link[1]))
+	require.Equal(t, http.StatusSeeOther, status)
+	require.Equal(t, "/ui/login", loc)
+	status, _, _ = e.page(c, "/ui/projects/acme")
+	require.Equal(t, http.StatusSeeOther, status, "signed out")
 }
 
 // TestSessionCookie: HttpOnly, SameSite=Strict, scoped to /ui; Secure

@@ -87,6 +87,7 @@ func Mount(e *echo.Echo, cfg Config) {
 	g.POST("/login", h.login)
 	in := g.Group("", h.signedIn)
 	in.POST("/logout", h.logout)
+	in.GET("/logout", h.logoutLink)
 	in.GET("", h.index)
 	in.GET("/", h.index)
 	in.GET("/projects/:project", h.project)
