@@ -164,7 +164,7 @@ func (c *Config) Validate() error {
 	if c.MetricsListen != "" {
 		if err := checkAddr(c.MetricsListen); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-listen: %w", err))
-		} else if c.MetricsListen == c.Listen {
+		} else if _, port, _ := net.SplitHostPort(c.MetricsListen); c.MetricsListen == c.Listen && port != "0" {
 			errs = append(errs, fmt.Errorf("--metrics-listen: %q is --listen's address too; give another, or none to serve /metrics on the main listener to admins", c.MetricsListen))
 		}
 	}
