@@ -235,3 +235,23 @@ func fillPage[R any](limit int, fetch func(max int) ([]R, error), advance func(l
 	}
 	return rows, true, nil
 }
+
+// CurrentMany is the live current versions of keys the caller may see, by
+// key, in one read: a key missing, tombstoned or hidden from the caller is
+// absent, as Get would answer it not found.
+func (s *Service) CurrentMany(ctx context.Context, agent *auth.Agent, proj string, keys []string) (map[string]*Version, error) {
+	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
+		return nil, err
+	}
+	rows, err := s.store.ItemVersionCurrentMany(ctx, proj, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*Version, len(rows))
+	for k, r := range rows {
+		if !r.Deleted && (agent.SeesAllRoles() || r.Roles.Visible(agent.Role)) {
+			out[k] = r.Version
+		}
+	}
+	return out, nil
+}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/api"
-	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/kxm"
 	"github.com/contextd/contextd/internal/navi"
@@ -59,9 +58,9 @@ func (s *Server) ImportItems(ctx context.Context, r api.ImportItemsRequestObject
 	if err != nil {
 		switch body.Format {
 		case api.ImportRequestFormatNavi:
-			err = naviPointers(err)
+			err = remapPointers(err, naviPointer)
 		case api.ImportRequestFormatKxm:
-			err = kxmPointers(err)
+			err = remapPointers(err, kxm.Pointer)
 		}
 		return nil, err
 	}
@@ -95,6 +94,7 @@ func (s *Server) kxmItems(ctx context.Context, raws []json.RawMessage, project s
 	var errs validation.List
 	ins := make([]item.Input, len(raws))
 	retire, failed := make([]bool, len(raws)), make([]bool, len(raws))
+	var selfRefs []int
 	for i, raw := range raws {
 		before := errs.Len()
 		k := kxm.ParseItem(raw, project, fmt.Sprintf("/items/%d", i), &errs)
@@ -104,11 +104,23 @@ func (s *Server) kxmItems(ctx context.Context, raws []json.RawMessage, project s
 		}
 		ins[i], retire[i] = kxmInput(k), k.Retire
 		if k.SelfRef {
-			in, err := s.kxmReimport(ctx, project, raw, ins[i])
-			if err != nil {
-				return nil, nil, err
+			selfRefs = append(selfRefs, i)
+		}
+	}
+	if len(selfRefs) > 0 {
+		// The exports coming back, against their current versions, read at once.
+		keys := make([]string, len(selfRefs))
+		for j, i := range selfRefs {
+			keys[j] = ins[i].Key
+		}
+		cur, err := s.items.CurrentMany(ctx, agentFrom(ctx), project, keys)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, i := range selfRefs {
+			if v := cur[ins[i].Key]; v != nil {
+				ins[i] = kxmReimport(raws[i], ins[i], v)
 			}
-			ins[i] = in
 		}
 	}
 	fields := []validation.Field{}
@@ -120,7 +132,7 @@ func (s *Server) kxmItems(ctx context.Context, raws []json.RawMessage, project s
 		fields = append(fields, verr.Fields...)
 	}
 	if len(fields) > 0 {
-		return nil, nil, kxmPointers(&validation.Error{Fields: fields})
+		return nil, nil, remapPointers(&validation.Error{Fields: fields}, kxm.Pointer)
 	}
 	return ins, retire, nil
 }
@@ -144,21 +156,15 @@ func kxmInput(k kxm.Imported) item.Input {
 // export is the current version as it is (nothing changes); changed, what
 // KXM says replaces what it maps to, and the rest stays (the title, the
 // roles, the trigger, the source reference, the metadata KXM has no member
-// for). No current version the caller may see: the import as it is.
-func (s *Server) kxmReimport(ctx context.Context, project string, raw json.RawMessage, in item.Input) (item.Input, error) {
-	cur, err := s.items.Get(ctx, agentFrom(ctx), project, in.Key, nil)
-	if errors.Is(err, fault.ErrNotFound) {
-		return in, nil
-	} else if err != nil {
-		return in, err
-	}
+// for). cur is the current version the caller may see.
+func kxmReimport(raw json.RawMessage, in item.Input, cur *item.Version) item.Input {
 	var sent, now map[string]any
 	exported, _ := json.Marshal(kxm.Export(cur))
 	if json.Unmarshal(raw, &sent) != nil || json.Unmarshal(exported, &now) != nil {
-		return in, nil
+		return in
 	}
 	if sameExceptRef(sent, now) {
-		return inputOf(cur), nil
+		return inputOf(cur)
 	}
 	// Each member KXM changed replaces what it maps to; a member it sent
 	// back as exported keeps the current value (an instruction exported as
@@ -187,7 +193,7 @@ func (s *Server) kxmReimport(ctx context.Context, project string, raw json.RawMe
 		}
 	}
 	keep.Metadata = mergeKXM(cur.Metadata, in.Metadata)
-	return keep, nil
+	return keep
 }
 
 // sameExceptRef compares an item as sent with its export, the version in
@@ -252,15 +258,17 @@ func inputOf(v *item.Version) item.Input {
 	return in
 }
 
-// kxmPointers points the problems of a kxm import at the members sent.
-func kxmPointers(err error) error {
+// remapPointers points the problems of an import's item writes at the
+// items as sent, in their format's members (kxm.Pointer, naviPointer);
+// any other error passes.
+func remapPointers(err error, remap func(string) string) error {
 	var verr *validation.Error
 	if !errors.As(err, &verr) {
 		return err
 	}
 	out := &validation.Error{Fields: make([]validation.Field, len(verr.Fields))}
 	for i, f := range verr.Fields {
-		f.Pointer = kxm.Pointer(f.Pointer)
+		f.Pointer = remap(f.Pointer)
 		out.Fields[i] = f
 	}
 	return out
@@ -291,21 +299,13 @@ func naviItems(raws []json.RawMessage) ([]item.Input, error) {
 	return ins, nil
 }
 
-// naviPointers points the item write's problems of a navi import at the
-// packet as sent: navi's own metadata is kept under metadata.navi.metadata.
-func naviPointers(err error) error {
-	var verr *validation.Error
-	if !errors.As(err, &verr) {
-		return err
+// naviPointer is a problem's pointer into the packet as sent: navi's own
+// metadata is kept under metadata.navi.metadata.
+func naviPointer(ptr string) string {
+	if m := itemsPrefix.FindStringSubmatch(ptr); m != nil && strings.HasPrefix(m[2], "/metadata/navi/metadata") {
+		return m[1] + "/metadata" + strings.TrimPrefix(m[2], "/metadata/navi/metadata")
 	}
-	out := &validation.Error{Fields: make([]validation.Field, len(verr.Fields))}
-	for i, f := range verr.Fields {
-		if m := itemsPrefix.FindStringSubmatch(f.Pointer); m != nil && strings.HasPrefix(m[2], "/metadata/navi/metadata") {
-			f.Pointer = m[1] + "/metadata" + strings.TrimPrefix(m[2], "/metadata/navi/metadata")
-		}
-		out.Fields[i] = f
-	}
-	return out
+	return ptr
 }
 
 var itemsPrefix = regexp.MustCompile(`^(/items/\d+)(/.*)?$`)
