@@ -140,12 +140,13 @@ func interleaveKnown(blockKnown []int) []int {
 	return out
 }
 
-// prepareAll prepares writes on every core: exact token counts are the
-// costly part of a large batch, and they need no database.
-func prepareAll(keys []string, fields []Fields) ([]prepared, error) {
+// prepareAll prepares writes on workers goroutines (at least one): exact
+// token counts are the costly part of a large batch, and they need no
+// database.
+func prepareAll(keys []string, fields []Fields, workers int) ([]prepared, error) {
 	out := make([]prepared, len(keys))
 	errs := make([]error, len(keys))
-	workers := min(runtime.GOMAXPROCS(0), len(keys))
+	workers = max(1, min(workers, len(keys)))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -299,13 +300,13 @@ type BatchEntry struct {
 // Batch writes up to MaxBatch items in one transaction, all or nothing. Every
 // problem of every item is reported at once, by JSON Pointer.
 func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins []Input) (BatchResult, error) {
-	ps, err := s.prepareBatch(ctx, s.store.DB, agent, proj, ins)
+	keys, fields, err := s.checkBatch(ctx, s.store.DB, agent, proj, ins)
 	if err != nil {
 		return BatchResult{}, err
 	}
 	var res BatchResult
 	err = s.store.InTx(ctx, func(tx *store.Tx) error {
-		res, err = s.batch(ctx, tx, agent, proj, ps)
+		res, err = s.batch(ctx, tx, agent, proj, keys, fields)
 		return err
 	})
 	return res, err
@@ -313,37 +314,66 @@ func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins
 
 // BatchTx is Batch inside the caller's transaction.
 func (s *Service) BatchTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ins []Input) (BatchResult, error) {
-	ps, err := s.prepareBatch(ctx, tx.DB, agent, proj, ins)
+	keys, fields, err := s.checkBatch(ctx, tx.DB, agent, proj, ins)
 	if err != nil {
 		return BatchResult{}, err
 	}
-	return s.batch(ctx, tx, agent, proj, ps)
+	return s.batch(ctx, tx, agent, proj, keys, fields)
 }
 
-func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ps []prepared) (BatchResult, error) {
-	out, err := s.write(ctx, tx, agent, proj, ps, nil)
-	if err != nil {
-		return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
+// batch writes a checked batch a chunk at a time, in key order, while the
+// next chunk is prepared (prepareChunks): the database writes one chunk as
+// Go counts the tokens of the next, so a large batch costs about the larger
+// of the two, not their sum. Each chunk locks its rows before writing them,
+// and the chunks come in key order, so the rows of a batch are still locked
+// in key order and two batches cannot deadlock.
+func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, keys []string, fields []Fields) (BatchResult, error) {
+	done := make(chan struct{})
+	defer close(done)
+	out := make([]BatchEntry, len(keys))
+	for c := range prepareChunks(keys, fields, done) {
+		if c.err != nil {
+			return BatchResult{}, c.err
+		}
+		es, err := s.write(ctx, tx, agent, proj, c.ps, nil)
+		if err != nil {
+			return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
+		}
+		for j, e := range es {
+			out[c.at[j]] = e
+		}
 	}
 	return tally(out), nil
 }
 
-func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]prepared, error) {
+// checkBatch authorizes a batch and checks its items and the authority
+// they claim: every problem of every item at once, before anything is
+// written. It is the batch's keys and normalised fields.
+func (s *Service) checkBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]string, []Fields, error) {
 	if err := s.projects.AuthorizeIn(ctx, db, agent, proj, auth.Edit); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys, fields, errs := checkAll(ins, nil)
 	if err := errs.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	claims := make([]auth.Claim, len(fields))
 	for i, f := range fields {
 		claims[i] = auth.Claim{Pointer: fmt.Sprintf("/items/%d", i), Authority: f.Authority, Source: f.Source}
 	}
 	if err := agent.CheckAuthority(claims); err != nil {
-		return nil, err // a batch is all or nothing: refused whole
+		return nil, nil, err // a batch is all or nothing: refused whole
 	}
-	return prepareAll(keys, fields)
+	return keys, fields, nil
+}
+
+// prepareBatch checks a batch (checkBatch) and prepares all of it.
+func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]prepared, error) {
+	keys, fields, err := s.checkBatch(ctx, db, agent, proj, ins)
+	if err != nil {
+		return nil, err
+	}
+	return prepareAll(keys, fields, runtime.GOMAXPROCS(0))
 }
 
 // Check validates a batch's items as a write would, without writing or

@@ -315,12 +315,11 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 	}
 	// In key order, as the rows were locked: two batches creating the same
 	// new keys then wait for each other in one order and cannot deadlock.
-	// (A version's created_at is the time its row is written, so the
-	// versions of one batch are a few microseconds apart in key order.)
+	// (A version's created_at is the transaction's, tx.writeTime.)
 	vs = slices.SortedFunc(slices.Values(vs), func(a, b NewVersion) int { return strings.Compare(a.Key, b.Key) })
 	rows := make([]dbsqlc.ItemVersionInsertManyParams, len(vs))
 	set := dbsqlc.ItemSetCurrentManyParams{Project: project}
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := tx.writeTime()
 	for i, v := range vs {
 		rows[i] = insertParams(project, v)
 		rows[i].CreatedAt = now
@@ -356,6 +355,18 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 		}
 		return tx.auditItemVersions(project, rows)
 	})
+}
+
+// writeTime is the created_at of the item versions the transaction
+// writes: the time of its first, for all of them, so that a batch written
+// in chunks is one moment in the history as it is one commit (an as-of
+// read never sees part of it); a version written after another of the same
+// key in the transaction still comes a microsecond after it (NewVersion.After).
+func (tx *Tx) writeTime() time.Time {
+	if tx.tc.at.IsZero() {
+		tx.tc.at = time.Now().UTC().Truncate(time.Microsecond)
+	}
+	return tx.tc.at
 }
 
 // rewriteTerms keeps the relevance index (item_terms) to current versions:

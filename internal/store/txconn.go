@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,6 +43,9 @@ type txConn struct {
 	// entries are the audit chain entries of the transaction's writes,
 	// appended with COMMIT (Tx.Commit), each chain under its head's lock.
 	entries []pendingEntry
+	// at is the time of the transaction's item versions (Tx.writeTime),
+	// zero until the first is written.
+	at time.Time
 }
 
 type pendingEntry struct {
