@@ -28,10 +28,14 @@ SELECT * FROM items WHERE project = @project AND key = @key FOR UPDATE;
 -- string per key (they cannot be a ragged array); empty means none. They
 -- are keyword.Term of each keyword: its first word, or for a stem-mode
 -- item ("match": "stem", trigger_match) "~" and the first word's stem.
+-- searches, when not empty, are the versions' search vectors already
+-- computed (SearchVectors, in key order like the other arrays); when empty
+-- unnest pads it with NULLs and each vector is computed here.
 WITH u AS (
     SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version,
            unnest(@lives::boolean[]) AS live, unnest(@trigger_kinds::text[]) AS trigger_kind,
-           unnest(@trigger_tools::text[]) AS trigger_tool, unnest(@trigger_words::text[]) AS trigger_words
+           unnest(@trigger_tools::text[]) AS trigger_tool, unnest(@trigger_words::text[]) AS trigger_words,
+           unnest(@searches::text[]) AS search
 )
 INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
                         rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
@@ -50,7 +54,7 @@ SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool
     coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
     CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END,
     v.fields_sha256,
-    CASE WHEN u.live THEN contextd_search_vector(v.title, v.summary, v.content) END
+    CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END
 FROM u
 JOIN item_versions v ON v.project = @project AND v.key = u.key AND v.version = u.version
 ORDER BY u.key -- one lock order for every writer
@@ -90,3 +94,13 @@ SELECT i.key, i.current_version, i.visible_to, i.hidden_from, v.fields_sha256
 FROM items i
 JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version - 1
 WHERE i.project = @project AND i.key = ANY(@keys::text[]) AND NOT i.live AND NOT v.deleted;
+
+-- name: SearchVectors :many
+-- contextd_search_vector of each (title, summary, content), in the arrays'
+-- order, as text: computed ahead of a batch's write on a connection of its
+-- own (Store.SearchVectors).
+-- (A select list's set-returning functions run in step and keep their
+-- order; the rows come out as the arrays go.)
+SELECT contextd_search_vector(t.title, t.summary, t.content)::text AS search
+FROM (SELECT unnest(@titles::text[]) AS title, unnest(@summaries::text[]) AS summary,
+             unnest(@contents::text[]) AS content) AS t;

@@ -1,9 +1,12 @@
 package item
 
 import (
+	"context"
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/contextd/contextd/internal/store"
 )
 
 // chunkSize is how many items of a batch one step of its write holds
@@ -23,9 +26,11 @@ type chunk struct {
 // on a goroutine of its own, and sends each chunk when it is ready; one
 // chunk at most waits to be written. The first chunk is prepared on every
 // core, since the database has nothing to do yet; the others leave one
-// core to the database, which is writing the chunk before. It stops after
-// an error, or when done is closed.
-func prepareChunks(keys []string, fields []Fields, done <-chan struct{}) <-chan chunk {
+// core to the database, which is writing the chunk before, and have their
+// search vectors computed on a connection of their own meanwhile
+// (store.Store.SearchVectors; the first chunk's would only move that work,
+// not overlap it). It stops after an error, or when done is closed.
+func (s *Service) prepareChunks(ctx context.Context, keys []string, fields []Fields, done <-chan struct{}) <-chan chunk {
 	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i
@@ -45,6 +50,9 @@ func prepareChunks(keys []string, fields []Fields, done <-chan struct{}) <-chan 
 				workers--
 			}
 			ps, err := prepareAll(ks, fs, workers)
+			if err == nil && lo > 0 {
+				err = s.searchAhead(ctx, ps)
+			}
 			select {
 			case out <- chunk{at: at, ps: ps, err: err}:
 			case <-done:
@@ -56,4 +64,21 @@ func prepareChunks(keys []string, fields []Fields, done <-chan struct{}) <-chan 
 		}
 	}()
 	return out
+}
+
+// searchAhead gives ps their search vectors, computed on a connection of
+// their own; when none is free they are left to the write.
+func (s *Service) searchAhead(ctx context.Context, ps []prepared) error {
+	texts := make([]store.SearchText, len(ps))
+	for i, p := range ps {
+		texts[i] = store.SearchText{Title: p.fields.Title, Summary: p.fields.Summary, Content: p.fields.Content}
+	}
+	vecs, ok, err := s.store.SearchVectors(ctx, texts)
+	if err != nil || !ok {
+		return err
+	}
+	for i := range ps {
+		ps[i].search = &vecs[i]
+	}
+	return nil
 }

@@ -56,6 +56,7 @@ type prepared struct {
 	content    []byte // sha256
 	tokens     token.Counts
 	block      token.Counts // the markdown block, see render.MarkdownItemBlock
+	search     *string      // the search vector, when computed ahead (store.NewVersion.Search)
 }
 
 func prepare(key string, f Fields) (prepared, error) {
@@ -323,19 +324,26 @@ func (s *Service) BatchTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, 
 
 // batch writes a checked batch a chunk at a time, in key order, while the
 // next chunk is prepared (prepareChunks): the database writes one chunk as
-// Go counts the tokens of the next, so a large batch costs about the larger
-// of the two, not their sum. Each chunk locks its rows before writing them,
-// and the chunks come in key order, so the rows of a batch are still locked
-// in key order and two batches cannot deadlock.
+// Go counts the tokens of the next and a second backend computes its search
+// vectors, and the statements of a chunk's write are answered while Go
+// builds the next one's rows (store.Tx.ItemVersionsAppend), so a large
+// batch costs about the largest of these, not their sum. The rows of the
+// whole batch are locked first, in key order, as for any write, and the
+// chunks come in key order too (so the new keys' rows are made in key
+// order): two batches cannot deadlock.
 func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, keys []string, fields []Fields) (BatchResult, error) {
+	current, err := tx.ItemLockCurrent(ctx, proj, slices.Sorted(slices.Values(keys)))
+	if err != nil {
+		return BatchResult{}, err
+	}
 	done := make(chan struct{})
 	defer close(done)
 	out := make([]BatchEntry, len(keys))
-	for c := range prepareChunks(keys, fields, done) {
+	for c := range s.prepareChunks(ctx, keys, fields, done) {
 		if c.err != nil {
 			return BatchResult{}, c.err
 		}
-		es, err := s.write(ctx, tx, agent, proj, c.ps, nil)
+		es, err := s.writeLocked(ctx, tx, agent, proj, c.ps, current, nil)
 		if err != nil {
 			return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
 		}
@@ -432,6 +440,12 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 	if err != nil {
 		return nil, err
 	}
+	return s.writeLocked(ctx, tx, agent, proj, ps, current, ifMatch)
+}
+
+// writeLocked is write once the rows are locked: current holds the locked
+// rows of the keys that exist.
+func (s *Service) writeLocked(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ps []prepared, current map[string]store.CurrentItem, ifMatch *Precondition) ([]BatchEntry, error) {
 	out := make([]BatchEntry, len(ps))
 	var news []store.NewVersion
 	for i, p := range ps {
@@ -490,7 +504,7 @@ func newVersion(p prepared, version int) store.NewVersion {
 	t := p.fields.Trigger
 	nv := store.NewVersion{
 		Key: p.key, Version: version, Fields: p.fields, FieldsSHA256: p.fieldsHash, ContentSHA: p.content,
-		Tokens: p.tokens, BlockTokens: p.block, TriggerKind: t.Kind(),
+		Tokens: p.tokens, BlockTokens: p.block, TriggerKind: t.Kind(), Search: p.search,
 	}
 	if t.Tool != nil {
 		nv.TriggerTool = *t.Tool

@@ -36,3 +36,8 @@ func QueryTextForTest(ctx context.Context, tx *Tx, sql string) (string, error) {
 	err := tx.ex.QueryRow(ctx, sql).Scan(&s)
 	return s, interpret(err)
 }
+
+// PipelineUnreadForTest is Tx.pipelineUnread.
+func PipelineUnreadForTest(ctx context.Context, tx *Tx, fn func() error) error {
+	return tx.pipelineUnread(ctx, fn)
+}

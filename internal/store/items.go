@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -299,6 +302,9 @@ type NewVersion struct {
 	// Was is what the item counted for before this version (the zero
 	// Counted for a new item).
 	Was Counted
+	// Search, when not nil, is the version's search vector computed ahead
+	// (Store.SearchVectors); otherwise the write computes it.
+	Search *string
 }
 
 // ItemVersionsAppend appends versions and writes each item's row from
@@ -333,12 +339,19 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 		set.TriggerTools = append(set.TriggerTools, v.TriggerTool)
 		set.TriggerWords = append(set.TriggerWords, joinWords(v.TriggerWords))
 	}
+	set.Searches = searches(vs)
 	if len(rows) > copyMin {
 		if _, err := q.ItemVersionInsertMany(ctx, tx.ex, rows); err != nil {
 			return interpret(err)
 		}
 	}
-	return tx.Pipeline(ctx, func() error {
+	pipeline := tx.Pipeline
+	if len(rows) > copyMin {
+		// A large write: PostgreSQL writes the rows while the caller
+		// prepares its next chunk (Tx.pipelineUnread).
+		pipeline = tx.pipelineUnread
+	}
+	return pipeline(ctx, func() error {
 		for i := 0; len(rows) <= copyMin && i < len(rows); i++ {
 			if err := q.ItemVersionInsert(ctx, tx.ex, dbsqlc.ItemVersionInsertParams(rows[i])); err != nil {
 				return interpret(err)
@@ -355,6 +368,65 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 		}
 		return tx.auditItemVersions(project, rows)
 	})
+}
+
+// searches are the versions' search vectors computed ahead, when every
+// version has one, else none (ItemSetCurrentMany computes them all).
+func searches(vs []NewVersion) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if v.Search == nil {
+			return nil
+		}
+		out = append(out, *v.Search)
+	}
+	return out
+}
+
+// SearchText is what a version's search vector is made of.
+type SearchText struct{ Title, Summary, Content string }
+
+// searchAcquire is how long SearchVectors waits for a connection: only a
+// connection that is free, or made, at once is worth taking.
+const searchAcquire = 20 * time.Millisecond
+
+// SearchVectors is contextd_search_vector of each text, in order, in
+// tsvector's text form, computed on a pooled connection of its own outside
+// any transaction. PostgreSQL runs a statement on one core, so a large batch
+// has the vectors of its next chunk computed on a second backend while its
+// transaction's backend writes the chunk before (NewVersion.Search); the
+// function is immutable, so where it runs changes nothing, and its text
+// form reads back as the same vector. ok is false, with nothing computed,
+// when no connection is free within searchAcquire: the write then computes
+// the vectors itself, and a busy pool is never waited on by a transaction
+// that holds a connection already.
+func (s *Store) SearchVectors(ctx context.Context, texts []SearchText) (vecs []string, ok bool, err error) {
+	if len(texts) == 0 {
+		return nil, true, nil
+	}
+	conn, err := s.connWithin(ctx, searchAcquire)
+	if err != nil {
+		if ue := (*fault.UnavailableError)(nil); errors.As(err, &ue) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	defer conn.Release()
+	p := dbsqlc.SearchVectorsParams{
+		Titles: make([]string, len(texts)), Summaries: make([]string, len(texts)), Contents: make([]string, len(texts)),
+	}
+	for i, t := range texts {
+		p.Titles[i], p.Summaries[i], p.Contents[i] = t.Title, t.Summary, t.Content
+	}
+	s.trips.Add(1)
+	vecs, err = q.SearchVectors(ctx, conn, p)
+	if err != nil {
+		return nil, false, interpret(err)
+	}
+	if len(vecs) != len(texts) {
+		return nil, false, fmt.Errorf("search vectors: %d for %d texts", len(vecs), len(texts))
+	}
+	return vecs, true, nil
 }
 
 // writeTime is the created_at of the item versions the transaction

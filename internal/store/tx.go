@@ -101,6 +101,25 @@ func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
 	return retryableIfLost(interpret(t.tc.flush(ctx)))
 }
 
+// pipelineUnread is Pipeline whose statements are sent at its end without
+// waiting for their answers: the transaction's next statement, or COMMIT,
+// reads them first and reports their error, if any, as its own.
+// PostgreSQL works on them meanwhile, while the caller prepares what it
+// sends next; the write path of a large batch overlaps its chunks so.
+func (t *Tx) pipelineUnread(ctx context.Context, fn func() error) error {
+	if t.tc.defers > 0 {
+		return t.Pipeline(ctx, fn)
+	}
+	t.tc.defers++
+	err := fn()
+	t.tc.defers--
+	if err != nil {
+		t.tc.waiting = nil
+		return err
+	}
+	return retryableIfLost(interpret(t.tc.sendUnread(ctx)))
+}
+
 // Commit commits. A serialization failure or deadlock at commit (nothing
 // was committed) is retryable; a connection lost while committing is not,
 // because the outcome is unknown: that is fault.ErrUnavailable, and a
@@ -162,6 +181,7 @@ func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
 		return retryableIfLost(interpret(err))
 	}
 	if err := fn(t); err != nil {
+		_ = t.tc.settle() // fn's own error is the one to report
 		t.tc.waiting = nil
 		t.tc.atCommit = t.tc.atCommit[:atCommit] // what fn left for COMMIT is undone with it
 		t.tc.entries = t.tc.entries[:entries]

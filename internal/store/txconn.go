@@ -43,6 +43,11 @@ type txConn struct {
 	// entries are the audit chain entries of the transaction's writes,
 	// appended with COMMIT (Tx.Commit), each chain under its head's lock.
 	entries []pendingEntry
+	// unread is a batch sent without its answers read (Tx.pipelineUnread),
+	// and unreadN the number of its statements: every call reads them
+	// first (settle).
+	unread  pgx.BatchResults
+	unreadN int
 	// at is the time of the transaction's item versions (Tx.writeTime),
 	// zero until the first is written.
 	at time.Time
@@ -110,10 +115,49 @@ func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, erro
 
 func (t *txConn) quiet() bool { return t.begun && len(t.waiting) == 0 }
 
+// sendUnread sends what waits and leaves its answers to be read by the
+// next call (settle).
+func (t *txConn) sendUnread(ctx context.Context) error {
+	if err := t.settle(); err != nil {
+		return err
+	}
+	if t.quiet() {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, q := range t.pending() {
+		b.Queue(q.sql, q.args...)
+	}
+	t.begun, t.waiting = true, nil
+	t.trips.Add(1)
+	t.unread, t.unreadN = t.c.SendBatch(ctx, b), b.Len()
+	return nil
+}
+
+// settle reads the answers of the batch sent unread, if any: the error of
+// the first statement that failed, or of the batch.
+func (t *txConn) settle() error {
+	if t.unread == nil {
+		return nil
+	}
+	br, n := t.unread, t.unreadN
+	t.unread, t.unreadN = nil, 0
+	var err error
+	for range n {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	return errors.Join(err, br.Close())
+}
+
 func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.defers > 0 {
 		t.waiting = append(t.waiting, queued{sql, args})
 		return pgconn.CommandTag{}, nil
+	}
+	if err := t.settle(); err != nil {
+		return pgconn.CommandTag{}, err
 	}
 	if t.quiet() {
 		t.trips.Add(1)
@@ -128,6 +172,9 @@ func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.settle(); err != nil {
+		return nil, err
+	}
 	if t.quiet() {
 		t.trips.Add(1)
 		return t.c.Query(ctx, sql, args...)
@@ -162,6 +209,9 @@ func (t *txConn) CopyFrom(ctx context.Context, table pgx.Identifier, cols []stri
 
 // flush sends what waits, if anything.
 func (t *txConn) flush(ctx context.Context) error {
+	if err := t.settle(); err != nil {
+		return err
+	}
 	if t.quiet() {
 		return nil
 	}
@@ -193,6 +243,7 @@ func (t *txConn) commit(ctx context.Context) error {
 
 // rollback drops what waits and rolls back what was sent.
 func (t *txConn) rollback(ctx context.Context) error {
+	_ = t.settle() // the transaction is undone whatever its answers were
 	t.waiting, t.atCommit, t.defers = nil, nil, 0
 	if !t.begun {
 		return nil

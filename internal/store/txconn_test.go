@@ -119,3 +119,61 @@ func TestSavepointInsidePipeline(t *testing.T) {
 		return err
 	}))
 }
+
+// A pipeline sent unread is answered by the next call: its error is that
+// call's, whatever the call (a read, a COPY, COMMIT), the transaction
+// keeps nothing, and the connection goes back to the pool usable.
+func TestPipelineUnread(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	dup := func(tx *store.Tx, project string) error {
+		return store.PipelineUnreadForTest(ctx, tx, func() error {
+			require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('"+project+"')"))
+			require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('"+project+"')"))
+			return nil
+		})
+	}
+	var readErr error
+	err := st.InTx(ctx, func(tx *store.Tx) error {
+		require.NoError(t, dup(tx, "unread-a"), "sent, not yet answered")
+		_, readErr = store.QueryTextForTest(ctx, tx, "SELECT 'after'")
+		return readErr
+	})
+	require.ErrorIs(t, readErr, fault.ErrConflict, "the next read reports the duplicate")
+	require.ErrorIs(t, err, fault.ErrConflict)
+	err = st.InTx(ctx, func(tx *store.Tx) error { return dup(tx, "unread-b") })
+	require.ErrorIs(t, err, fault.ErrConflict, "COMMIT reports it when nothing else follows")
+	refused := errors.New("refused")
+	err = st.InTx(ctx, func(tx *store.Tx) error {
+		require.NoError(t, dup(tx, "unread-c"))
+		return refused
+	})
+	require.ErrorIs(t, err, refused, "a transaction refused by its caller rolls back with its answers unread")
+	for range 3 { // the pool's connections still work, and nothing was kept
+		require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+			n, err := store.QueryTextForTest(ctx, tx, "SELECT count(*)::text FROM projects WHERE project LIKE 'unread-%'")
+			require.Equal(t, "0", n)
+			return err
+		}))
+	}
+	// Answered in order, and committed when all is well.
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		require.NoError(t, store.PipelineUnreadForTest(ctx, tx, func() error {
+			return store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('unread-d')")
+		}))
+		n, err := store.QueryTextForTest(ctx, tx, "SELECT count(*)::text FROM projects WHERE project = 'unread-d'")
+		require.Equal(t, "1", n)
+		return err
+	}))
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		return store.PipelineUnreadForTest(ctx, tx, func() error {
+			return store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('unread-e')")
+		})
+	}))
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		n, err := store.QueryTextForTest(ctx, tx, "SELECT count(*)::text FROM projects WHERE project = 'unread-e'")
+		require.Equal(t, "1", n, "COMMIT read the answers and committed")
+		return err
+	}))
+}

@@ -168,7 +168,8 @@ const itemSetCurrentMany = `-- name: ItemSetCurrentMany :exec
 WITH u AS (
     SELECT unnest($2::text[]) AS key, unnest($3::integer[]) AS version,
            unnest($4::boolean[]) AS live, unnest($5::text[]) AS trigger_kind,
-           unnest($6::text[]) AS trigger_tool, unnest($7::text[]) AS trigger_words
+           unnest($6::text[]) AS trigger_tool, unnest($7::text[]) AS trigger_words,
+           unnest($8::text[]) AS search
 )
 INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
                         rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
@@ -187,7 +188,7 @@ SELECT $1, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
     CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END,
     v.fields_sha256,
-    CASE WHEN u.live THEN contextd_search_vector(v.title, v.summary, v.content) END
+    CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END
 FROM u
 JOIN item_versions v ON v.project = $1 AND v.key = u.key AND v.version = u.version
 ORDER BY u.key -- one lock order for every writer
@@ -211,6 +212,7 @@ type ItemSetCurrentManyParams struct {
 	TriggerKinds []string
 	TriggerTools []string
 	TriggerWords []string
+	Searches     []string
 }
 
 // Writes each item's row once, from its new version (already appended):
@@ -226,6 +228,9 @@ type ItemSetCurrentManyParams struct {
 // string per key (they cannot be a ragged array); empty means none. They
 // are keyword.Term of each keyword: its first word, or for a stem-mode
 // item ("match": "stem", trigger_match) "~" and the first word's stem.
+// searches, when not empty, are the versions' search vectors already
+// computed (SearchVectors, in key order like the other arrays); when empty
+// unnest pads it with NULLs and each vector is computed here.
 func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCurrentManyParams) error {
 	_, err := db.Exec(ctx, itemSetCurrentMany,
 		arg.Project,
@@ -235,6 +240,7 @@ func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCu
 		arg.TriggerKinds,
 		arg.TriggerTools,
 		arg.TriggerWords,
+		arg.Searches,
 	)
 	return err
 }
@@ -254,6 +260,43 @@ type ProjectCountersAddParams struct {
 func (q *Queries) ProjectCountersAdd(ctx context.Context, db DBTX, arg ProjectCountersAddParams) error {
 	_, err := db.Exec(ctx, projectCountersAdd, arg.Project, arg.AlwaysOpen)
 	return err
+}
+
+const searchVectors = `-- name: SearchVectors :many
+SELECT contextd_search_vector(t.title, t.summary, t.content)::text AS search
+FROM (SELECT unnest($1::text[]) AS title, unnest($2::text[]) AS summary,
+             unnest($3::text[]) AS content) AS t
+`
+
+type SearchVectorsParams struct {
+	Titles    []string
+	Summaries []string
+	Contents  []string
+}
+
+// contextd_search_vector of each (title, summary, content), in the arrays'
+// order, as text: computed ahead of a batch's write on a connection of its
+// own (Store.SearchVectors).
+// (A select list's set-returning functions run in step and keep their
+// order; the rows come out as the arrays go.)
+func (q *Queries) SearchVectors(ctx context.Context, db DBTX, arg SearchVectorsParams) ([]string, error) {
+	rows, err := db.Query(ctx, searchVectors, arg.Titles, arg.Summaries, arg.Contents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var search string
+		if err := rows.Scan(&search); err != nil {
+			return nil, err
+		}
+		items = append(items, search)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const toolCountersAdd = `-- name: ToolCountersAdd :exec
