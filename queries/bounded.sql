@@ -178,13 +178,16 @@ WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}';
 
 -- name: ItemTermsDelete :exec
 -- The item write path rewrites the relevance index of every key it writes.
-DELETE FROM item_terms WHERE project = @project AND key = ANY(@keys::text[]);
+-- (contextd_item_terms_delete, migration 00022: one delete by key each.)
+SELECT contextd_item_terms_delete(@project, @keys::text[]);
 
 -- name: ItemTermsInsert :exec
 -- The relevance index rows of the keys' current versions that are live
 -- relevance items (weights by contextd_term_weights, migration 00005).
 INSERT INTO item_terms (project, lexeme, weight, key, version, open)
+-- One probe of items per key, by construction (see ItemSetCurrentMany).
 SELECT i.project, t.lexeme, t.weight, i.key, i.current_version, i.open
-FROM items i
+FROM unnest(@keys::text[]) AS k(key)
+CROSS JOIN LATERAL (SELECT * FROM items AS it WHERE it.project = @project AND it.key = k.key OFFSET 0) AS i
 CROSS JOIN LATERAL contextd_term_weights(i.search) t
-WHERE i.project = @project AND i.key = ANY(@keys::text[]) AND i.live AND i.trigger_kind = 'relevance';
+WHERE i.live AND i.trigger_kind = 'relevance';

@@ -4,9 +4,13 @@ JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.versio
 WHERE i.project = @project AND i.key = @key;
 
 -- name: ItemVersionCurrentMany :many
-SELECT v.* FROM items i
-JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = @project AND i.key = ANY(@keys::text[]);
+-- One probe of items and one of item_versions per key, by construction
+-- (see ItemSetCurrentMany).
+SELECT v.* FROM unnest(@keys::text[]) AS k(key)
+CROSS JOIN LATERAL (SELECT it.current_version FROM items AS it WHERE it.project = @project AND it.key = k.key OFFSET 0) AS i
+CROSS JOIN LATERAL (
+    SELECT * FROM item_version_rows AS r WHERE r.project = @project AND r.key = k.key AND r.version = i.current_version OFFSET 0
+) AS v;
 
 -- name: ItemVersionGet :one
 SELECT * FROM item_version_rows

@@ -5,11 +5,12 @@
 -- fields hash). A key with no row is new. The rows alone, not a join: after
 -- waiting for a lock, read committed gives the newest row, where a joined
 -- table would still be read in the statement's older snapshot.
-SELECT key, current_version, live, visible_to, hidden_from, fields_sha256, trigger_kind, trigger_tool, open, rank_time
-FROM items
-WHERE project = @project AND key = ANY(@keys::text[])
-ORDER BY key
-FOR UPDATE;
+-- Driven by the keys (sorted by the caller, so rows are locked in key
+-- order), one index probe each: the plan cannot become a scan of the
+-- project, whatever the statistics say (see ItemSetCurrentMany).
+SELECT i.key, i.current_version, i.live, i.visible_to, i.hidden_from, i.fields_sha256, i.trigger_kind, i.trigger_tool, i.open, i.rank_time
+FROM unnest(@keys::text[]) AS k(key)
+CROSS JOIN LATERAL (SELECT * FROM items AS it WHERE it.project = @project AND it.key = k.key FOR UPDATE) AS i;
 
 -- name: ItemLock :one
 SELECT * FROM items WHERE project = @project AND key = @key FOR UPDATE;
@@ -56,7 +57,13 @@ SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool
     v.fields_sha256,
     CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END
 FROM u
-JOIN item_versions v ON v.project = @project AND v.key = u.key AND v.version = u.version
+-- One probe of the version's primary key per row, by construction (the
+-- lateral subquery with OFFSET 0 is not flattened into a join): statistics
+-- taken while the tables were small (autovacuum off, or not yet run) once
+-- made the cached plan scan all of the project's versions for each write.
+CROSS JOIN LATERAL (
+    SELECT * FROM item_versions AS iv WHERE iv.project = @project AND iv.key = u.key AND iv.version = u.version OFFSET 0
+) AS v
 ORDER BY u.key -- one lock order for every writer
 ON CONFLICT (project, key) DO UPDATE
 SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_kind = EXCLUDED.trigger_kind,

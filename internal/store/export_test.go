@@ -41,3 +41,22 @@ func QueryTextForTest(ctx context.Context, tx *Tx, sql string) (string, error) {
 func PipelineUnreadForTest(ctx context.Context, tx *Tx, fn func() error) error {
 	return tx.pipelineUnread(ctx, fn)
 }
+
+// TableCountsForTest runs a query of (name, n, m) rows in tx.
+func TableCountsForTest(ctx context.Context, tx *Tx, sql string) (map[string][2]int64, error) {
+	rows, err := tx.ex.Query(ctx, sql)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := map[string][2]int64{}
+	for rows.Next() {
+		var name string
+		var n, m int64
+		if err := rows.Scan(&name, &n, &m); err != nil {
+			return nil, err
+		}
+		out[name] = [2]int64{n, m}
+	}
+	return out, interpret(rows.Err())
+}

@@ -799,7 +799,7 @@ func (q *Queries) BoundedToolOpenCounts(ctx context.Context, db DBTX, arg Bounde
 }
 
 const itemTermsDelete = `-- name: ItemTermsDelete :exec
-DELETE FROM item_terms WHERE project = $1 AND key = ANY($2::text[])
+SELECT contextd_item_terms_delete($1, $2::text[])
 `
 
 type ItemTermsDeleteParams struct {
@@ -808,6 +808,7 @@ type ItemTermsDeleteParams struct {
 }
 
 // The item write path rewrites the relevance index of every key it writes.
+// (contextd_item_terms_delete, migration 00022: one delete by key each.)
 func (q *Queries) ItemTermsDelete(ctx context.Context, db DBTX, arg ItemTermsDeleteParams) error {
 	_, err := db.Exec(ctx, itemTermsDelete, arg.Project, arg.Keys)
 	return err
@@ -816,20 +817,22 @@ func (q *Queries) ItemTermsDelete(ctx context.Context, db DBTX, arg ItemTermsDel
 const itemTermsInsert = `-- name: ItemTermsInsert :exec
 INSERT INTO item_terms (project, lexeme, weight, key, version, open)
 SELECT i.project, t.lexeme, t.weight, i.key, i.current_version, i.open
-FROM items i
+FROM unnest($1::text[]) AS k(key)
+CROSS JOIN LATERAL (SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match FROM items AS it WHERE it.project = $2 AND it.key = k.key OFFSET 0) AS i
 CROSS JOIN LATERAL contextd_term_weights(i.search) t
-WHERE i.project = $1 AND i.key = ANY($2::text[]) AND i.live AND i.trigger_kind = 'relevance'
+WHERE i.live AND i.trigger_kind = 'relevance'
 `
 
 type ItemTermsInsertParams struct {
-	Project string
 	Keys    []string
+	Project string
 }
 
 // The relevance index rows of the keys' current versions that are live
 // relevance items (weights by contextd_term_weights, migration 00005).
+// One probe of items per key, by construction (see ItemSetCurrentMany).
 func (q *Queries) ItemTermsInsert(ctx context.Context, db DBTX, arg ItemTermsInsertParams) error {
-	_, err := db.Exec(ctx, itemTermsInsert, arg.Project, arg.Keys)
+	_, err := db.Exec(ctx, itemTermsInsert, arg.Keys, arg.Project)
 	return err
 }
 

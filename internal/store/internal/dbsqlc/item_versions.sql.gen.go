@@ -217,18 +217,22 @@ func (q *Queries) ItemVersionCurrent(ctx context.Context, db DBTX, arg ItemVersi
 }
 
 const itemVersionCurrentMany = `-- name: ItemVersionCurrentMany :many
-SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM items i
-JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = $1 AND i.key = ANY($2::text[])
+SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summary, v.content, v.priority, v.authority, v.confidence, v.state_key, v.valid_from, v.valid_until, v.slot, v.trigger, v.visible_to, v.hidden_from, v.template, v.metadata, v.provenance, v.fields_sha256, v.content_sha256, v.tokens_o200k, v.tokens_cl100k, v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.created_by, v.xact_id FROM unnest($1::text[]) AS k(key)
+CROSS JOIN LATERAL (SELECT it.current_version FROM items AS it WHERE it.project = $2 AND it.key = k.key OFFSET 0) AS i
+CROSS JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_version_rows AS r WHERE r.project = $2 AND r.key = k.key AND r.version = i.current_version OFFSET 0
+) AS v
 `
 
 type ItemVersionCurrentManyParams struct {
-	Project string
 	Keys    []string
+	Project string
 }
 
+// One probe of items and one of item_versions per key, by construction
+// (see ItemSetCurrentMany).
 func (q *Queries) ItemVersionCurrentMany(ctx context.Context, db DBTX, arg ItemVersionCurrentManyParams) ([]ItemVersionRow, error) {
-	rows, err := db.Query(ctx, itemVersionCurrentMany, arg.Project, arg.Keys)
+	rows, err := db.Query(ctx, itemVersionCurrentMany, arg.Keys, arg.Project)
 	if err != nil {
 		return nil, err
 	}

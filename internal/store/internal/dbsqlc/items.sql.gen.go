@@ -51,16 +51,14 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 }
 
 const itemLockCurrentMany = `-- name: ItemLockCurrentMany :many
-SELECT key, current_version, live, visible_to, hidden_from, fields_sha256, trigger_kind, trigger_tool, open, rank_time
-FROM items
-WHERE project = $1 AND key = ANY($2::text[])
-ORDER BY key
-FOR UPDATE
+SELECT i.key, i.current_version, i.live, i.visible_to, i.hidden_from, i.fields_sha256, i.trigger_kind, i.trigger_tool, i.open, i.rank_time
+FROM unnest($1::text[]) AS k(key)
+CROSS JOIN LATERAL (SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match FROM items AS it WHERE it.project = $2 AND it.key = k.key FOR UPDATE) AS i
 `
 
 type ItemLockCurrentManyParams struct {
-	Project string
 	Keys    []string
+	Project string
 }
 
 type ItemLockCurrentManyRow struct {
@@ -82,8 +80,11 @@ type ItemLockCurrentManyRow struct {
 // fields hash). A key with no row is new. The rows alone, not a join: after
 // waiting for a lock, read committed gives the newest row, where a joined
 // table would still be read in the statement's older snapshot.
+// Driven by the keys (sorted by the caller, so rows are locked in key
+// order), one index probe each: the plan cannot become a scan of the
+// project, whatever the statistics say (see ItemSetCurrentMany).
 func (q *Queries) ItemLockCurrentMany(ctx context.Context, db DBTX, arg ItemLockCurrentManyParams) ([]ItemLockCurrentManyRow, error) {
-	rows, err := db.Query(ctx, itemLockCurrentMany, arg.Project, arg.Keys)
+	rows, err := db.Query(ctx, itemLockCurrentMany, arg.Keys, arg.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,9 @@ SELECT $1, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     v.fields_sha256,
     CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END
 FROM u
-JOIN item_versions v ON v.project = $1 AND v.key = u.key AND v.version = u.version
+CROSS JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions AS iv WHERE iv.project = $1 AND iv.key = u.key AND iv.version = u.version OFFSET 0
+) AS v
 ORDER BY u.key -- one lock order for every writer
 ON CONFLICT (project, key) DO UPDATE
 SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_kind = EXCLUDED.trigger_kind,
@@ -231,6 +234,10 @@ type ItemSetCurrentManyParams struct {
 // searches, when not empty, are the versions' search vectors already
 // computed (SearchVectors, in key order like the other arrays); when empty
 // unnest pads it with NULLs and each vector is computed here.
+// One probe of the version's primary key per row, by construction (the
+// lateral subquery with OFFSET 0 is not flattened into a join): statistics
+// taken while the tables were small (autovacuum off, or not yet run) once
+// made the cached plan scan all of the project's versions for each write.
 func (q *Queries) ItemSetCurrentMany(ctx context.Context, db DBTX, arg ItemSetCurrentManyParams) error {
 	_, err := db.Exec(ctx, itemSetCurrentMany,
 		arg.Project,
