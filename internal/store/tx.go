@@ -130,6 +130,13 @@ func (t *Tx) Commit(ctx context.Context) error {
 	if err := t.appendEntries(ctx); err != nil {
 		return err
 	}
+	// The answers of a pipeline sent unread come before COMMIT is sent: a
+	// connection lost while reading them lost the transaction, not its
+	// commit, so that is retryable like any loss before COMMIT.
+	if err := t.tc.settle(); err != nil {
+		_ = t.tc.rollback(context.WithoutCancel(ctx))
+		return retryableIfLost(interpret(err))
+	}
 	if err := t.tc.commit(ctx); err != nil {
 		err = interpret(err)
 		if lost(err) {
