@@ -37,6 +37,12 @@ type IngestReport struct {
 	// afterwards (append-only tables), so its projects stay, like
 	// contextd's.
 	FloorRowsKept bool `json:"floor_rows_kept"`
+	// PairedRatio is the median over rounds of contextd's rate over the
+	// floor's in the round that followed it: the machine's drift during a
+	// run (its checkpoints, its neighbours) moves both sides of a pair
+	// alike, where the ratio of the two medians (ModeResult.Ratio) may take
+	// them from different moments.
+	PairedRatio *float64 `json:"paired_ratio,omitempty"`
 }
 
 // IngestSide is one system's rounds: the median rate, the median round and
@@ -136,7 +142,30 @@ func (r *runner) runIngest(ctx context.Context) (*ModeResult, error) {
 		ratio := round(rep.Contextd.VersionsPerS/rep.Floor.VersionsPerS, 3)
 		m.Ratio = &ratio
 	}
+	rep.PairedRatio = pairedRatio(cw, fw)
 	return m, nil
+}
+
+// pairedRatio is the median of the rounds' floor time over contextd's
+// time (contextd's rate over the floor's, round by round); nil without
+// rounds.
+func pairedRatio(contextd, floor []time.Duration) *float64 {
+	var rs []float64
+	for i := range min(len(contextd), len(floor)) {
+		if contextd[i] > 0 {
+			rs = append(rs, float64(floor[i])/float64(contextd[i]))
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	slices.Sort(rs)
+	med := rs[len(rs)/2]
+	if len(rs)%2 == 0 {
+		med = (rs[len(rs)/2-1] + med) / 2
+	}
+	med = round(med, 3)
+	return &med
 }
 
 // ingestWarmup writes a small batch both ways, unrecorded, so that the
@@ -461,4 +490,7 @@ func (rep *IngestReport) writeTable(w io.Writer) {
 		parts[i] = fmt.Sprintf("%s %d rows × %d cols in %.0f ms", t.Table, t.Rows, t.Columns, t.CopyMS)
 	}
 	fmt.Fprintf(w, "floor copies   %s (the last round; BEGIN; COPY each; COMMIT)\n", strings.Join(parts, ", "))
+	if rep.PairedRatio != nil {
+		fmt.Fprintf(w, "paired ratio   %.3f  (the median over rounds of contextd's versions/s / the floor's in the round after)\n", *rep.PairedRatio)
+	}
 }

@@ -61,6 +61,8 @@ func TestIngestMode(t *testing.T) {
 	require.Positive(t, rep.Contextd.VersionsPerS)
 	require.Positive(t, rep.Floor.VersionsPerS)
 	require.NotNil(t, m.Ratio)
+	require.NotNil(t, rep.PairedRatio)
+	require.Positive(t, *rep.PairedRatio)
 	tables := map[string]int{}
 	for _, tr := range rep.Tables {
 		tables[tr.Table] = tr.Rows
@@ -134,4 +136,24 @@ func TestModeConfigErrors(t *testing.T) {
 	for _, want := range []string{"--database-url", "--ingest-items", "--records"} {
 		require.Contains(t, err.Error(), want)
 	}
+}
+
+// The paired ratio is the median of the rounds' own ratios: a slow moment
+// that slows both sides of one round moves it less than the ratio of the
+// medians, which pairs a fast round of one side with a slow one of the other.
+func TestPairedRatio(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	require.Nil(t, pairedRatio(nil, nil))
+	// Rounds' ratios (floor/contextd): 0.5, 0.8, 0.75: median 0.75.
+	require.InDelta(t, 0.75, *pairedRatio(ms(4000, 5000, 8000), ms(2000, 4000, 6000)), 1e-9)
+	// Even: 0.5, 0.6, 0.8, 0.9: median (0.6+0.8)/2.
+	require.InDelta(t, 0.7, *pairedRatio(ms(1000, 1000, 1000, 1000), ms(500, 900, 600, 800)), 1e-9)
+	// A fourth contextd round without its floor round is left out.
+	require.InDelta(t, 0.75, *pairedRatio(ms(4000, 5000, 8000, 1), ms(2000, 4000, 6000)), 1e-9)
 }
