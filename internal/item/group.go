@@ -136,6 +136,10 @@ func take(q *queue) []*putCall {
 	return group
 }
 
+// writeTx is a group's transaction: its statements are the write path's
+// alone, whose generic plans probe by key (store.TxOpts.GenericPlans).
+var writeTx = store.TxOpts{GenericPlans: true}
+
 // runGroup does a group's writes in one transaction, or, when that
 // transaction fails, each in one of its own.
 func (s *Service) runGroup(proj string, calls []*putCall) {
@@ -143,7 +147,7 @@ func (s *Service) runGroup(proj string, calls []*putCall) {
 	// not undo the others' writes.
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	err := s.store.InTx(ctx, func(tx *store.Tx) error { return s.putMany(ctx, tx, proj, calls) })
+	err := s.store.InTxOpts(ctx, writeTx, func(tx *store.Tx) error { return s.putMany(ctx, tx, proj, calls) })
 	if err == nil {
 		return
 	}
@@ -153,7 +157,7 @@ func (s *Service) runGroup(proj string, calls []*putCall) {
 	}
 	for _, c := range calls {
 		c := c
-		if err := s.store.InTx(ctx, func(tx *store.Tx) error { return s.putMany(ctx, tx, proj, []*putCall{c}) }); err != nil {
+		if err := s.store.InTxOpts(ctx, writeTx, func(tx *store.Tx) error { return s.putMany(ctx, tx, proj, []*putCall{c}) }); err != nil {
 			c.err = err
 		}
 	}

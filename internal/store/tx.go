@@ -16,6 +16,18 @@ type TxOpts struct {
 	// ReadOnlySnapshot runs the transaction at repeatable read, read only:
 	// every statement sees the one snapshot taken by the first.
 	ReadOnlySnapshot bool
+	// GenericPlans makes PostgreSQL run the transaction's prepared
+	// statements with their generic plans, never planning them again for
+	// their parameters. Only for statements whose generic plan is right
+	// whatever the statistics say: the item write path's, which probe by
+	// key by construction (TestItemWritesProbeByKey), and whose planning
+	// was about a quarter of PostgreSQL's time in a small write.
+	GenericPlans bool
+}
+
+// InTxOpts is InTx with opts.
+func (s *Store) InTxOpts(ctx context.Context, opts TxOpts, fn func(tx *Tx) error) error {
+	return s.run(ctx, opts, fn)
 }
 
 // InTx runs fn in a transaction and commits when fn returns nil; any error

@@ -75,6 +75,9 @@ func beginStatements(opts TxOpts) []string {
 	if opts.ReadOnlySnapshot {
 		return []string{"begin isolation level repeatable read read only"}
 	}
+	if opts.GenericPlans {
+		return []string{"begin", "set local plan_cache_mode = force_generic_plan"}
+	}
 	return []string{"begin"}
 }
 

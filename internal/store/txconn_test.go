@@ -177,3 +177,25 @@ func TestPipelineUnread(t *testing.T) {
 		return err
 	}))
 }
+
+// A transaction with GenericPlans runs its statements with their generic
+// plans, set with BEGIN (no round trip of its own) and for it alone.
+func TestGenericPlansTransaction(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	before := st.RoundTrips()
+	require.NoError(t, st.InTxOpts(ctx, store.TxOpts{GenericPlans: true}, func(tx *store.Tx) error {
+		mode, err := store.QueryTextForTest(ctx, tx, "SHOW plan_cache_mode")
+		require.Equal(t, "force_generic_plan", mode)
+		return err
+	}))
+	require.Equal(t, before+2, st.RoundTrips(), "BEGIN and the setting with the read, then COMMIT")
+	for range 3 { // every pooled connection is back to the server's default
+		require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+			mode, err := store.QueryTextForTest(ctx, tx, "SHOW plan_cache_mode")
+			require.Equal(t, "auto", mode)
+			return err
+		}))
+	}
+}
