@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -240,7 +241,26 @@ func (s *Server) GetItem(ctx context.Context, r api.GetItemRequestObject) (api.G
 	if err != nil {
 		return nil, err
 	}
-	return api.GetItem200JSONResponse{Body: b, Headers: api.GetItem200ResponseHeaders{ETag: etag(v.Version)}}, nil
+	return itemAnswer{body: b, etag: *etag(v.Version)}, nil
+}
+
+// itemAnswer is GetItem's 200 answer (api.GetItem200JSONResponse) with
+// its body written as encoded. The body is already compact JSON, the item
+// in the asked format, which the generated response, taking it as a
+// json.RawMessage, would scan and compact a second time: a tenth of a GET's
+// CPU. The bytes on the wire are the same: json.Marshal escapes as the
+// generated encoder does, and its encoder ends the body with a newline.
+type itemAnswer struct {
+	body []byte
+	etag string
+}
+
+func (a itemAnswer) VisitGetItemResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", a.etag)
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(append(a.body, '\n'))
+	return err
 }
 
 // DeleteItem implements api.StrictServerInterface.
