@@ -199,7 +199,15 @@ func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
 	if _, err := t.tc.Exec(ctx, "savepoint "+name); err != nil {
 		return retryableIfLost(interpret(err))
 	}
-	if err := fn(t); err != nil {
+	err := fn(t)
+	if err == nil {
+		// The answers fn's last pipeline left unread are fn's: an error
+		// there undoes fn, as its own would.
+		if serr := t.tc.settle(); serr != nil {
+			err = retryableIfLost(interpret(serr))
+		}
+	}
+	if err != nil {
 		_ = t.tc.settle() // fn's own error is the one to report
 		t.tc.waiting = nil
 		t.tc.atCommit = t.tc.atCommit[:atCommit] // what fn left for COMMIT is undone with it

@@ -199,3 +199,28 @@ func TestGenericPlansTransaction(t *testing.T) {
 		}))
 	}
 }
+
+// In a savepoint, an error that a pipeline sent unread reports at its end
+// undoes the savepoint alone: the transaction goes on and commits.
+func TestPipelineUnreadInSavepoint(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	var spErr error
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('sp-kept')"))
+		spErr = tx.Savepoint(ctx, func(tx *store.Tx) error {
+			return store.PipelineUnreadForTest(ctx, tx, func() error {
+				require.NoError(t, store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('sp-undone')"))
+				return store.ExecForTest(ctx, tx, "INSERT INTO projects (project) VALUES ('sp-undone')")
+			})
+		})
+		return nil
+	}))
+	require.ErrorIs(t, spErr, fault.ErrConflict, "the duplicate is the savepoint's error")
+	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+		n, err := store.QueryTextForTest(ctx, tx, "SELECT string_agg(project, ',' ORDER BY project) FROM projects WHERE project LIKE 'sp-%'")
+		require.Equal(t, "sp-kept", n, "the savepoint's rows are undone, the transaction's kept")
+		return err
+	}))
+}
