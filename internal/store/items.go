@@ -340,13 +340,11 @@ func (tx *Tx) ItemVersionsAppend(ctx context.Context, project string, vs []NewVe
 		set.TriggerWords = append(set.TriggerWords, joinWords(v.TriggerWords))
 	}
 	set.Searches = searches(vs)
+	pipeline := tx.Pipeline
 	if len(rows) > copyMin {
 		if _, err := q.ItemVersionInsertMany(ctx, tx.ex, rows); err != nil {
 			return interpret(err)
 		}
-	}
-	pipeline := tx.Pipeline
-	if len(rows) > copyMin {
 		// A large write: PostgreSQL writes the rows while the caller
 		// prepares its next chunk (Tx.pipelineUnread).
 		pipeline = tx.pipelineUnread

@@ -100,6 +100,21 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 // of such a statement is reported by the call that sends it, so fn must not
 // branch on those errors; the transaction stays all or nothing.
 func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
+	return t.pipeline(ctx, fn, t.tc.flush)
+}
+
+// pipelineUnread is Pipeline whose statements are sent at its end without
+// waiting for their answers: the transaction's next statement, or COMMIT,
+// reads them first and reports their error, if any, as its own.
+// PostgreSQL works on them meanwhile, while the caller prepares what it
+// sends next; the write path of a large batch overlaps its chunks so.
+func (t *Tx) pipelineUnread(ctx context.Context, fn func() error) error {
+	return t.pipeline(ctx, fn, t.tc.sendUnread)
+}
+
+// pipeline runs fn with its Execs waiting and, at the end of the outermost
+// pipeline, sends them with send (inside another, they wait for its end).
+func (t *Tx) pipeline(ctx context.Context, fn func() error, send func(context.Context) error) error {
 	t.tc.defers++
 	err := fn()
 	t.tc.defers--
@@ -110,26 +125,7 @@ func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
 	if t.tc.defers > 0 {
 		return nil
 	}
-	return retryableIfLost(interpret(t.tc.flush(ctx)))
-}
-
-// pipelineUnread is Pipeline whose statements are sent at its end without
-// waiting for their answers: the transaction's next statement, or COMMIT,
-// reads them first and reports their error, if any, as its own.
-// PostgreSQL works on them meanwhile, while the caller prepares what it
-// sends next; the write path of a large batch overlaps its chunks so.
-func (t *Tx) pipelineUnread(ctx context.Context, fn func() error) error {
-	if t.tc.defers > 0 {
-		return t.Pipeline(ctx, fn)
-	}
-	t.tc.defers++
-	err := fn()
-	t.tc.defers--
-	if err != nil {
-		t.tc.waiting = nil
-		return err
-	}
-	return retryableIfLost(interpret(t.tc.sendUnread(ctx)))
+	return retryableIfLost(interpret(send(ctx)))
 }
 
 // Commit commits. A serialization failure or deadlock at commit (nothing

@@ -96,17 +96,7 @@ func (t *txConn) pending() []queued {
 // batch, reads the pending ones' results and returns the batch positioned
 // at last's result; the caller reads it and closes the batch.
 func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, error) {
-	b := &pgx.Batch{}
-	pend := t.pending()
-	for _, q := range pend {
-		b.Queue(q.sql, q.args...)
-	}
-	if last != nil {
-		b.Queue(last.sql, last.args...)
-	}
-	t.begun, t.waiting = true, nil
-	t.trips.Add(1)
-	br := t.c.SendBatch(ctx, b)
+	br, pend := t.sendPending(ctx, last)
 	for range pend {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -114,6 +104,22 @@ func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, erro
 		}
 	}
 	return br, nil
+}
+
+// sendPending sends the pending statements and last (when not nil) in one
+// batch, unread; pend is how many pending statements lead it.
+func (t *txConn) sendPending(ctx context.Context, last *queued) (br pgx.BatchResults, pend int) {
+	b := &pgx.Batch{}
+	for _, q := range t.pending() {
+		b.Queue(q.sql, q.args...)
+	}
+	pend = b.Len()
+	if last != nil {
+		b.Queue(last.sql, last.args...)
+	}
+	t.begun, t.waiting = true, nil
+	t.trips.Add(1)
+	return t.c.SendBatch(ctx, b), pend
 }
 
 func (t *txConn) quiet() bool { return t.begun && len(t.waiting) == 0 }
@@ -127,13 +133,7 @@ func (t *txConn) sendUnread(ctx context.Context) error {
 	if t.quiet() {
 		return nil
 	}
-	b := &pgx.Batch{}
-	for _, q := range t.pending() {
-		b.Queue(q.sql, q.args...)
-	}
-	t.begun, t.waiting = true, nil
-	t.trips.Add(1)
-	t.unread, t.unreadN = t.c.SendBatch(ctx, b), b.Len()
+	t.unread, t.unreadN = t.sendPending(ctx, nil)
 	return nil
 }
 
