@@ -507,6 +507,33 @@ func freePort() (int, error) {
 // and Linux (108), less the terminating NUL.
 const maxSocketPath = 103
 
+// serverSettings are what the embedded cluster runs with beyond
+// PostgreSQL's defaults, for contextd's work: append-only tables that grow
+// without end (versions, records, packets, the audit chain) beside a few
+// hot rows rewritten on every write (items, item_terms, the counters and
+// heads). Migration 00008 sets the per-table thresholds; these are the
+// server's side.
+var serverSettings = []string{
+	// Autovacuum on, whatever a system-wide template says: the reverse
+	// lookup and the packet reads are index-only scans that need the
+	// visibility map it keeps, and the hot rows need their dead versions
+	// gone.
+	"autovacuum=on",
+	// Look every 15 s (not every minute), so that the hot rows are
+	// vacuumed soon after they churn...
+	"autovacuum_naptime=15s",
+	// ...and let a worker do five times the default I/O between its naps,
+	// so that vacuuming an append-only table of 100 million rows keeps up
+	// with a steady stream of packets.
+	"autovacuum_vacuum_cost_limit=1000",
+	// Vacuum's and index builds' (migrations') memory.
+	"maintenance_work_mem=128MB",
+	// A 10,000-item batch writes ~100 MB of WAL with its indexes: with the
+	// default 1 GB, bulk imports force a checkpoint every few batches, and
+	// each checkpoint makes the next writes log whole pages.
+	"max_wal_size=4GB",
+}
+
 // start launches the server with pg_ctl and waits until it accepts
 // connections, retrying on a new port if the one picked got taken.
 func (c *Cluster) start(ctx context.Context) error {
@@ -523,6 +550,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			sock = "''"
 		}
 		postOpts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s", port, sock)
+		for _, set := range serverSettings {
+			postOpts += " -c " + set
+		}
 		logStart := fileSize(c.logPath)
 		c.logf("pgcluster: starting PostgreSQL in %s on 127.0.0.1:%d (log: %s)", c.pgdata, port, c.logPath)
 		out, err := c.run(ctx, "pg_ctl", "start", "-D", c.pgdata, "-l", c.logPath, "-w",

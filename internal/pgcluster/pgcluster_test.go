@@ -61,6 +61,12 @@ func TestStartStopRestart(t *testing.T) {
 	var sock string
 	require.NoError(t, conn.QueryRow(ctx, "SHOW unix_socket_directories").Scan(&sock))
 	require.Equal(t, filepath.Join(dir, "run"), sock, "the socket must not go to the system directory")
+	for name, want := range map[string]string{"autovacuum": "on", "autovacuum_naptime": "15s",
+		"autovacuum_vacuum_cost_limit": "1000", "maintenance_work_mem": "128MB", "max_wal_size": "4GB"} {
+		var got string
+		require.NoError(t, conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&got))
+		require.Equal(t, want, got, "the embedded cluster's %s", name)
+	}
 	require.NoError(t, conn.Close(ctx))
 
 	require.NoError(t, c.EnsureDatabase(ctx, "other"))
