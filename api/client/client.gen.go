@@ -1252,7 +1252,7 @@ type PacketUse struct {
 
 // ProblemDocument defines model for Problem.
 type ProblemDocument struct {
-	// Code Stable: unauthenticated, forbidden, not_found, conflict, precondition_failed, payload_too_large, malformed, validation_failed, rate_limited, unavailable, internal.
+	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, precondition_failed, payload_too_large, malformed, validation_failed, rate_limited, unavailable, internal.
 	Code     string        `json:"code"`
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`

@@ -400,7 +400,7 @@ func checkAll(ins []Input, skip []bool) ([]string, []Fields, *validation.List) {
 		errs.Add("/items", "required", "items must hold at least one item")
 	}
 	if len(ins) > MaxBatch {
-		errs.Add("/items", "range", "a batch holds at most %d items, not %d", MaxBatch, len(ins))
+		errs.Add("/items", "too_many", "a batch holds at most %d items, not %d", MaxBatch, len(ins))
 		return nil, nil, &errs
 	}
 	keys := make([]string, len(ins))

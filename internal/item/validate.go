@@ -123,7 +123,7 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 	limits.Bytes(errs, prefix+"/content", len(f.Content), l.Content)
 	limits.Chars(errs, prefix+"/summary", f.Summary, l.Summary)
 	if len(f.Title) > 1000 {
-		errs.Add(prefix+"/title", "range", "title is longer than 1000 bytes")
+		errs.Add(prefix+"/title", "too_long", "title is longer than 1000 bytes")
 	}
 	if len(f.StateKey) > 200 {
 		errs.Add(prefix+"/state_key", "range", "state_key is longer than 200 bytes")

@@ -265,6 +265,7 @@ func TestBatch(t *testing.T) {
 	r = e.do("POST", "/v1/projects/acme/items", key, map[string]any{"items": many})
 	require.Equal(t, 422, r.status, r.text)
 	require.Equal(t, []string{"/items"}, r.pointers())
+	require.Equal(t, "too_many", r.json["errors"].([]any)[0].(map[string]any)["code"], "a limit's code, as for every other limit")
 }
 
 func TestConcurrentWritesOfOneKey(t *testing.T) {
