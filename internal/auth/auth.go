@@ -331,7 +331,7 @@ func (s *Service) Revoke(ctx context.Context, caller *Agent, id string) (*Agent,
 	if !caller.AllScope() {
 		target, err := s.store.AgentGet(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("get agent %s: %w", id, err)
+			return nil, noAgent(id, err)
 		}
 		if !caller.Covers(target.Projects) {
 			return nil, fmt.Errorf("%w: agent %s is outside your scope", ErrForbidden, id)
@@ -345,10 +345,19 @@ func (s *Service) Revoke(ctx context.Context, caller *Agent, id string) (*Agent,
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("revoke agent %s: %w", id, err)
+		return nil, noAgent(id, err)
 	}
 	s.keys.forget(id, time.Now())
 	return fromRow(row), nil
+}
+
+// noAgent says which agent a store's not-found is about, in the words an
+// API answer shows; other errors keep their context.
+func noAgent(id string, err error) error {
+	if errors.Is(err, fault.ErrNotFound) {
+		return fmt.Errorf("%w: there is no agent %s", fault.ErrNotFound, id)
+	}
+	return fmt.Errorf("agent %s: %w", id, err)
 }
 
 // Bootstrap creates the first admin agent when the database has none, and

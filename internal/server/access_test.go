@@ -80,7 +80,11 @@ func TestAgentsAPIAndRevocation(t *testing.T) {
 	require.Equal(t, 200, r.status, r.text)
 	require.NotEmpty(t, r.json["revoked_at"])
 	require.Equal(t, 401, e.do("GET", "/v1/projects/acme/items", key, nil).status)
-	require.Equal(t, 404, e.do("DELETE", "/v1/agents/agt_nobody", e.admin, nil).status)
+	r = e.do("DELETE", "/v1/agents/agt_nobody", e.admin, nil)
+	require.Equal(t, 404, r.status)
+	require.Equal(t, "not_found", r.json["code"])
+	require.Contains(t, r.json["detail"], "there is no agent agt_nobody")
+	require.NotContains(t, r.json["detail"], "no rows", "the store's words stay inside")
 }
 
 func TestScopeAndPermissions(t *testing.T) {
