@@ -23,6 +23,9 @@ var ErrNotFound = fmt.Errorf("project %w", fault.ErrNotFound)
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) // the same rule as agent scopes in package auth
 
+// ValidName says whether name is one a project can have.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
+
 // Project is a tenant.
 type Project = store.Project
 

@@ -443,6 +443,9 @@ func TestInjectionsOfOneProject(t *testing.T) {
 	require.Equal(t, ids["p1"][1:], []string{r.list()[0]["packet_id"].(string)})
 	require.Equal(t, 404, e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=nope", e.admin, nil).status)
 	require.Equal(t, 422, e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=_shared", e.admin, nil).status)
+	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=bad%20name!", e.admin, nil)
+	require.Equal(t, 422, r.status, "a name no project can have is a malformed parameter, not a missing project")
+	require.Equal(t, []string{"project"}, r.pointers())
 
 	// An agent of one project needs not say it; a project outside its
 	// scope does not exist for it.

@@ -10,6 +10,7 @@ import (
 	"github.com/contextd/contextd/internal/footprint"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/packet"
+	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -305,6 +306,9 @@ func (s *Server) ListItemInjections(ctx context.Context, r api.ListItemInjection
 	until, err := parseTime("until", r.Params.Until)
 	if err != nil {
 		return nil, err
+	}
+	if p := r.Params.Project; p != nil && !project.ValidName(*p) {
+		return nil, validation.One("project", "format", "project names match [A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 	}
 	var version *int
 	if r.Params.Version != nil {
