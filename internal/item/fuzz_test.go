@@ -68,7 +68,7 @@ func inputOf(key string, f Fields) Input {
 		Template: &f.Template, Metadata: f.Metadata, Provenance: &prov}
 }
 
-var fieldCodes = map[string]bool{"required": true, "enum": true, "format": true, "range": true, "too_long": true, "invalid": true,
+var fieldCodes = map[string]bool{"required": true, "enum": true, "format": true, "range": true, "too_long": true, "too_deep": true, "invalid": true,
 	"type": true, "forbidden_key": true}
 
 // FuzzNormalize: an item write's validation never panics and is a

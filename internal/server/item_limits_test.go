@@ -63,3 +63,27 @@ func TestContentWhoseVectorIsTooLong(t *testing.T) {
 	require.Equal(t, 200, r.status, r.text)
 	require.Len(t, r.json["data"].([]any), 1)
 }
+
+// TestMetadataDepth: item metadata nests at most as deep as agent_context
+// (the depth limit, 16): one level more is 422 too_deep at /metadata.
+func TestMetadataDepth(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	key := e.agent("implementer", auth.Edit, "acme")
+	nest := func(levels int) string { // levels objects, one inside the other
+		return strings.Repeat(`{"a":`, levels-1) + `{"leaf":1}` + strings.Repeat(`}`, levels-1)
+	}
+	put := func(levels int) resp {
+		body := `{"content":"x","metadata":` + nest(levels) + `}`
+		return e.do("PUT", "/v1/projects/acme/items/deep", key, body)
+	}
+	r := put(16)
+	require.Equal(t, 201, r.status, r.text)
+	r = put(17)
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, []string{"/metadata"}, r.pointers())
+	require.Equal(t, "too_deep", r.json["errors"].([]any)[0].(map[string]any)["code"])
+	r = put(5000)
+	require.Equal(t, 422, r.status, r.text)
+}
