@@ -280,6 +280,18 @@ type listCursor struct {
 
 func encodeCursor(c listCursor) string { return page.Encode(c) }
 
+// injectionCursor is a reverse lookup's position, with the listing it
+// belongs to (the packets' project, the item's project and key), so a
+// cursor of another item's or project's listing is refused, not read as a
+// position in this one.
+type injectionCursor struct {
+	T  time.Time `json:"t"`
+	ID string    `json:"id"`
+	Of string    `json:"of"`
+	P  string    `json:"p"`
+	K  string    `json:"k"`
+}
+
 func decodeCursor(s string) (*listCursor, error) {
 	var c listCursor
 	if ok, err := page.Decode(s, &c); !ok || err != nil {
@@ -780,18 +792,21 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	if !agent.SeesAllRoles() && !cur.Roles.Visible(agent.Role) {
 		return nil, "", "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
 	}
-	c, err := decodeCursor(ip.Cursor)
-	if err != nil {
-		return nil, "", "", err
-	}
 	of, err := s.injectionsProject(ctx, agent, proj, ip.Project)
 	if err != nil {
 		return nil, "", "", err
 	}
+	var c injectionCursor
+	if _, err := page.Decode(ip.Cursor, &c); err != nil {
+		return nil, "", "", err
+	}
+	if ip.Cursor != "" && (c.Of != of || c.P != proj || c.K != key) {
+		return nil, "", "", validation.One("cursor", "format", "cursor is not one this listing gave out (it is of another item or project)")
+	}
 	params := store.InjectionListParams{
 		Project: of, SubjectProject: proj, SubjectKey: key, Version: ip.Version, Since: ip.Since, Until: ip.Until, Max: ip.Limit + 1,
 	}
-	if c != nil {
+	if ip.Cursor != "" {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
 	rows, err := s.store.InjectionList(ctx, params)
@@ -803,7 +818,7 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	for i, r := range rows {
 		if i == ip.Limit {
 			last := rows[i-1]
-			next = encodeCursor(listCursor{T: last.CreatedAt, ID: last.PacketID})
+			next = page.Encode(injectionCursor{T: last.CreatedAt, ID: last.PacketID, Of: of, P: proj, K: key})
 			break
 		}
 		out = append(out, Injection{PacketID: r.PacketID, Project: r.Project, TargetRole: r.TargetRole, Agent: r.CreatedBy,

@@ -439,8 +439,16 @@ func TestInjectionsOfOneProject(t *testing.T) {
 	// Paging walks the same order.
 	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=p1&limit=1", e.admin, nil)
 	require.Equal(t, ids["p1"][:1], []string{r.list()[0]["packet_id"].(string)})
-	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=p1&limit=1&cursor="+r.json["next_cursor"].(string), e.admin, nil)
+	cursor := r.json["next_cursor"].(string)
+	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=p1&limit=1&cursor="+cursor, e.admin, nil)
 	require.Equal(t, ids["p1"][1:], []string{r.list()[0]["packet_id"].(string)})
+	// A cursor belongs to its listing: another project's, or another
+	// item's, is refused rather than read as a position.
+	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=p2&limit=1&cursor="+cursor, e.admin, nil)
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, []string{"cursor"}, r.pointers())
+	r = e.do("GET", "/v1/projects/p1/items/own/injections?limit=1&cursor="+cursor, e.admin, nil)
+	require.Equal(t, 422, r.status, r.text)
 	require.Equal(t, 404, e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=nope", e.admin, nil).status)
 	require.Equal(t, 422, e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=_shared", e.admin, nil).status)
 	r = e.do("GET", "/v1/projects/_shared/items/house.style/injections?project=bad%20name!", e.admin, nil)
