@@ -51,7 +51,7 @@ func (r *Request) checkLimits(errs *validation.List) {
 		}
 		limits.Bytes(errs, fmt.Sprintf("/context_packets/%d/content", i), len(cp.Content), l.ToolResult)
 		if cp.Metadata != nil {
-			checkDocument(errs, fmt.Sprintf("/context_packets/%d/metadata", i), cp.Metadata, l.Depth)
+			CheckDocument(errs, fmt.Sprintf("/context_packets/%d/metadata", i), cp.Metadata, l.Depth, "key")
 		}
 	}
 	limits.Items(errs, "/history", len(r.History), l.Messages)
@@ -64,22 +64,24 @@ func (r *Request) checkLimits(errs *validation.List) {
 		limits.Bytes(errs, fmt.Sprintf("/tool_results/%d/content", i), len(tr.Content), l.ToolResult)
 	}
 	limits.Items(errs, "/pins", len(r.Pins), l.Pins)
-	if r.AgentContext != nil && checkDocument(errs, "/agent_context", r.AgentContext, l.Depth) {
+	if r.AgentContext != nil && CheckDocument(errs, "/agent_context", r.AgentContext, l.Depth, "key") {
 		if b, err := json.Marshal(r.AgentContext); err == nil {
 			limits.Bytes(errs, "/agent_context", len(b), l.AgentContext)
 		}
 	}
 	if r.Variables != nil {
 		limits.Items(errs, "/variables", len(r.Variables), l.Variables)
-		checkDocument(errs, "/variables", r.Variables, l.Depth)
+		CheckDocument(errs, "/variables", r.Variables, l.Depth, "key")
 	}
 }
 
-// checkDocument refuses credential-like keys at any depth of a free-form
-// document (as item metadata does: secrets never reach a prompt) and
-// nesting deeper than maxDepth; it reports whether the depth was within
-// the limit. The walk stops at the limit, so its cost is bounded too.
-func checkDocument(errs *validation.List, pointer string, doc map[string]any, maxDepth int) bool {
+// CheckDocument refuses credential-like keys at any depth of a free-form
+// document (a request's agent_context and variables, an item's metadata:
+// secrets never reach a prompt) and nesting deeper than maxDepth; it
+// reports whether the depth was within the limit. The walk stops at the
+// limit, so its cost is bounded too. what names a key in the messages
+// ("key", "metadata key").
+func CheckDocument(errs *validation.List, pointer string, doc map[string]any, maxDepth int, what string) bool {
 	deep := false
 	var walk func(p string, v any, depth int)
 	walk = func(p string, v any, depth int) {
@@ -99,7 +101,7 @@ func checkDocument(errs *validation.List, pointer string, doc map[string]any, ma
 			for _, k := range slices.Sorted(maps.Keys(x)) {
 				cp := p + "/" + validation.EscapePointer(k)
 				if validation.LooksLikeCredential(k) {
-					errs.Add(cp, "forbidden_key", "key %q looks like a credential; credentials are never put in context", k)
+					errs.Add(cp, "forbidden_key", "%s %q looks like a credential; credentials are never put in context", what, k)
 					continue
 				}
 				walk(cp, x[k], depth+1)

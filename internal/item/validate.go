@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -270,44 +268,14 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 		errs.Add(pointer, "format", "metadata must be a JSON object")
 		return json.RawMessage(`{}`)
 	}
-	if _, ok := v.(map[string]any); !ok {
+	doc, ok := v.(map[string]any)
+	if !ok {
 		errs.Add(pointer, "type", "metadata must be a JSON object")
 		return json.RawMessage(`{}`)
 	}
-	// Nesting is bounded as agent_context's is (the depth limit): what a
-	// write stores, every reader decodes.
-	maxDepth, deep := limits.Get().Depth, false
-	var walk func(p string, v any, depth int)
-	walk = func(p string, v any, depth int) {
-		if deep {
-			return
-		}
-		switch v.(type) {
-		case map[string]any, []any:
-			if depth > maxDepth {
-				errs.Add(pointer, "too_deep", "metadata is nested deeper than %d levels", maxDepth)
-				deep = true
-				return
-			}
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				child := x[k]
-				cp := p + "/" + validation.EscapePointer(k)
-				if validation.LooksLikeCredential(k) {
-					errs.Add(cp, "forbidden_key", "metadata key %q looks like a credential; credentials are never stored in context", k)
-					continue
-				}
-				walk(cp, child, depth+1)
-			}
-		case []any:
-			for i, child := range x {
-				walk(fmt.Sprintf("%s/%d", p, i), child, depth+1)
-			}
-		}
-	}
-	walk(pointer, v, 1)
+	// Credential-like keys and nesting are refused as in agent_context
+	// (the depth limit): what a write stores, every reader decodes.
+	ctxtype.CheckDocument(errs, pointer, doc, limits.Get().Depth, "metadata key")
 	out, err := json.Marshal(v)
 	if err != nil {
 		errs.Add(pointer, "format", "metadata cannot be encoded: %v", err)
