@@ -23,8 +23,14 @@ var ErrNotFound = fmt.Errorf("project %w", fault.ErrNotFound)
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) // the same rule as agent scopes in package auth
 
-// ValidName says whether name is one a project can have.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+// CheckName refuses, as parameter or pointer param, a name no project can
+// have.
+func CheckName(param, name string) error {
+	if !nameRE.MatchString(name) {
+		return validation.One(param, "format", "project names match [A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+	}
+	return nil
+}
 
 // Project is a tenant.
 type Project = store.Project
@@ -124,8 +130,8 @@ func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, na
 	if name == auth.SharedProject {
 		return Project{}, false, validation.One("project", "reserved", "%s is reserved", auth.SharedProject)
 	}
-	if !nameRE.MatchString(name) {
-		return Project{}, false, validation.One("project", "format", "project names match [A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+	if err := CheckName("project", name); err != nil {
+		return Project{}, false, err
 	}
 	var errs validation.List
 	limits.Chars(&errs, "/description", description, limits.Get().Description)

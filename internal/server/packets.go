@@ -307,8 +307,10 @@ func (s *Server) ListItemInjections(ctx context.Context, r api.ListItemInjection
 	if err != nil {
 		return nil, err
 	}
-	if p := r.Params.Project; p != nil && !project.ValidName(*p) {
-		return nil, validation.One("project", "format", "project names match [A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+	if p := r.Params.Project; p != nil {
+		if err := project.CheckName("project", *p); err != nil {
+			return nil, err
+		}
 	}
 	var version *int
 	if r.Params.Version != nil {
