@@ -797,16 +797,17 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 		return nil, "", "", err
 	}
 	var c injectionCursor
-	if _, err := page.Decode(ip.Cursor, &c); err != nil {
+	hasCursor, err := page.Decode(ip.Cursor, &c)
+	if err != nil {
 		return nil, "", "", err
 	}
-	if ip.Cursor != "" && (c.Of != of || c.P != proj || c.K != key) {
+	if hasCursor && (c.Of != of || c.P != proj || c.K != key) {
 		return nil, "", "", validation.One("cursor", "format", "cursor is not one this listing gave out (it is of another item or project)")
 	}
 	params := store.InjectionListParams{
 		Project: of, SubjectProject: proj, SubjectKey: key, Version: ip.Version, Since: ip.Since, Until: ip.Until, Max: ip.Limit + 1,
 	}
-	if ip.Cursor != "" {
+	if hasCursor {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
 	rows, err := s.store.InjectionList(ctx, params)
