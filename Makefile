@@ -40,6 +40,23 @@ bench: build ## Run the benchmarks, then a short `contextd bench --floor` on the
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 	./$(BIN) bench --items 2000 --shared 200 --duration 10s --floor $(ARGS)
 
+# bench-get-reference runs `contextd bench --only get` and LangGraph's own
+# PostgresStore get (internal/bench/langgraph: Node.js >= 20 and npm) in
+# turns, ROUNDS times, on DATABASE_URL, and prints each round's ratio: on a
+# shared two-core machine only figures taken close together compare.
+ROUNDS ?= 3
+.PHONY: bench-get-reference
+bench-get-reference: build ## contextd's item GET beside LangGraph's PostgresStore get, in turns (DATABASE_URL=..., ROUNDS=3; needs node and npm)
+	@if [ -z "$(DATABASE_URL)" ]; then echo "make bench-get-reference needs DATABASE_URL: a database both may write to, e.g. postgres://postgres@127.0.0.1:5432/benchw?sslmode=disable"; exit 1; fi
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "make bench-get-reference needs Node.js >= 20 and npm (apt-get install nodejs npm)"; exit 1; }
+	cd internal/bench/langgraph && npm ci --no-audit --no-fund --silent
+	@for i in $$(seq $(ROUNDS)); do \
+		c=$$(./$(BIN) bench --database-url "$(DATABASE_URL)" --only get --reuse --duration 16s 2>/dev/null | awk '$$1 == "get" && $$2 != "floor" { print $$3 }'); \
+		l=$$(node internal/bench/langgraph/get.mjs --database-url "$(DATABASE_URL)" --duration 10 | awk '$$1 == "langgraph" { print $$4 }'); \
+		if [ -z "$$c" ] || [ -z "$$l" ]; then echo "round $$i: a run failed (contextd: '$$c', langgraph: '$$l')"; exit 1; fi; \
+		awk -v i=$$i -v c=$$c -v l=$$l 'BEGIN { printf "round %d: contextd get %.0f/s, langgraph PostgresStore get %.0f/s, ratio %.2f\n", i, c, l, c / l }'; \
+	done
+
 # FUZZTIME is how long `make fuzz` runs each fuzz target.
 FUZZTIME ?= 10s
 
