@@ -39,3 +39,20 @@ func TestCountContentAndBlock(t *testing.T) {
 		require.Equal(t, wantBlock, block, "block of %q", c)
 	}
 }
+
+// BenchmarkCountLongWordItem counts an item whose content is one 1 MiB word,
+// under both tokenizers: the word is one chunk, so the bytes are merged once
+// for the content and once for the block (whose lead's space joins the
+// word's first chunk), four merges in all, and no more.
+func BenchmarkCountLongWordItem(b *testing.B) {
+	content := strings.Repeat("a", 1<<20)
+	if _, err := token.CountAll("warm"); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(content)))
+	for b.Loop() {
+		if _, _, err := countContentAndBlock("Title", content); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

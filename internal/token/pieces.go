@@ -21,6 +21,12 @@ import (
 //
 //	Σ over cut pieces (known − Count(P[:x]) − Count(P[y:])) + Σ over windows Count(window)
 //
+// A piece with no cut inside but clean cuts of T at both of its ends (the
+// lemma read across the junctions, with the neighbours' runes; the start and
+// the end of T are always clean) is counted as known[i] and closes the window
+// before it: a line that is one long word between line breaks is not merged
+// again.
+//
 // Heads, tails and windows are usually a few bytes ("\n", "-", ".\n\n###"), and
 // are counted through CountCached, so most of them are hits. The cost is that
 // of the windows and of finding the cuts, which stops at the first cut found
@@ -99,11 +105,32 @@ func CountPieces(t Tokenizer, pieces []string, known []int) (int, error) {
 	winIsTail := false // win is exactly the tail of the last cut piece
 	tail := 0          // Count of that tail
 	total := 0
+	prev := "" // the last non-empty piece before p
 	for i, p := range pieces {
 		if p == "" {
 			continue
 		}
 		x, y, ok := cuts(p)
+		if !ok && known[i] >= 0 && cleanBefore(prev, p) && cleanAfter(p, pieces[i+1:]) {
+			// No cut inside p, but both its ends are clean cuts of T: p's
+			// chunks are its own, and its known count stands. This keeps a
+			// piece that is one long chunk (a line that is one word) from
+			// being counted again.
+			switch {
+			case winIsTail:
+				total += tail
+			case len(win) > 0:
+				w, err := countCachedBytes(t, win)
+				if err != nil {
+					return 0, err
+				}
+				total += w
+			}
+			total += known[i]
+			win, winIsTail, prev = win[:0], false, p
+			continue
+		}
+		prev = p
 		if !ok {
 			win = append(win, p...)
 			winIsTail = false
@@ -149,6 +176,32 @@ func CountPieces(t Tokenizer, pieces []string, known []int) (int, error) {
 		total += w
 	}
 	return total, nil
+}
+
+// cleanBefore reports whether the start of p is a clean cut of the joined
+// text, prev being the non-empty piece before it ("" at the start of the
+// text, which is always clean). A rune split across the two pieces decodes as
+// an invalid byte on one side, and cleanCut refuses it.
+func cleanBefore(prev, p string) bool {
+	if prev == "" {
+		return true
+	}
+	c, n := utf8.DecodeLastRuneInString(prev)
+	d, m := utf8.DecodeRuneInString(p)
+	return cleanCut(c, n, d, m)
+}
+
+// cleanAfter reports whether the end of p is a clean cut of the joined text,
+// rest being the pieces after it (the end of the text is always clean).
+func cleanAfter(p string, rest []string) bool {
+	for _, q := range rest {
+		if q != "" {
+			c, n := utf8.DecodeLastRuneInString(p)
+			d, m := utf8.DecodeRuneInString(q)
+			return cleanCut(c, n, d, m)
+		}
+	}
+	return true
 }
 
 // cuts returns the first and the last clean cut strictly inside p.

@@ -96,6 +96,15 @@ func TestCountPiecesNamedCases(t *testing.T) {
 		"devanagari marks":    {"नमस", "्ते", " दुनिया", "ा"},
 		"invalid bytes":       {"a\xff", "\xfe b", "\x80"},
 		"replacement char":    {"a\uFFFD", "\uFFFDb"},
+		"one word alone":      {strings.Repeat("ab", 300)},
+		"word between lines":  {"x.\n", strings.Repeat("ab", 300), "\nb"},
+		"word after space":    {"- ", strings.Repeat("ab", 300), "\n"},
+		"word between digits": {"1", "abc", "2"},
+		"digits between":      {"a", "12", "b"},
+		"words and lines":     {"\n", "word", "\n", "two words here", "\n", "end"},
+		"word then empties":   {"\n", "word", "", "", "'s"},
+		"split rune at end":   {"\n", "abc\xe4\xb8", "\xad"},
+		"split rune at start": {"\xe4", "\xb8\xadabc", "\n"},
 	}
 	for name, pieces := range cases {
 		for _, tok := range tokenizers {
@@ -103,6 +112,31 @@ func TestCountPiecesNamedCases(t *testing.T) {
 				checkPieces(t, tok, pieces, func(i int) bool { return i%2 == 1 })
 			})
 		}
+	}
+}
+
+// TestCountPiecesKeepsWholeChunks: a piece with no cut inside but clean cuts
+// at both ends (a line that is one long word, between line breaks) is not
+// counted again: its known count is used as given.
+func TestCountPiecesKeepsWholeChunks(t *testing.T) {
+	t.Parallel()
+	word := strings.Repeat("ab", 5000)
+	for _, tok := range tokenizers {
+		nl, err := Count(tok, "\n")
+		require.NoError(t, err)
+		const marker = 1_000_000 // not word's count: shows which one was used
+		got, err := CountPieces(tok, []string{"\n", word, "\n"}, []int{-1, marker, -1})
+		require.NoError(t, err)
+		require.Equal(t, marker+2*nl, got, tok)
+		got, err = CountPieces(tok, []string{word}, []int{marker})
+		require.NoError(t, err)
+		require.Equal(t, marker, got, tok)
+		// After a space the word's first chunk takes the space: recounted.
+		want, err := Count(tok, " "+word)
+		require.NoError(t, err)
+		got, err = CountPieces(tok, []string{" ", word}, []int{-1, marker})
+		require.NoError(t, err)
+		require.Equal(t, want, got, tok)
 	}
 }
 
