@@ -62,7 +62,7 @@ func (s *Service) UpdateTx(ctx context.Context, tx *store.Tx, caller *Agent, id 
 	err := func() error {
 		row, err := tx.AgentForUpdate(ctx, id)
 		if err != nil {
-			return fmt.Errorf("get agent %s: %w", id, err)
+			return noAgent(id, err)
 		}
 		cur := fromRow(row)
 		if !caller.Covers(cur.Projects) {

@@ -85,6 +85,11 @@ func TestAgentsAPIAndRevocation(t *testing.T) {
 	require.Equal(t, "not_found", r.json["code"])
 	require.Contains(t, r.json["detail"], "there is no agent agt_nobody")
 	require.NotContains(t, r.json["detail"], "no rows", "the store's words stay inside")
+	r = e.do("PATCH", "/v1/agents/agt_nobody", e.admin, map[string]any{"name": "x"})
+	require.Equal(t, 404, r.status)
+	require.Equal(t, "not_found", r.json["code"])
+	require.Contains(t, r.json["detail"], "there is no agent agt_nobody")
+	require.NotContains(t, r.json["detail"], "no rows", "the store's words stay inside")
 }
 
 func TestScopeAndPermissions(t *testing.T) {
