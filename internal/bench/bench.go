@@ -55,9 +55,10 @@ type Config struct {
 	Phases      int           // with Floor: the number of phases, even, at least 4
 	Budget      int           // packets' token budget
 
-	IngestItems int   // --only ingest: items per batch (one round); at most MaxBatch
-	IngestSize  int   // --only ingest and put: content bytes of each item written
-	Records     int64 // --only injections: records in packet_records to seed
+	IngestItems int    // --only ingest: items per batch (one round); at most MaxBatch
+	IngestSize  int    // --only ingest and put: content bytes of each item written
+	PutFloor    string // --only put: the floor, PutFloorInsert (default) or PutFloorWrite
+	Records     int64  // --only injections: records in packet_records to seed
 
 	// Progress receives the progress bar and lines (stderr; nil: none).
 	Progress io.Writer
@@ -76,7 +77,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{Projects: 2, Items: 10000, Shared: 1000, Always: 0.2, Seed: 1,
 		Concurrency: 8, Duration: 30 * time.Second, Phases: 4, Budget: 16000,
-		IngestItems: MaxBatch, IngestSize: 500, Records: 1000000}
+		IngestItems: MaxBatch, IngestSize: 500, PutFloor: PutFloorInsert, Records: 1000000}
 }
 
 func (cfg *Config) validate() error {

@@ -192,6 +192,9 @@ func (cfg *Config) validateMode() error {
 	if cfg.IngestSize < 16 {
 		errs = append(errs, fmt.Errorf("--ingest-size must be at least 16 bytes, not %d", cfg.IngestSize))
 	}
+	if cfg.PutFloor != PutFloorInsert && cfg.PutFloor != PutFloorWrite {
+		errs = append(errs, fmt.Errorf("--put-floor must be %s or %s, not %q", PutFloorInsert, PutFloorWrite, cfg.PutFloor))
+	}
 	if cfg.Records < 100 {
 		errs = append(errs, fmt.Errorf("--records must be at least 100, not %d", cfg.Records))
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,10 +83,14 @@ WHERE c.project LIKE 'bench-ingest-%-c0' AND f.project LIKE 'bench-ingest-%-f0'`
 
 func TestPutAndGetModes(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{ModePut, ModeGet} {
+	for _, mode := range []string{ModePut, ModeGet, ModePut + "/" + PutFloorWrite} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			cfg, progress := modeConfig(t, mode)
+			op, floor, _ := strings.Cut(mode, "/")
+			cfg, progress := modeConfig(t, op)
+			if floor != "" {
+				cfg.PutFloor = floor // every floor write checks it copied a version and an item row
+			}
 			m, j := runModeJSON(t, cfg, progress)
 			for _, side := range []string{"contextd", "floor"} {
 				s := j[side].(map[string]any)
@@ -97,7 +102,7 @@ func TestPutAndGetModes(t *testing.T) {
 			require.Len(t, m.Phases, 4)
 			var table *string
 			require.NoError(t, dbPool(t, cfg.DatabaseURL).QueryRow(t.Context(),
-				`SELECT coalesce(to_regclass('bench_put_floor'), to_regclass('bench_store_floor'))::text`).Scan(&table))
+				`SELECT coalesce(to_regclass('bench_put_floor'), to_regclass('bench_put_floor_items'), to_regclass('bench_put_floor_terms'), to_regclass('bench_store_floor'))::text`).Scan(&table))
 			require.Nil(t, table, "the floor's table is dropped")
 		})
 	}
@@ -133,6 +138,9 @@ func TestModeConfigErrors(t *testing.T) {
 	cfg.URLs, cfg.AdminKey, cfg.Only, cfg.IngestItems, cfg.Records = []string{"http://x"}, "k", ModeIngest, MaxBatch+1, 10
 	_, err := Run(t.Context(), cfg)
 	require.Error(t, err)
+	cfg.PutFloor = "both"
+	_, err = Run(t.Context(), cfg)
+	require.ErrorContains(t, err, "--put-floor")
 	for _, want := range []string{"--database-url", "--ingest-items", "--records"} {
 		require.Contains(t, err.Error(), want)
 	}

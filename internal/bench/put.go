@@ -57,7 +57,11 @@ func (r *runner) runPut(ctx context.Context) (*ModeResult, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	pf, err := newPutFloor(ctx, pool, project)
+	newFloor := newPutFloor
+	if r.cfg.PutFloor == PutFloorWrite {
+		newFloor = newPutWriteFloor
+	}
+	pf, err := newFloor(ctx, pool, project)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +88,10 @@ func (r *runner) runPut(ctx context.Context) (*ModeResult, error) {
 	}
 	m.Note = fmt.Sprintf("floor: one INSERT per row (autocommit) into %s (LIKE item_versions INCLUDING ALL: %d indexes), rows of contextd's warm-up writes; dropped at the end",
 		putFloorTable, pf.indexes)
+	if pf.copies != nil {
+		m.Note = fmt.Sprintf("floor (--put-floor write): per PUT, one transaction copying a warm-up item's rows (version, item row with its search vector, relevance rows; not the chain's entry) into %s (LIKE ... INCLUDING ALL: %d indexes); dropped at the end",
+			strings.Join(pf.tables, ", "), pf.indexes)
+	}
 	return m, nil
 }
 
@@ -101,13 +109,39 @@ func (r *runner) putBody(wk *worker, items []Item) []byte {
 	return b
 }
 
-// putFloor inserts rows like contextd's versions into putFloorTable.
+// The floors of --only put (--put-floor). PutFloorInsert is the issue's:
+// one INSERT of a version's row. PutFloorWrite is every row a PUT writes
+// but the chain's entry, in one transaction: the version, the item row with
+// its finished search vector, and a relevance item's item_terms rows, each
+// into a copy of its table with the same indexes.
+const (
+	PutFloorInsert = "insert"
+	PutFloorWrite  = "write"
+)
+
+// putFloorTables are the copies PutFloorWrite writes into, by the table
+// they copy (LIKE ... INCLUDING ALL); putFloorTable is item_versions'.
+var putFloorTables = []struct{ source, copy string }{
+	{"item_versions", putFloorTable},
+	{"items", "bench_put_floor_items"},
+	{"item_terms", "bench_put_floor_terms"},
+}
+
+// putFloor inserts rows like contextd's versions into putFloorTable, or
+// (PutFloorWrite) all of a PUT's rows into putFloorTables.
 type putFloor struct {
 	pool      *pgxpool.Pool
 	sql       string
 	keyCol    int
 	templates [][]any
 	indexes   int
+
+	// PutFloorWrite: copies holds one INSERT ... SELECT per table, taking
+	// the rows of warm-up key $2 of project $1 under key $3; keys are the
+	// warm-up keys.
+	copies []string
+	keys   []string
+	tables []string
 }
 
 // newPutFloor (re)creates putFloorTable and reads the rows contextd wrote
@@ -146,9 +180,78 @@ func newPutFloor(ctx context.Context, pool *pgxpool.Pool, project string) (*putF
 	return f, nil
 }
 
+// newPutWriteFloor (re)creates putFloorTables and finds the warm-up keys
+// whose rows it copies. Each write copies the rows with INSERT ... SELECT
+// from the tables contextd wrote (an index probe each, the floor's only
+// extra), so their values, search vectors included, are contextd's.
+func newPutWriteFloor(ctx context.Context, pool *pgxpool.Pool, project string) (*putFloor, error) {
+	f := &putFloor{pool: pool}
+	for _, t := range putFloorTables {
+		f.tables = append(f.tables, t.copy)
+		q := pgx.Identifier{t.copy}.Sanitize()
+		if _, err := pool.Exec(ctx, "DROP TABLE IF EXISTS "+q+"; CREATE TABLE "+q+" (LIKE "+pgx.Identifier{t.source}.Sanitize()+" INCLUDING ALL)"); err != nil {
+			f.drop(ctx)
+			return nil, fmt.Errorf("floor: create %s: %w", t.copy, err)
+		}
+		cols, err := copyColumns(ctx, pool, t.copy)
+		if err != nil {
+			f.drop(ctx)
+			return nil, fmt.Errorf("floor: columns of %s: %w", t.copy, err)
+		}
+		quoted, sel := make([]string, len(cols)), make([]string, len(cols))
+		for i, c := range cols {
+			quoted[i], sel[i] = pgx.Identifier{c}.Sanitize(), pgx.Identifier{c}.Sanitize()
+			if c == "key" {
+				sel[i] = "$3::text"
+			}
+		}
+		f.copies = append(f.copies, "INSERT INTO "+q+" ("+strings.Join(quoted, ", ")+") SELECT "+strings.Join(sel, ", ")+
+			" FROM "+pgx.Identifier{t.source}.Sanitize()+" WHERE project = $1 AND key = $2")
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", q).Scan(&n); err != nil {
+			f.drop(ctx)
+			return nil, fmt.Errorf("floor: %w", err)
+		}
+		f.indexes += n
+	}
+	rows, err := pool.Query(ctx, "SELECT key FROM items WHERE project = $1 AND key LIKE 'warm-%' ORDER BY key", project)
+	if err == nil {
+		f.keys, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err == nil && len(f.keys) == 0 {
+		err = fmt.Errorf("no items of %s to write again", project)
+	}
+	if err != nil {
+		f.drop(ctx)
+		return nil, fmt.Errorf("floor: %w", err)
+	}
+	f.templates = [][]any{{project}}
+	return f, nil
+}
+
 // insert writes template n (modulo) again under key, in a transaction of
-// its own.
+// its own: one row, or (PutFloorWrite) all of the warm-up item's rows in
+// one pipeline, which runs as one implicit transaction.
 func (f *putFloor) insert(ctx context.Context, key string, n int) error {
+	if f.copies != nil {
+		b := &pgx.Batch{}
+		from := f.keys[n%len(f.keys)]
+		for _, q := range f.copies {
+			b.Queue(q, f.templates[0][0], from, key)
+		}
+		br := f.pool.SendBatch(ctx, b)
+		for i := range f.copies {
+			tag, err := br.Exec()
+			if err == nil && i < 2 && tag.RowsAffected() != 1 { // a version and an item row, always
+				err = fmt.Errorf("floor: %s of %s copied %d rows, not 1", f.tables[i], from, tag.RowsAffected())
+			}
+			if err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		return br.Close()
+	}
 	vals := slices.Clone(f.templates[n%len(f.templates)])
 	vals[f.keyCol] = key
 	_, err := f.pool.Exec(ctx, f.sql, vals...)
@@ -156,5 +259,7 @@ func (f *putFloor) insert(ctx context.Context, key string, n int) error {
 }
 
 func (f *putFloor) drop(ctx context.Context) {
-	_, _ = f.pool.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+pgx.Identifier{putFloorTable}.Sanitize())
+	for _, t := range putFloorTables {
+		_, _ = f.pool.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+pgx.Identifier{t.copy}.Sanitize())
+	}
 }

@@ -60,7 +60,10 @@ run on the same database (always, --floor or not; with --url they need
   --only put         --concurrency clients PUT items of --ingest-size bytes
                      under distinct keys; the floor INSERTs one row at a time
                      into a table LIKE item_versions INCLUDING ALL (dropped at
-                     the end). ops/s, p50/p99, in alternating --phases.
+                     the end); with --put-floor write, one transaction per PUT
+                     copies all of an item's rows (version, item row, relevance
+                     rows) into copies of their tables. ops/s, p50/p99, in
+                     alternating --phases.
   --only get         GET of items of the seeded corpus by key; the floor is
                      LangGraph PostgresStore's get on a store table of as many
                      rows (dropped at the end).
@@ -136,6 +139,7 @@ func newBench() *cobra.Command {
 	f.StringVar(&cfg.Only, "only", "", "assemble: packet assembly alone; ingest, put, get or injections: that operation beside its floor")
 	f.IntVar(&cfg.IngestItems, "ingest-items", cfg.IngestItems, "--only ingest: items of each round's batch (at most 10,000)")
 	f.IntVar(&cfg.IngestSize, "ingest-size", cfg.IngestSize, "--only ingest and put: content bytes of each item written")
+	f.StringVar(&cfg.PutFloor, "put-floor", cfg.PutFloor, "--only put: the floor, insert (one INSERT of the version's row) or write (every row a PUT writes but the chain's, in one transaction)")
 	f.Int64Var(&cfg.Records, "records", cfg.Records, "--only injections: records to seed into packet_records")
 	f.BoolVar(&cfg.Floor, "floor", false, "alternate phases of contextd and of a minimal pgx floor; print the ratio")
 	f.IntVar(&cfg.Phases, "phases", cfg.Phases, "with --floor: number of phases, even, at least 4 (each --duration/--phases)")
