@@ -185,7 +185,7 @@ type Service struct {
 // NewService returns an item service.
 func NewService(st *store.Store, projects *project.Service) *Service {
 	s := &Service{store: st, projects: projects}
-	s.groups = newWriteGroups(s.runGroup)
+	s.groups = newWriteGroups(s.runGroup, writeLanes)
 	return s
 }
 
