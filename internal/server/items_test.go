@@ -268,6 +268,34 @@ func TestBatch(t *testing.T) {
 	require.Equal(t, "too_many", r.json["errors"].([]any)[0].(map[string]any)["code"], "a limit's code, as for every other limit")
 }
 
+// TestConcurrentIfMatchOnOneKey: of concurrent writes that all expect
+// version 1, exactly one lands, whichever lane or group takes it; the
+// others fail their precondition against the version it made.
+func TestConcurrentIfMatchOnOneKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	r := e.do("PUT", "/v1/projects/acme/items/hot", e.admin, map[string]any{"content": "first"})
+	require.Equal(t, 201, r.status, r.text)
+	const n = 8
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Go(func() {
+			r := e.do("PUT", "/v1/projects/acme/items/hot", e.admin, map[string]any{"content": fmt.Sprintf("writer %d", i)}, "If-Match", `"1"`)
+			statuses[i] = r.status
+		})
+	}
+	wg.Wait()
+	counts := map[int]int{}
+	for _, st := range statuses {
+		counts[st]++
+	}
+	require.Equal(t, map[int]int{201: 1, 412: n - 1}, counts, "a new version is 201")
+	r = e.do("GET", "/v1/projects/acme/items/hot", e.admin, nil)
+	require.Equal(t, 2, r.num("version"))
+}
+
 func TestConcurrentWritesOfOneKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
