@@ -116,17 +116,11 @@ func CountPieces(t Tokenizer, pieces []string, known []int) (int, error) {
 			// chunks are its own, and its known count stands. This keeps a
 			// piece that is one long chunk (a line that is one word) from
 			// being counted again.
-			switch {
-			case winIsTail:
-				total += tail
-			case len(win) > 0:
-				w, err := countCachedBytes(t, win)
-				if err != nil {
-					return 0, err
-				}
-				total += w
+			w, err := windowCount(t, win, winIsTail, tail)
+			if err != nil {
+				return 0, err
 			}
-			total += known[i]
+			total += w + known[i]
 			win, winIsTail, prev = win[:0], false, p
 			continue
 		}
@@ -165,17 +159,24 @@ func CountPieces(t Tokenizer, pieces []string, known []int) (int, error) {
 		win = append(win[:0], p[y:]...)
 		winIsTail = true
 	}
-	switch {
-	case winIsTail: // the text ends with that tail: its count cancels
-		total += tail
-	case len(win) > 0:
-		w, err := countCachedBytes(t, win)
-		if err != nil {
-			return 0, err
-		}
-		total += w
+	w, err := windowCount(t, win, winIsTail, tail) // at the end of the text
+	if err != nil {
+		return 0, err
 	}
-	return total, nil
+	return total + w, nil
+}
+
+// windowCount is the count of the open window win where a clean cut closes
+// it: tail, already counted, when win is exactly the last cut piece's tail
+// (whose count was taken off that piece's known count and cancels here).
+func windowCount(t Tokenizer, win []byte, winIsTail bool, tail int) (int, error) {
+	switch {
+	case winIsTail:
+		return tail, nil
+	case len(win) > 0:
+		return countCachedBytes(t, win)
+	}
+	return 0, nil
 }
 
 // cleanBefore reports whether the start of p is a clean cut of the joined
@@ -183,12 +184,7 @@ func CountPieces(t Tokenizer, pieces []string, known []int) (int, error) {
 // text, which is always clean). A rune split across the two pieces decodes as
 // an invalid byte on one side, and cleanCut refuses it.
 func cleanBefore(prev, p string) bool {
-	if prev == "" {
-		return true
-	}
-	c, n := utf8.DecodeLastRuneInString(prev)
-	d, m := utf8.DecodeRuneInString(p)
-	return cleanCut(c, n, d, m)
+	return prev == "" || cleanJunction(prev, p)
 }
 
 // cleanAfter reports whether the end of p is a clean cut of the joined text,
@@ -196,12 +192,18 @@ func cleanBefore(prev, p string) bool {
 func cleanAfter(p string, rest []string) bool {
 	for _, q := range rest {
 		if q != "" {
-			c, n := utf8.DecodeLastRuneInString(p)
-			d, m := utf8.DecodeRuneInString(q)
-			return cleanCut(c, n, d, m)
+			return cleanJunction(p, q)
 		}
 	}
 	return true
+}
+
+// cleanJunction reports whether the cut between a and b (both non-empty),
+// joined, is clean by the lemma.
+func cleanJunction(a, b string) bool {
+	c, n := utf8.DecodeLastRuneInString(a)
+	d, m := utf8.DecodeRuneInString(b)
+	return cleanCut(c, n, d, m)
 }
 
 // cuts returns the first and the last clean cut strictly inside p.
