@@ -90,7 +90,7 @@ func (r *runner) runPut(ctx context.Context) (*ModeResult, error) {
 		putFloorTable, pf.indexes)
 	if pf.copies != nil {
 		m.Note = fmt.Sprintf("floor (--put-floor write): per PUT, one transaction copying a warm-up item's rows (version, item row with its search vector, relevance rows; not the chain's entry) into %s (LIKE ... INCLUDING ALL: %d indexes); dropped at the end",
-			strings.Join(pf.tables, ", "), pf.indexes)
+			floorCopies(), pf.indexes)
 	}
 	return m, nil
 }
@@ -120,11 +120,15 @@ const (
 )
 
 // putFloorTables are the copies PutFloorWrite writes into, by the table
-// they copy (LIKE ... INCLUDING ALL); putFloorTable is item_versions'.
-var putFloorTables = []struct{ source, copy string }{
-	{"item_versions", putFloorTable},
-	{"items", "bench_put_floor_items"},
-	{"item_terms", "bench_put_floor_terms"},
+// they copy (LIKE ... INCLUDING ALL); putFloorTable is item_versions'. A
+// PUT writes exactly one row of the tables marked one.
+var putFloorTables = []struct {
+	source, copy string
+	one          bool
+}{
+	{"item_versions", putFloorTable, true},
+	{"items", "bench_put_floor_items", true},
+	{"item_terms", "bench_put_floor_terms", false},
 }
 
 // putFloor inserts rows like contextd's versions into putFloorTable, or
@@ -136,12 +140,12 @@ type putFloor struct {
 	templates [][]any
 	indexes   int
 
-	// PutFloorWrite: copies holds one INSERT ... SELECT per table, taking
-	// the rows of warm-up key $2 of project $1 under key $3; keys are the
-	// warm-up keys.
-	copies []string
-	keys   []string
-	tables []string
+	// PutFloorWrite: copies holds one INSERT ... SELECT per table of
+	// putFloorTables, taking the rows of warm-up key $2 of project $1 under
+	// key $3; keys are the warm-up keys of project.
+	copies  []string
+	keys    []string
+	project string
 }
 
 // newPutFloor (re)creates putFloorTable and reads the rows contextd wrote
@@ -171,7 +175,7 @@ func newPutFloor(ctx context.Context, pool *pgxpool.Pool, project string) (*putF
 		err = fmt.Errorf("no versions of %s to insert again", project)
 	}
 	if err == nil {
-		err = pool.QueryRow(ctx, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", t).Scan(&f.indexes)
+		f.indexes, err = countIndexes(ctx, pool, t)
 	}
 	if err != nil {
 		f.drop(ctx)
@@ -185,9 +189,8 @@ func newPutFloor(ctx context.Context, pool *pgxpool.Pool, project string) (*putF
 // from the tables contextd wrote (an index probe each, the floor's only
 // extra), so their values, search vectors included, are contextd's.
 func newPutWriteFloor(ctx context.Context, pool *pgxpool.Pool, project string) (*putFloor, error) {
-	f := &putFloor{pool: pool}
+	f := &putFloor{pool: pool, project: project}
 	for _, t := range putFloorTables {
-		f.tables = append(f.tables, t.copy)
 		q := pgx.Identifier{t.copy}.Sanitize()
 		if _, err := pool.Exec(ctx, "DROP TABLE IF EXISTS "+q+"; CREATE TABLE "+q+" (LIKE "+pgx.Identifier{t.source}.Sanitize()+" INCLUDING ALL)"); err != nil {
 			f.drop(ctx)
@@ -207,8 +210,8 @@ func newPutWriteFloor(ctx context.Context, pool *pgxpool.Pool, project string) (
 		}
 		f.copies = append(f.copies, "INSERT INTO "+q+" ("+strings.Join(quoted, ", ")+") SELECT "+strings.Join(sel, ", ")+
 			" FROM "+pgx.Identifier{t.source}.Sanitize()+" WHERE project = $1 AND key = $2")
-		var n int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", q).Scan(&n); err != nil {
+		n, err := countIndexes(ctx, pool, q)
+		if err != nil {
 			f.drop(ctx)
 			return nil, fmt.Errorf("floor: %w", err)
 		}
@@ -225,8 +228,14 @@ func newPutWriteFloor(ctx context.Context, pool *pgxpool.Pool, project string) (
 		f.drop(ctx)
 		return nil, fmt.Errorf("floor: %w", err)
 	}
-	f.templates = [][]any{{project}}
 	return f, nil
+}
+
+// countIndexes is the number of indexes of table (a quoted name).
+func countIndexes(ctx context.Context, pool *pgxpool.Pool, table string) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", table).Scan(&n)
+	return n, err
 }
 
 // insert writes template n (modulo) again under key, in a transaction of
@@ -237,13 +246,13 @@ func (f *putFloor) insert(ctx context.Context, key string, n int) error {
 		b := &pgx.Batch{}
 		from := f.keys[n%len(f.keys)]
 		for _, q := range f.copies {
-			b.Queue(q, f.templates[0][0], from, key)
+			b.Queue(q, f.project, from, key)
 		}
 		br := f.pool.SendBatch(ctx, b)
-		for i := range f.copies {
+		for _, t := range putFloorTables {
 			tag, err := br.Exec()
-			if err == nil && i < 2 && tag.RowsAffected() != 1 { // a version and an item row, always
-				err = fmt.Errorf("floor: %s of %s copied %d rows, not 1", f.tables[i], from, tag.RowsAffected())
+			if err == nil && t.one && tag.RowsAffected() != 1 {
+				err = fmt.Errorf("floor: %s of %s copied %d rows, not 1", t.copy, from, tag.RowsAffected())
 			}
 			if err != nil {
 				_ = br.Close()
@@ -256,6 +265,15 @@ func (f *putFloor) insert(ctx context.Context, key string, n int) error {
 	vals[f.keyCol] = key
 	_, err := f.pool.Exec(ctx, f.sql, vals...)
 	return err
+}
+
+// floorCopies names putFloorTables' copies, for the mode's note.
+func floorCopies() string {
+	names := make([]string, len(putFloorTables))
+	for i, t := range putFloorTables {
+		names[i] = t.copy
+	}
+	return strings.Join(names, ", ")
 }
 
 func (f *putFloor) drop(ctx context.Context) {

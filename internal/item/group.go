@@ -87,7 +87,7 @@ func (g *writeGroups) await(ctx context.Context, proj string, c *putCall) error 
 	g.mu.Lock()
 	q := g.projects[proj]
 	if q == nil {
-		q = &queue{}
+		q = &queue{inflight: map[string]bool{}}
 		g.projects[proj] = q
 	}
 	q.calls = append(q.calls, c)
@@ -144,9 +144,6 @@ func (g *writeGroups) drain(proj string, q *queue) {
 // each key once, at most maxGroup.
 func take(q *queue) []*putCall {
 	var group, rest []*putCall
-	if q.inflight == nil {
-		q.inflight = map[string]bool{}
-	}
 	for _, c := range q.calls {
 		if len(group) == maxGroup || q.inflight[c.p.key] {
 			rest = append(rest, c)
