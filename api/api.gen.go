@@ -637,7 +637,9 @@ type BatchItem struct {
 	Key     string `json:"key"`
 
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
-	Kind       *string          `json:"kind,omitempty"`
+	Kind *string `json:"kind,omitempty"`
+
+	// Metadata At most 64 KiB as sent (the `metadata` limit), nested at most 16 deep.
 	Metadata   *json.RawMessage `json:"metadata,omitempty"`
 	Priority   *int32           `json:"priority,omitempty"`
 	Provenance *Provenance      `json:"provenance,omitempty"`
@@ -1014,7 +1016,9 @@ type ItemWrite struct {
 	Content string `json:"content"`
 
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
-	Kind       *string          `json:"kind,omitempty"`
+	Kind *string `json:"kind,omitempty"`
+
+	// Metadata At most 64 KiB as sent (the `metadata` limit), nested at most 16 deep.
 	Metadata   *json.RawMessage `json:"metadata,omitempty"`
 	Priority   *int32           `json:"priority,omitempty"`
 	Provenance *Provenance      `json:"provenance,omitempty"`
@@ -1696,8 +1700,12 @@ type ListItemInjectionsParams struct {
 	// Project For a _shared item, the project whose packets to list. Required when the caller may see more than one project (422 otherwise); for a project's own item it must be that project, or absent.
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
 	Version *int32  `form:"version,omitempty" json:"version,omitempty"`
-	Since   *string `form:"since,omitempty" json:"since,omitempty"`
-	Until   *string `form:"until,omitempty" json:"until,omitempty"`
+
+	// Since Packets assembled at or after this time (inclusive).
+	Since *string `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Packets assembled before this time (exclusive).
+	Until *string `form:"until,omitempty" json:"until,omitempty"`
 
 	// Limit Page size, 1 to 1000 (default 100).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`

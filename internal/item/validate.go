@@ -23,6 +23,13 @@ func ValidSource(source string) bool { return sources[source] || otherTagRE.Matc
 // ValidKey reports whether key may name an item.
 func ValidKey(key string) bool { return ctxtype.ValidKey(key) }
 
+// maxTitle and maxStateKey are an item's title and state key, in
+// characters (api/openapi.yaml's maxLength): fixed, as a key's 200 are.
+const (
+	maxTitle    = 1000
+	maxStateKey = 200
+)
+
 var (
 	kinds       = set("knowledge", "state", "episode", "skill", "decision", "instruction", "evidence", "tool")
 	authorities = set("policy", "instruction", "evidence", "hypothesis")
@@ -120,12 +127,9 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 	l := limits.Get()
 	limits.Bytes(errs, prefix+"/content", len(f.Content), l.Content)
 	limits.Chars(errs, prefix+"/summary", f.Summary, l.Summary)
-	if len(f.Title) > 1000 {
-		errs.Add(prefix+"/title", "too_long", "title is longer than 1000 bytes")
-	}
-	if len(f.StateKey) > 200 {
-		errs.Add(prefix+"/state_key", "range", "state_key is longer than 200 bytes")
-	}
+	// In characters, as api/openapi.yaml's maxLength and the other limits.
+	limits.Chars(errs, prefix+"/title", f.Title, maxTitle)
+	limits.Chars(errs, prefix+"/state_key", f.StateKey, maxStateKey)
 	parseTime := func(field string, p *string) *time.Time {
 		if p == nil {
 			return nil
@@ -167,13 +171,26 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 		}
 	}
 	if in.Provenance != nil {
-		f.Provenance = Provenance{SourceRef: in.Provenance.SourceRef, DerivedFrom: nonNil(in.Provenance.DerivedFrom)}
-		checkStrings(prefix+"/provenance/derived_from", f.Provenance.DerivedFrom, errs)
+		f.Provenance = normalizeProvenance(prefix+"/provenance", in.Provenance, errs)
 	}
 	if len(in.Metadata) > 0 && !bytes.Equal(bytes.TrimSpace(in.Metadata), []byte("null")) {
 		f.Metadata = normalizeMetadata(prefix+"/metadata", in.Metadata, errs)
 	}
 	return f
+}
+
+// normalizeProvenance checks a provenance against the text and list
+// limits, as every other short text and list.
+func normalizeProvenance(pointer string, in *Provenance, errs *validation.List) Provenance {
+	l := limits.Get()
+	p := Provenance{SourceRef: in.SourceRef, DerivedFrom: nonNil(in.DerivedFrom)}
+	limits.Chars(errs, pointer+"/source_ref", p.SourceRef, l.Text)
+	checkStrings(pointer+"/derived_from", p.DerivedFrom, errs)
+	limits.Items(errs, pointer+"/derived_from", len(p.DerivedFrom), l.List)
+	for i, d := range p.DerivedFrom {
+		limits.Chars(errs, fmt.Sprintf("%s/derived_from/%d", pointer, i), d, l.Text)
+	}
+	return p
 }
 
 func nonNil(s []string) []string {
@@ -261,6 +278,11 @@ func normalizeMatch(t *Trigger, pointer string, errs *validation.List) string {
 // keys (at any depth) and returns it in canonical form (sorted keys), so
 // that equal metadata hashes equally.
 func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.List) json.RawMessage {
+	if max := limits.Get().Metadata; len(raw) > max {
+		// Refused before it is decoded: its size is the work.
+		limits.Bytes(errs, pointer, len(raw), max)
+		return json.RawMessage(`{}`)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

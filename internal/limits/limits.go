@@ -45,6 +45,7 @@ type Limits struct {
 	// Depth how deeply agent_context and variables may nest.
 	AgentContext int `limit:"agent_context"`
 	Depth        int `limit:"depth"`
+	Metadata     int `limit:"metadata"`  // bytes of an item's metadata (as JSON)
 	Variables    int `limit:"variables"` // members of variables
 	Text         int `limit:"text"`      // characters of other short texts: a title, a criterion, a step, an outcome
 	List         int `limit:"list"`      // entries of other lists: criteria, outcomes, decisions, predecessors, roles
@@ -54,7 +55,7 @@ type Limits struct {
 var Default = Limits{
 	Role: 64, TaskID: 128, StepID: 64, Objective: 4000, AgentName: 128, Description: 2000, Summary: 4000,
 	Reason: 2000, Query: 4000, Content: 1 << 20, Messages: 1000, Message: 100 << 10, ToolResults: 200,
-	ToolResult: 100 << 10, Keywords: 64, Keyword: 100, Pins: 1000, AgentContext: 256 << 10, Depth: 16,
+	ToolResult: 100 << 10, Keywords: 64, Keyword: 100, Pins: 1000, AgentContext: 256 << 10, Depth: 16, Metadata: 64 << 10,
 	Variables: 1000, Text: 4000, List: 1000,
 }
 

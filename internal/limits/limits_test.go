@@ -26,7 +26,7 @@ func TestWith(t *testing.T) {
 	if _, err := Default.With(map[string]string{"nonsense": "1"}); err == nil || !strings.Contains(err.Error(), "agent_context") {
 		t.Fatalf("the error lists the known names: %v", err)
 	}
-	if len(Names()) != 22 {
+	if len(Names()) != 23 {
 		t.Fatalf("every field has a name: %v", Names())
 	}
 }

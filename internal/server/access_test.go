@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -35,6 +37,19 @@ func TestAuthentication(t *testing.T) {
 	// Basic auth is not a bearer key.
 	r = e.do("GET", path, "", nil, "Authorization", "Basic "+e.admin)
 	require.Equal(t, 401, r.status)
+
+	// Two Authorization headers: which one is the request's is not guessed.
+	req, err := http.NewRequest("GET", e.url+path, nil)
+	require.NoError(t, err)
+	req.Header.Add("Authorization", "Bearer "+e.admin)
+	req.Header.Add("Authorization", "Bearer "+auth.NewKey())
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, 400, res.StatusCode, string(body))
+	require.Equal(t, "application/problem+json", res.Header.Get("Content-Type"))
+	require.Contains(t, string(body), `"code":"malformed"`)
 
 	// Health, readiness and the contract need no key.
 	require.Equal(t, 200, e.do("GET", "/healthz", "", nil).status)

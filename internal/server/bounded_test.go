@@ -597,6 +597,17 @@ func TestRevocationReachesWatchingProcesses(t *testing.T) {
 	require.Eventually(t, func() bool { return f.do("GET", "/v1/projects/acme/items", key, nil).status == 401 }, time.Second, 10*time.Millisecond)
 	require.Less(t, time.Since(start), 500*time.Millisecond, "through the trigger's NOTIFY, not the TTL")
 
+	// So is an operator's DELETE of the agent's row (a leaked key removed).
+	r = e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "d", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	require.Equal(t, 201, r.status, r.text)
+	id, key = r.json["id"].(string), r.json["key"].(string)
+	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
+	_, err = e.pool.Exec(ctx, `DELETE FROM agents WHERE id = $1`, id)
+	require.NoError(t, err)
+	start = time.Now()
+	require.Eventually(t, func() bool { return f.do("GET", "/v1/projects/acme/items", key, nil).status == 401 }, time.Second, 10*time.Millisecond)
+	require.Less(t, time.Since(start), 500*time.Millisecond, "through the delete trigger's NOTIFY, not the TTL")
+
 	// A reconnect drops what was kept: the next request looks the agent up,
 	// though the entry is still within keyMaxAge and changes are heard
 	// again.

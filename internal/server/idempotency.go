@@ -150,8 +150,10 @@ func (s *Server) attempt(c echo.Context, next echo.HandlerFunc, u *unit, body []
 	req := c.Request()
 	ctx := req.Context()
 	u.tx, u.replay = nil, nil
-	rec := &bufferedResponse{header: http.Header{}}
 	orig := c.Response().Writer
+	// The headers set so far (X-Request-Id) are the answer's: a problem
+	// written in the attempt names its request, as every other does.
+	rec := &bufferedResponse{header: orig.Header().Clone()}
 	c.Response().Writer = rec
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	c.SetRequest(req.WithContext(context.WithValue(ctx, unitKey{}, u)))
@@ -177,7 +179,7 @@ func (s *Server) attempt(c echo.Context, next echo.HandlerFunc, u *unit, body []
 			s.store.CountRetry()
 			return false, nil
 		}
-		rec.flush(orig)
+		rec.flush(c.Response())
 		return true, nil
 	}
 	err := u.begin(ctx)
@@ -200,7 +202,7 @@ func (s *Server) attempt(c echo.Context, next echo.HandlerFunc, u *unit, body []
 		s.log.Error("idempotent request not committed", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err)
 		return true, problem(503, "unavailable", "the request could not be committed; retry with the same Idempotency-Key")
 	}
-	rec.flush(orig)
+	rec.flush(c.Response())
 	return true, nil
 }
 

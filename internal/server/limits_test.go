@@ -65,6 +65,12 @@ func TestInputLimits(t *testing.T) {
 		{"summary", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "summary": long(4001)}), "/summary", "too_long"},
 		{"keywords", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "trigger": map[string]any{"keywords": strings.Split(strings.Repeat("k,", 65)[:129], ",")}}), "/trigger/keywords", "too_many"},
 		{"keyword", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "trigger": map[string]any{"keywords": []string{long(101)}}}), "/trigger/keywords/0", "too_long"},
+		{"title", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "title": strings.Repeat("é", 1001)}), "/title", "too_long"},
+		{"state_key", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "state_key": long(201)}), "/state_key", "too_long"},
+		{"source_ref", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "provenance": map[string]any{"source_ref": long(4001)}}), "/provenance/source_ref", "too_long"},
+		{"derived_from", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "provenance": map[string]any{"derived_from": strings.Split(strings.Repeat("d,", 1001)[:2001], ",")}}), "/provenance/derived_from", "too_many"},
+		{"derived_from entry", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "provenance": map[string]any{"derived_from": []string{"a", long(4001)}}}), "/provenance/derived_from/1", "too_long"},
+		{"metadata", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "metadata": map[string]any{"notes": long(64 << 10)}}), "/metadata", "too_long"},
 		{"batch item", e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []any{map[string]any{"key": "k", "content": "x", "summary": long(4001)}}}), "/items/0/summary", "too_long"},
 		{"agent name", e.do("POST", "/v1/agents", e.admin, map[string]any{"name": long(129), "role": "r", "permission": "edit", "projects": []string{"acme"}}), "/name", "too_long"},
 		{"agent role", e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "n", "role": long(65), "permission": "edit", "projects": []string{"acme"}}), "/role", "too_long"},
@@ -88,6 +94,12 @@ func TestInputLimits(t *testing.T) {
 
 	// At the limit is fine.
 	require.Equal(t, 201, assemble(map[string]any{"query": long(4000), "agent_context": nested(16)}).status)
+	r0 := e.do("PUT", "/v1/projects/acme/items/at-limit", e.admin, map[string]any{
+		"content": "x", "title": strings.Repeat("é", 1000), "state_key": strings.Repeat("é", 200),
+		"provenance": map[string]any{"source_ref": long(4000), "derived_from": strings.Split(strings.Repeat("d,", 1000)[:1999], ",")},
+		"metadata":   map[string]any{"notes": long(64<<10 - 20)},
+	})
+	require.Equal(t, 201, r0.status, "%.300s", r0.text)
 	id := e.handoff(a.implementer, manifest("T-2", "critic"))
 	r := e.do("POST", "/v1/projects/acme/handoffs/"+id+"/reject", a.critic, map[string]any{"reason": long(2001)})
 	require.Equal(t, 422, r.status, r.text)

@@ -171,3 +171,40 @@ func TestLogLinesCarryRequestID(t *testing.T) {
 	_, err = obs.NewLogger(io.Discard, "xml", slog.LevelInfo)
 	require.Error(t, err)
 }
+
+// A write under an Idempotency-Key is logged with the status it answered
+// (its answer is buffered until its key is stored), and a problem it
+// answers names its request like every other; a replay keeps that body.
+func TestIdempotentAnswersAreLoggedAndNamed(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	log, err := obs.NewLogger(&buf, "json", slog.LevelInfo)
+	require.NoError(t, err)
+	e := setupWith(t, server.Config{Logger: log})
+	e.project("acme")
+	created := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "x"}, "Idempotency-Key", "ik-1")
+	require.Equal(t, 201, created.status, created.text)
+	stale := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "y"}, "Idempotency-Key", "ik-2", "If-Match", `"7"`)
+	require.Equal(t, 412, stale.status, stale.text)
+	id := stale.header.Get("X-Request-Id")
+	require.NotEmpty(t, id)
+	require.Equal(t, id, stale.json["request_id"], "the problem names its request")
+	again := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "y"}, "Idempotency-Key", "ik-2", "If-Match", `"7"`)
+	require.Equal(t, 412, again.status)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Equal(t, stale.text, again.text, "the replay is the stored answer")
+
+	status := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		if m["msg"] == "request" {
+			if rid, ok := m["request_id"].(string); ok {
+				status[rid], _ = m["status"].(float64)
+			}
+		}
+	}
+	require.Equal(t, 201.0, status[created.header.Get("X-Request-Id")], buf.String())
+	require.Equal(t, 412.0, status[id])
+	require.Equal(t, 412.0, status[again.header.Get("X-Request-Id")])
+}

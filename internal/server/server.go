@@ -248,6 +248,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if p := c.Request().URL.Path; !strings.HasPrefix(p, "/v1/") && p != mcpPath {
 			return next(c)
 		}
+		if n := len(c.Request().Header.Values(echo.HeaderAuthorization)); n > 1 {
+			// Which credential would be the request's is not for the server
+			// to guess (RFC 9110: Authorization is not a list).
+			return problem(400, "malformed", "send one Authorization header, not %d", n)
+		}
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		scheme, key, ok := strings.Cut(h, " ")
 		if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
