@@ -91,6 +91,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 		}
 	}()
 	cfg.Store.Tracer = tracing.TracerProvider()
+	cfg.Store.Logger = log
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
 		return err

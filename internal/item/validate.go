@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,7 +107,7 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 	}
 	enum := func(field, val string, allowed map[string]bool, list string) {
 		if !allowed[val] {
-			errs.Add(prefix+"/"+field, "enum", "%s must be one of %s, not %q", field, list, val)
+			errs.Add(prefix+"/"+field, "enum", "%s must be one of %s, not %s", field, list, quoteShort(val))
 		}
 	}
 	enum("kind", f.Kind, kinds, "knowledge, state, episode, skill, decision, instruction, evidence, tool")
@@ -114,7 +115,7 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 	enum("confidence", f.Confidence, confidences, "verified, probable, uncertain")
 	enum("slot", f.Slot, slots, "system, messages, tools")
 	if !sources[f.Source] && !otherTagRE.MatchString(f.Source) {
-		errs.Add(prefix+"/source", "enum", "source must be one of the seed vocabulary (file, project, user_selection, ..., derived) or other:<tag>, not %q", f.Source)
+		errs.Add(prefix+"/source", "enum", "source must be one of the seed vocabulary (file, project, user_selection, ..., derived) or other:<tag>, not %s", quoteShort(f.Source))
 	}
 	for _, fv := range [][2]string{{"title", f.Title}, {"summary", f.Summary}, {"content", f.Content}, {"state_key", f.StateKey}, {"source", f.Source}} {
 		if field, val := fv[0], fv[1]; strings.ContainsRune(val, 0) {
@@ -191,6 +192,16 @@ func normalizeProvenance(pointer string, in *Provenance, errs *validation.List) 
 		limits.Chars(errs, fmt.Sprintf("%s/derived_from/%d", pointer, i), d, l.Text)
 	}
 	return p
+}
+
+// quoteShort quotes a refused value for its problem's detail, cut to its
+// first 64 characters: an answer does not echo 100 KB back.
+func quoteShort(v string) string {
+	r := []rune(v)
+	if len(r) <= 64 {
+		return strconv.Quote(v)
+	}
+	return strconv.Quote(string(r[:64])) + fmt.Sprintf(" (%d characters in all)", len(r))
 }
 
 func nonNil(s []string) []string {

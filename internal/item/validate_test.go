@@ -1,6 +1,7 @@
 package item
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,22 @@ func TestTriggerMatch(t *testing.T) {
 	_, bad = field(`{"key":"k","content":"x","trigger":{"always":true,"match":"stem"}}`)
 	require.Equal(t, "/trigger/match", bad.Pointer)
 	require.Equal(t, "invalid", bad.Code)
+}
+
+// A refused value is quoted in its problem's detail, cut short: a 100 KB
+// kind is not echoed back whole.
+func TestRefusedValuesAreQuotedShort(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 100_000)
+	_, _, err := normalized([]byte(`{"key":"k","content":"x","kind":"` + long + `","source":"` + long + `"}`))
+	var verr *validation.Error
+	require.ErrorAs(t, err, &verr)
+	require.Len(t, verr.Fields, 2)
+	for _, f := range verr.Fields {
+		require.Less(t, len(f.Detail), 400, f.Pointer)
+		require.Contains(t, f.Detail, `"`+strings.Repeat("é", 64)+`" (100000 characters in all)`, f.Pointer)
+	}
+	_, _, err = normalized([]byte(`{"key":"k","content":"x","kind":"nope"}`))
+	require.ErrorAs(t, err, &verr)
+	require.Contains(t, verr.Fields[0].Detail, `not "nope"`, "a short value is quoted whole")
 }

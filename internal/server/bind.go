@@ -18,6 +18,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -74,6 +76,9 @@ func decodeStrict(body []byte, i any) error {
 					}
 					if allRange {
 						p.Status, p.Code, p.Detail = 422, "validation_failed", "the request has values out of range; see errors"
+					}
+					if _, ok := i.(*api.BatchRequest); ok {
+						p.Fields = append(p.Fields, batchValueProblems(body, fields)...)
 					}
 				}
 			}
@@ -382,4 +387,58 @@ func pointerAt(body []byte, offset int64) (string, bool) {
 			}
 		}
 	}
+}
+
+// batchValueProblems are the value problems (a bad key, blank content, an
+// unknown kind, ...) of the items of a batch whose shape is wrong, those of
+// its items that are in the contract's shape: a batch's answer names every
+// problem of every item at once, whichever kind it is. shape are the shape
+// problems; one outside the items leaves nothing more to say.
+func batchValueProblems(body []byte, shape []validation.Field) []validation.Field {
+	var raw struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(body, &raw) != nil || len(raw.Items) == 0 || len(raw.Items) > item.MaxBatch {
+		return nil
+	}
+	skip := make([]bool, len(raw.Items))
+	for _, f := range shape {
+		rest, ok := strings.CutPrefix(f.Pointer, "/items/")
+		n, err := strconv.Atoi(strings.SplitN(rest, "/", 2)[0])
+		if !ok || err != nil || n < 0 || n >= len(skip) {
+			return nil
+		}
+		skip[n] = true
+	}
+	items := make([]api.BatchItem, len(raw.Items))
+	metas := map[string]*json.RawMessage{}
+	for n, r := range raw.Items {
+		if !skip[n] {
+			if err := json.Unmarshal(r, &items[n]); err != nil {
+				skip[n] = true
+				continue
+			}
+			metas[fmt.Sprintf("/items/%d/metadata", n)] = items[n].Metadata
+		}
+	}
+	var out []validation.Field
+	var verr *validation.Error
+	var perr *Problem
+	if err := metadataShape(metas); errors.As(err, &perr) {
+		out = append(out, perr.Fields...)
+		for _, f := range perr.Fields {
+			n, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(f.Pointer, "/items/"), "/", 2)[0])
+			skip[n] = true
+		}
+	}
+	ins := make([]item.Input, len(items))
+	for n, b := range items {
+		if !skip[n] {
+			ins[n] = batchInput(b)
+		}
+	}
+	if err := item.Check(ins, skip); errors.As(err, &verr) {
+		out = append(out, verr.Fields...)
+	}
+	return out
 }

@@ -341,7 +341,15 @@ func TestBatchShapeProblemsAllAtOnce(t *testing.T) {
 	e.project("acme")
 	r := e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"a","content":5},{"key":"b","content":"x","zzz":1},{"key":"c","content":"x","metadata":"s"}]}`)
 	require.Equal(t, 400, r.status, r.text)
-	require.ElementsMatch(t, []string{"/items/0/content", "/items/1/zzz"}, r.pointers())
+	// The third item is in shape, but its metadata is no object: named too.
+	require.ElementsMatch(t, []string{"/items/0/content", "/items/1/zzz", "/items/2/metadata"}, r.pointers())
+	// Shape problems and value problems of other items, in one answer.
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"mx1","content":"a","bogus":1},{"key":"bad key","content":"a"},{"key":"mx3","content":""},{"key":"ok","content":"fine"}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.ElementsMatch(t, []string{"/items/0/bogus", "/items/1/key", "/items/2/content"}, r.pointers())
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"k1","content":5},{"key":"k1","content":"dup"},{"key":"k2","content":"x","kind":"nope"}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.ElementsMatch(t, []string{"/items/0/content", "/items/2/kind"}, r.pointers(), "the shape-broken item is left out of the value checks (no duplicate with it)")
 	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"c","content":"x","metadata":"s"},{"key":"d","content":"x","metadata":[1]}]}`)
 	require.Equal(t, 400, r.status, r.text)
 	require.Equal(t, []string{"/items/0/metadata", "/items/1/metadata"}, r.pointers())
@@ -398,4 +406,32 @@ func TestQA4Edges(t *testing.T) {
 	// Predecessors count in the provenance summary.
 	pk := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "predecessors": []string{h}})
 	require.Equal(t, 1.0, pk.json["provenance_summary"].(map[string]any)["by_kind"].(map[string]any)["handoff"])
+}
+
+// A parameter the binder cannot read is named, with what it must be, and
+// none of Go's own wording.
+func TestParameterFormatProblems(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "x"}).status)
+	for _, c := range []struct {
+		path, param, code, field string
+		status                   int
+	}{
+		{"/v1/projects/acme/items?limit=abc", "limit", "malformed", "type", 400},
+		{"/v1/projects/acme/items/k/versions/x1", "version", "malformed", "type", 400},
+		{"/v1/projects/acme/items/k/versions/99999999999", "version", "validation_failed", "range", 422},
+	} {
+		r := e.do("GET", c.path, e.admin, nil)
+		require.Equal(t, c.status, r.status, "%s: %s", c.path, r.text)
+		require.Equal(t, c.code, r.json["code"], c.path)
+		require.NotContains(t, r.text, "strconv", c.path)
+		require.NotContains(t, r.text, "overflows", c.path)
+		require.Contains(t, r.json["detail"], "parameter "+c.param, c.path)
+		errs := r.json["errors"].([]any)
+		require.Len(t, errs, 1, c.path)
+		require.Equal(t, c.param, errs[0].(map[string]any)["parameter"], c.path)
+		require.Equal(t, c.field, errs[0].(map[string]any)["code"], c.path)
+	}
 }

@@ -53,7 +53,7 @@ func (u *unit) begin(ctx context.Context) error {
 	}
 	locked, err := tx.IdempotencyKeyTryLock(ctx, u.agentID, u.key)
 	if err == nil && !locked {
-		err = problem(409, "conflict", "a request with this Idempotency-Key is still running; retry when it has finished")
+		err = retryLater(problem(409, "conflict", "a request with this Idempotency-Key is still running; retry when it has finished"))
 	}
 	if err == nil {
 		var prev store.IdempotentAnswer

@@ -74,6 +74,7 @@ func TestIdempotencyKeyStillRunningIs409(t *testing.T) {
 	r := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "c"}, "Idempotency-Key", "req-9")
 	require.Equal(t, 409, r.status, r.text)
 	require.Equal(t, "conflict", r.json["code"])
+	require.NotEmpty(t, r.header.Get("Retry-After"), "a client is told when to try again")
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/k", e.admin, nil).status)
 
 	require.NoError(t, tx.Rollback(ctx))

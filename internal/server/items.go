@@ -346,14 +346,19 @@ func batchInputs(items []api.BatchItem) ([]item.Input, error) {
 	}
 	ins := make([]item.Input, len(items))
 	for i, b := range items {
-		ins[i] = toInput(b.Key, api.ItemWrite{
-			Kind: b.Kind, Source: b.Source, Title: b.Title, Summary: b.Summary, Content: b.Content,
-			Priority: b.Priority, Authority: b.Authority, Confidence: b.Confidence, StateKey: b.StateKey,
-			ValidFrom: b.ValidFrom, ValidUntil: b.ValidUntil, Slot: b.Slot, Trigger: b.Trigger, Roles: b.Roles,
-			Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance,
-		})
+		ins[i] = batchInput(b)
 	}
 	return ins, nil
+}
+
+// batchInput is one batch item as an item write.
+func batchInput(b api.BatchItem) item.Input {
+	return toInput(b.Key, api.ItemWrite{
+		Kind: b.Kind, Source: b.Source, Title: b.Title, Summary: b.Summary, Content: b.Content,
+		Priority: b.Priority, Authority: b.Authority, Confidence: b.Confidence, StateKey: b.StateKey,
+		ValidFrom: b.ValidFrom, ValidUntil: b.ValidUntil, Slot: b.Slot, Trigger: b.Trigger, Roles: b.Roles,
+		Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance,
+	})
 }
 
 func toBatchResult(res item.BatchResult) api.BatchResult {

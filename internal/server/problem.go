@@ -116,6 +116,9 @@ func toProblem(err error) *Problem {
 		case http.StatusUnauthorized:
 			return problem(401, "unauthenticated", "%s", msg)
 		case http.StatusBadRequest:
+			if p := parameterProblem(msg); p != nil {
+				return p
+			}
 			return problem(400, "malformed", "%s", msg)
 		case http.StatusServiceUnavailable:
 			return retryLater(problem(503, "unavailable", "%s", msg))
@@ -193,4 +196,35 @@ func writeProblem(c echo.Context, p *Problem) {
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)
 	_, _ = c.Response().Write(b)
+}
+
+// parameterProblem is the answer to a parameter the generated binder could
+// not read ("Invalid format for parameter limit: ... strconv.ParseInt:
+// ..."), in the contract's terms: the parameter named, what it must be,
+// and none of Go's wording. nil for any other message.
+func parameterProblem(msg string) *Problem {
+	rest, ok := strings.CutPrefix(msg, "Invalid format for parameter ")
+	if !ok {
+		return nil
+	}
+	name, why, ok := strings.Cut(rest, ": ")
+	if !ok || name == "" {
+		return nil
+	}
+	status, code, what := 400, "malformed", "has an invalid format"
+	switch {
+	case strings.Contains(why, "overflows") || strings.Contains(why, "value out of range"):
+		status, code, what = 422, "validation_failed", "is out of range"
+	case strings.Contains(why, "strconv.ParseInt") || strings.Contains(why, "strconv.Atoi"):
+		what = "must be a whole number"
+	case strings.Contains(why, "strconv.ParseBool"):
+		what = "must be true or false"
+	}
+	fieldCode := "type"
+	if status == 422 {
+		fieldCode = "range"
+	}
+	p := problem(status, code, "parameter %s %s", name, what)
+	p.Fields = []validation.Field{{Pointer: name, Code: fieldCode, Detail: p.Detail}}
+	return p
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,7 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 	// Named, so that an operator (and a test) can tell it in pg_stat_activity.
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = ListenerName(channel)
+	lost := false // the connection was lost, and is not back yet
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
@@ -34,11 +36,23 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 		}
 		if err == nil {
 			backoff = 100 * time.Millisecond
+			if lost {
+				s.log.Info("LISTEN connection back", slog.String("channel", channel))
+				lost = false
+			}
 			connected()
 			alive()
-			for waitOne(ctx, conn, notify) {
-				alive()
+			for err == nil {
+				if err = waitOne(ctx, conn, notify); err == nil {
+					alive()
+				}
 			}
+		}
+		if ctx.Err() == nil && !lost {
+			// An operator learns that changes made elsewhere are, for now,
+			// seen only within the cache's short lifetime.
+			s.log.Warn("LISTEN connection lost; reconnecting", slog.String("channel", channel), slog.Any("error", err))
+			lost = true
 		}
 		if conn != nil {
 			closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -56,20 +70,23 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 // ListenerName is the application_name of the LISTEN connection of channel.
 func ListenerName(channel string) string { return "contextd listen " + channel }
 
-// waitOne waits for one notification or one heartbeat, and reports whether
-// the connection answered (a notification, or a ping of a quiet one).
-func waitOne(ctx context.Context, conn *pgx.Conn, notify func(string)) bool {
+// waitOne waits for one notification or one heartbeat: nil when the
+// connection answered (a notification, or a ping of a quiet one), else why
+// it did not.
+func waitOne(ctx context.Context, conn *pgx.Conn, notify func(string)) error {
 	wctx, cancel := context.WithTimeout(ctx, listenHeartbeat)
 	n, err := conn.WaitForNotification(wctx)
 	cancel()
 	switch {
 	case err == nil:
 		notify(n.Payload)
-		return true
-	case ctx.Err() != nil || wctx.Err() == nil: // ended, or the connection failed
-		return false
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case wctx.Err() == nil: // the connection failed
+		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	return conn.Ping(pctx) == nil
+	return conn.Ping(pctx)
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,9 @@ const MaxRetries = 3
 // Config is how the store connects. Zero values take the defaults below.
 type Config struct {
 	URL string
+	// Logger, when set, hears what the store does on its own (its LISTEN
+	// connections lost and back); nil: nothing is logged.
+	Logger *slog.Logger
 	// MaxConns is the pool's size (default 4 × cores, at least 8).
 	MaxConns int32
 	// AcquireTimeout bounds the wait for a free connection; past it the
@@ -74,6 +78,7 @@ type Store struct {
 	// writes counts what committed transactions wrote (Stats).
 	writes writeStats
 	url    string
+	log    *slog.Logger
 }
 
 // RoundTrips is how many round trips to PostgreSQL the store's statements
@@ -107,6 +112,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := New(pool, orDefault(cfg.AcquireTimeout, DefaultAcquireTimeout))
 	s.url = cfg.URL
+	if cfg.Logger != nil {
+		s.log = cfg.Logger
+	}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -124,7 +132,7 @@ func orDefault(d, def time.Duration) time.Duration {
 // New wraps an existing pool (the test harness hands out pools).
 // acquireTimeout bounds the wait for a connection (0: the default).
 func New(pool *pgxpool.Pool, acquireTimeout time.Duration) *Store {
-	s := &Store{pool: pool, acquire: orDefault(acquireTimeout, DefaultAcquireTimeout)}
+	s := &Store{pool: pool, acquire: orDefault(acquireTimeout, DefaultAcquireTimeout), log: slog.New(slog.DiscardHandler)}
 	s.DB = DB{ex: &poolExec{s: s}}
 	return s
 }
