@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
@@ -197,11 +198,18 @@ func normalizeProvenance(pointer string, in *Provenance, errs *validation.List) 
 // quoteShort quotes a refused value for its problem's detail, cut to its
 // first 64 characters: an answer does not echo 100 KB back.
 func quoteShort(v string) string {
-	r := []rune(v)
-	if len(r) <= 64 {
+	cut, n := 0, 0
+	for i := range v { // rune starts
+		if n == 64 {
+			cut = i
+			break
+		}
+		n++
+	}
+	if cut == 0 {
 		return strconv.Quote(v)
 	}
-	return strconv.Quote(string(r[:64])) + fmt.Sprintf(" (%d characters in all)", len(r))
+	return strconv.Quote(v[:cut]) + fmt.Sprintf(" (%d characters in all)", utf8.RuneCountInString(v))
 }
 
 func nonNil(s []string) []string {

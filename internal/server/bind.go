@@ -68,6 +68,9 @@ func decodeStrict(body []byte, i any) error {
 				var fields []validation.Field
 				shapeProblems(v, reflect.TypeOf(i), "", &fields)
 				if len(fields) > 0 {
+					if _, ok := i.(*api.BatchRequest); ok {
+						fields = append(fields, batchValueProblems(body, fields)...)
+					}
 					p.Fields = fields
 					p.Status, p.Code, p.Detail = 400, "malformed", "the request does not have the contract's shape; see errors"
 					allRange := true
@@ -76,9 +79,6 @@ func decodeStrict(body []byte, i any) error {
 					}
 					if allRange {
 						p.Status, p.Code, p.Detail = 422, "validation_failed", "the request has values out of range; see errors"
-					}
-					if _, ok := i.(*api.BatchRequest); ok {
-						p.Fields = append(p.Fields, batchValueProblems(body, fields)...)
 					}
 				}
 			}
@@ -390,10 +390,11 @@ func pointerAt(body []byte, offset int64) (string, bool) {
 }
 
 // batchValueProblems are the value problems (a bad key, blank content, an
-// unknown kind, ...) of the items of a batch whose shape is wrong, those of
-// its items that are in the contract's shape: a batch's answer names every
-// problem of every item at once, whichever kind it is. shape are the shape
-// problems; one outside the items leaves nothing more to say.
+// unknown kind, a metadata that is no object, ...) of the items of a batch
+// whose shape is wrong, those of its items that are in the contract's
+// shape: a batch's answer names every problem of every item at once,
+// whichever kind it is. shape are the shape problems; one outside the items
+// leaves nothing more to say.
 func batchValueProblems(body []byte, shape []validation.Field) []validation.Field {
 	var raw struct {
 		Items []json.RawMessage `json:"items"`
@@ -403,42 +404,61 @@ func batchValueProblems(body []byte, shape []validation.Field) []validation.Fiel
 	}
 	skip := make([]bool, len(raw.Items))
 	for _, f := range shape {
-		rest, ok := strings.CutPrefix(f.Pointer, "/items/")
-		n, err := strconv.Atoi(strings.SplitN(rest, "/", 2)[0])
-		if !ok || err != nil || n < 0 || n >= len(skip) {
+		n := itemIndex(f.Pointer)
+		if n < 0 || n >= len(skip) {
 			return nil
 		}
 		skip[n] = true
 	}
 	items := make([]api.BatchItem, len(raw.Items))
-	metas := map[string]*json.RawMessage{}
 	for n, r := range raw.Items {
+		if !skip[n] && json.Unmarshal(r, &items[n]) != nil {
+			skip[n] = true
+		}
+	}
+	metas := map[string]*json.RawMessage{}
+	for n := range items {
 		if !skip[n] {
-			if err := json.Unmarshal(r, &items[n]); err != nil {
-				skip[n] = true
-				continue
-			}
 			metas[fmt.Sprintf("/items/%d/metadata", n)] = items[n].Metadata
 		}
 	}
 	var out []validation.Field
-	var verr *validation.Error
 	var perr *Problem
 	if err := metadataShape(metas); errors.As(err, &perr) {
 		out = append(out, perr.Fields...)
 		for _, f := range perr.Fields {
-			n, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(f.Pointer, "/items/"), "/", 2)[0])
-			skip[n] = true
+			skip[itemIndex(f.Pointer)] = true
 		}
 	}
+	return append(out, checkBatchValues(items, skip)...)
+}
+
+// checkBatchValues are the value problems of a batch's items but those
+// skipped (item.Check).
+func checkBatchValues(items []api.BatchItem, skip []bool) []validation.Field {
 	ins := make([]item.Input, len(items))
 	for n, b := range items {
 		if !skip[n] {
 			ins[n] = batchInput(b)
 		}
 	}
+	var verr *validation.Error
 	if err := item.Check(ins, skip); errors.As(err, &verr) {
-		out = append(out, verr.Fields...)
+		return verr.Fields
 	}
-	return out
+	return nil
+}
+
+// itemIndex is the item a pointer into a batch names ("/items/3/key": 3),
+// or -1.
+func itemIndex(pointer string) int {
+	rest, ok := strings.CutPrefix(pointer, "/items/")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.SplitN(rest, "/", 2)[0])
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }

@@ -350,6 +350,15 @@ func TestBatchShapeProblemsAllAtOnce(t *testing.T) {
 	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"k1","content":5},{"key":"k1","content":"dup"},{"key":"k2","content":"x","kind":"nope"}]}`)
 	require.Equal(t, 400, r.status, r.text)
 	require.ElementsMatch(t, []string{"/items/0/content", "/items/2/kind"}, r.pointers(), "the shape-broken item is left out of the value checks (no duplicate with it)")
+	// A value out of range beside a metadata that is no object: malformed,
+	// as the metadata alone would be.
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"r1","content":"x","priority":99999999999},{"key":"r2","content":"x","metadata":"s"}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.ElementsMatch(t, []string{"/items/0/priority", "/items/1/metadata"}, r.pointers())
+	// No shape problem: a metadata that is no object and another item's bad key.
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"m1","content":"x","metadata":"s"},{"key":"bad key","content":"x"}]}`)
+	require.Equal(t, 400, r.status, r.text)
+	require.ElementsMatch(t, []string{"/items/0/metadata", "/items/1/key"}, r.pointers())
 	r = e.do("POST", "/v1/projects/acme/items", e.admin, `{"items":[{"key":"c","content":"x","metadata":"s"},{"key":"d","content":"x","metadata":[1]}]}`)
 	require.Equal(t, 400, r.status, r.text)
 	require.Equal(t, []string{"/items/0/metadata", "/items/1/metadata"}, r.pointers())
@@ -422,6 +431,7 @@ func TestParameterFormatProblems(t *testing.T) {
 		{"/v1/projects/acme/items?limit=abc", "limit", "malformed", "type", 400},
 		{"/v1/projects/acme/items/k/versions/x1", "version", "malformed", "type", 400},
 		{"/v1/projects/acme/items/k/versions/99999999999", "version", "validation_failed", "range", 422},
+		{"/v1/projects/acme/items?limit=1&limit=2", "limit", "malformed", "type", 400},
 	} {
 		r := e.do("GET", c.path, e.admin, nil)
 		require.Equal(t, c.status, r.status, "%s: %s", c.path, r.text)
@@ -434,4 +444,6 @@ func TestParameterFormatProblems(t *testing.T) {
 		require.Equal(t, c.param, errs[0].(map[string]any)["parameter"], c.path)
 		require.Equal(t, c.field, errs[0].(map[string]any)["code"], c.path)
 	}
+	r := e.do("GET", "/v1/projects/acme/items?limit=1&limit=2", e.admin, nil)
+	require.Contains(t, r.json["detail"], "must be given once")
 }

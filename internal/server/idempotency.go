@@ -247,9 +247,29 @@ func replay(c echo.Context, u *unit, prev *store.IdempotentAnswer) error {
 		c.Response().Header().Set(k, v)
 	}
 	c.Response().Header().Set("Idempotent-Replayed", "true")
+	body := prev.Body
+	if prev.ContentType == "application/problem+json" {
+		body = renamed(body, c.Response().Header().Get(echo.HeaderXRequestID))
+	}
 	c.Response().WriteHeader(prev.Status)
-	_, _ = c.Response().Write(prev.Body)
+	_, _ = c.Response().Write(body)
 	return nil
+}
+
+// renamed is a stored problem answered again, naming the request that is
+// answered (its request_id, as every problem's), the rest as it was stored.
+func renamed(body []byte, requestID string) []byte {
+	var doc map[string]json.RawMessage
+	if requestID == "" || json.Unmarshal(body, &doc) != nil {
+		return body
+	}
+	id, _ := json.Marshal(requestID)
+	doc["request_id"] = id
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // secretMembers are the top-level members of answers that must never be

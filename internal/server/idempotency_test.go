@@ -43,7 +43,14 @@ func TestIdempotentRetries(t *testing.T) {
 	// Errors below 500 are answers too, and replay as such.
 	bad := e.do("POST", "/v1/projects/acme/items", key, map[string]any{"items": []any{map[string]any{"key": "x", "content": "c", "kind": "nope"}}}, "Idempotency-Key", "req-2")
 	require.Equal(t, 422, bad.status)
-	require.Equal(t, bad.text, e.do("POST", "/v1/projects/acme/items", key, map[string]any{"items": []any{map[string]any{"key": "x", "content": "c", "kind": "nope"}}}, "Idempotency-Key", "req-2").text)
+	badAgain := e.do("POST", "/v1/projects/acme/items", key, map[string]any{"items": []any{map[string]any{"key": "x", "content": "c", "kind": "nope"}}}, "Idempotency-Key", "req-2")
+	require.Equal(t, 422, badAgain.status)
+	require.Equal(t, "true", badAgain.header.Get("Idempotent-Replayed"))
+	// The same answer, naming the request it answers (as every problem does).
+	require.Equal(t, badAgain.header.Get("X-Request-Id"), badAgain.json["request_id"])
+	delete(bad.json, "request_id")
+	delete(badAgain.json, "request_id")
+	require.Equal(t, bad.json, badAgain.json)
 
 	// A batch retried replays its counts and writes nothing more.
 	batch := map[string]any{"items": []any{map[string]any{"key": "b1", "content": "c"}, map[string]any{"key": "b2", "content": "c"}}}

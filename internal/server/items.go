@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -342,6 +343,15 @@ func batchInputs(items []api.BatchItem) ([]item.Input, error) {
 		metas[fmt.Sprintf("/items/%d/metadata", i)] = b.Metadata
 	}
 	if err := metadataShape(metas); err != nil {
+		// Every problem of every item at once: the other items' values too.
+		var p *Problem
+		if errors.As(err, &p) {
+			skip := make([]bool, len(items))
+			for _, f := range p.Fields {
+				skip[itemIndex(f.Pointer)] = true
+			}
+			p.Fields = append(p.Fields, checkBatchValues(items, skip)...)
+		}
 		return nil, err
 	}
 	ins := make([]item.Input, len(items))

@@ -192,7 +192,11 @@ func TestIdempotentAnswersAreLoggedAndNamed(t *testing.T) {
 	again := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "y"}, "Idempotency-Key", "ik-2", "If-Match", `"7"`)
 	require.Equal(t, 412, again.status)
 	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
-	require.Equal(t, stale.text, again.text, "the replay is the stored answer")
+	require.Equal(t, again.header.Get("X-Request-Id"), again.json["request_id"], "a replayed problem names the request it answers")
+	require.NotEqual(t, id, again.json["request_id"])
+	delete(stale.json, "request_id")
+	delete(again.json, "request_id")
+	require.Equal(t, stale.json, again.json, "the rest is the stored answer")
 
 	status := map[string]float64{}
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {

@@ -213,12 +213,12 @@ func parameterProblem(msg string) *Problem {
 	}
 	status, code, what := 400, "malformed", "has an invalid format"
 	switch {
+	case strings.Contains(why, "multiple values"):
+		what = "must be given once"
 	case strings.Contains(why, "overflows") || strings.Contains(why, "value out of range"):
 		status, code, what = 422, "validation_failed", "is out of range"
-	case strings.Contains(why, "strconv.ParseInt") || strings.Contains(why, "strconv.Atoi"):
+	case strings.Contains(why, "strconv.ParseInt"):
 		what = "must be a whole number"
-	case strings.Contains(why, "strconv.ParseBool"):
-		what = "must be true or false"
 	}
 	fieldCode := "type"
 	if status == 422 {

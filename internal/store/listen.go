@@ -28,7 +28,7 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 	// Named, so that an operator (and a test) can tell it in pg_stat_activity.
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = ListenerName(channel)
-	lost := false // the connection was lost, and is not back yet
+	lost, ever := false, false // lost: and not back yet; ever: connected once
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
@@ -40,6 +40,7 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 				s.log.Info("LISTEN connection back", slog.String("channel", channel))
 				lost = false
 			}
+			ever = true
 			connected()
 			alive()
 			for err == nil {
@@ -51,7 +52,11 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 		if ctx.Err() == nil && !lost {
 			// An operator learns that changes made elsewhere are, for now,
 			// seen only within the cache's short lifetime.
-			s.log.Warn("LISTEN connection lost; reconnecting", slog.String("channel", channel), slog.Any("error", err))
+			msg := "LISTEN connection lost; reconnecting"
+			if !ever {
+				msg = "LISTEN connection failed; retrying"
+			}
+			s.log.Warn(msg, slog.String("channel", channel), slog.Any("error", err))
 			lost = true
 		}
 		if conn != nil {
