@@ -34,6 +34,9 @@ type unit struct {
 	fingerprint []byte
 	tx          *store.Tx
 	replay      *store.IdempotentAnswer // an answer that committed while we ran
+	// busy: another attempt held the key (409). That answer is about this
+	// moment, not the request's: it is sent, never stored.
+	busy bool
 }
 
 type unitKey struct{}
@@ -53,6 +56,7 @@ func (u *unit) begin(ctx context.Context) error {
 	}
 	locked, err := tx.IdempotencyKeyTryLock(ctx, u.agentID, u.key)
 	if err == nil && !locked {
+		u.busy = true
 		err = retryLater(problem(409, "conflict", "a request with this Idempotency-Key is still running; retry when it has finished"))
 	}
 	if err == nil {
@@ -149,7 +153,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) attempt(c echo.Context, next echo.HandlerFunc, u *unit, body []byte, last bool) (bool, error) {
 	req := c.Request()
 	ctx := req.Context()
-	u.tx, u.replay = nil, nil
+	u.tx, u.replay, u.busy = nil, nil, false
 	orig := c.Response().Writer
 	// The headers set so far (X-Request-Id) are the answer's: a problem
 	// written in the attempt names its request, as every other does.
@@ -173,6 +177,10 @@ func (s *Server) attempt(c echo.Context, next echo.HandlerFunc, u *unit, body []
 	status := rec.status
 	if status == 0 {
 		status = http.StatusOK
+	}
+	if u.busy {
+		rec.flush(c.Response())
+		return true, nil
 	}
 	if status >= 500 {
 		if store.Retryable(herr) && !last {
