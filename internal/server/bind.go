@@ -416,21 +416,31 @@ func batchValueProblems(body []byte, shape []validation.Field) []validation.Fiel
 			skip[n] = true
 		}
 	}
+	var out []validation.Field
+	if p := metadataProblems(items, skip); p != nil {
+		out = p.Fields
+	}
+	return append(out, checkBatchValues(items, skip)...)
+}
+
+// metadataProblems is the problem of the metadata that are no object among
+// the items not skipped (metadataShape), nil if none; it marks those items
+// skipped, for checkBatchValues.
+func metadataProblems(items []api.BatchItem, skip []bool) *Problem {
 	metas := map[string]*json.RawMessage{}
 	for n := range items {
 		if !skip[n] {
 			metas[fmt.Sprintf("/items/%d/metadata", n)] = items[n].Metadata
 		}
 	}
-	var out []validation.Field
-	var perr *Problem
-	if err := metadataShape(metas); errors.As(err, &perr) {
-		out = append(out, perr.Fields...)
-		for _, f := range perr.Fields {
-			skip[itemIndex(f.Pointer)] = true
-		}
+	var p *Problem
+	if !errors.As(metadataShape(metas), &p) {
+		return nil
 	}
-	return append(out, checkBatchValues(items, skip)...)
+	for _, f := range p.Fields {
+		skip[itemIndex(f.Pointer)] = true
+	}
+	return p
 }
 
 // checkBatchValues are the value problems of a batch's items but those

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -338,21 +336,11 @@ func (s *Server) BatchItems(ctx context.Context, r api.BatchItemsRequestObject) 
 
 // batchInputs is a batch's items as item writes, after the metadata's shape.
 func batchInputs(items []api.BatchItem) ([]item.Input, error) {
-	metas := map[string]*json.RawMessage{}
-	for i, b := range items {
-		metas[fmt.Sprintf("/items/%d/metadata", i)] = b.Metadata
-	}
-	if err := metadataShape(metas); err != nil {
+	skip := make([]bool, len(items))
+	if p := metadataProblems(items, skip); p != nil {
 		// Every problem of every item at once: the other items' values too.
-		var p *Problem
-		if errors.As(err, &p) {
-			skip := make([]bool, len(items))
-			for _, f := range p.Fields {
-				skip[itemIndex(f.Pointer)] = true
-			}
-			p.Fields = append(p.Fields, checkBatchValues(items, skip)...)
-		}
-		return nil, err
+		p.Fields = append(p.Fields, checkBatchValues(items, skip)...)
+		return nil, p
 	}
 	ins := make([]item.Input, len(items))
 	for i, b := range items {

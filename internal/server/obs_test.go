@@ -146,10 +146,8 @@ func TestRequestIDInProblemAndLog(t *testing.T) {
 	require.Equal(t, r.header.Get("X-Request-Id"), r.json["request_id"])
 
 	var lines []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
-		if m["msg"] == "request" && m["request_id"] == id {
+	for _, m := range requestLines(t, buf.String()) {
+		if m["request_id"] == id {
 			lines = append(lines, m)
 		}
 	}
@@ -199,16 +197,26 @@ func TestIdempotentAnswersAreLoggedAndNamed(t *testing.T) {
 	require.Equal(t, stale.json, again.json, "the rest is the stored answer")
 
 	status := map[string]float64{}
-	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
-		if m["msg"] == "request" {
-			if rid, ok := m["request_id"].(string); ok {
-				status[rid], _ = m["status"].(float64)
-			}
+	for _, m := range requestLines(t, buf.String()) {
+		if rid, ok := m["request_id"].(string); ok {
+			status[rid], _ = m["status"].(float64)
 		}
 	}
 	require.Equal(t, 201.0, status[created.header.Get("X-Request-Id")], buf.String())
 	require.Equal(t, 412.0, status[id])
 	require.Equal(t, 412.0, status[again.header.Get("X-Request-Id")])
+}
+
+// requestLines are the request log lines (msg "request") of a JSON log.
+func requestLines(t *testing.T, log string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		if m["msg"] == "request" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
