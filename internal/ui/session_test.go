@@ -156,10 +156,17 @@ func TestFormsRefuseAPostWithoutTheirToken(t *testing.T) {
 	pktPath := "/ui/projects/acme/packets/" + w.packet
 	_, _, body := e.page(c, pktPath)
 	tok := csrfOf(t, body)
+	// A token one character off: its first character replaced by one it
+	// is not, so the wrong token is never the right one by chance.
+	wrong := "x" + tok[1:]
+	if tok[0] == 'x' {
+		wrong = "y" + tok[1:]
+	}
+	require.NotEqual(t, tok, wrong)
 
 	for name, form := range map[string]url.Values{
 		"no token":    {},
-		"wrong token": {"csrf": {"x" + tok[1:]}},
+		"wrong token": {"csrf": {wrong}},
 		"login token": {"csrf": {"AAAA"}},
 	} {
 		status, _, body := e.post(c, pktPath+"/replay", form)
