@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -293,12 +294,25 @@ func (s *Service) create(ctx context.Context, tx *store.Tx, p CreateParams, crea
 	return fromRow(row), key, nil
 }
 
+// agentsCursor is a position in the agents listing: the last id shown.
+type agentsCursor struct {
+	After string `json:"a"`
+}
+
+var agentsListing = page.Listing("agents")
+
 // List returns one page of the agents within caller's scope, by id, after
-// the given id; pages are filled from as many database pages as that takes.
-func (s *Service) List(ctx context.Context, caller *Agent, after string, limit int) (agents []*Agent, next string, err error) {
+// the position of cursor; pages are filled from as many database pages as
+// that takes. next is the cursor of the next page, empty on the last.
+func (s *Service) List(ctx context.Context, caller *Agent, cursor string, limit int) (agents []*Agent, next string, err error) {
 	if err := requireAdmin(caller); err != nil {
 		return nil, "", err
 	}
+	var c agentsCursor
+	if _, err := page.Decode(cursor, agentsListing, &c); err != nil {
+		return nil, "", err
+	}
+	after := c.After
 	out := []*Agent{}
 	for {
 		rows, err := s.store.AgentList(ctx, after, limit+1)
@@ -311,7 +325,7 @@ func (s *Service) List(ctx context.Context, caller *Agent, after string, limit i
 				continue
 			}
 			if len(out) == limit {
-				return out, out[len(out)-1].ID, nil
+				return out, page.Encode(agentsListing, agentsCursor{After: out[len(out)-1].ID}), nil
 			}
 			out = append(out, a)
 		}

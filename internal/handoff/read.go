@@ -135,6 +135,9 @@ type listCursor struct {
 	ID string    `json:"id"`
 }
 
+// handoffsListing names the listing a cursor belongs to: a project's handoffs.
+func handoffsListing(proj string) string { return page.Listing("handoffs", proj) }
+
 // List returns handoffs newest first.
 func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp ListParams) ([]*Handoff, string, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
@@ -146,9 +149,12 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	params := store.HandoffListParams{Project: proj, TaskID: lp.TaskID, Status: lp.Status,
 		TargetRole: lp.TargetRole, WorkflowRunID: lp.WorkflowRunID, Max: lp.Limit + 1}
 	var c listCursor
-	ok, err := page.Decode(lp.Cursor, &c)
+	ok, err := page.Decode(lp.Cursor, handoffsListing(proj), &c)
 	if err != nil {
 		return nil, "", err
+	}
+	if ok && (c.T.IsZero() || c.ID == "") {
+		return nil, "", validation.One("cursor", "format", "cursor is not one this server gave out")
 	}
 	if ok {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
@@ -161,7 +167,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	next := ""
 	for i, r := range rows {
 		if i == lp.Limit {
-			next = page.Encode(listCursor{T: rows[i-1].CreatedAt, ID: rows[i-1].ID})
+			next = page.Encode(handoffsListing(proj), listCursor{T: rows[i-1].CreatedAt, ID: rows[i-1].ID})
 			break
 		}
 		h, err := fromRow(r)

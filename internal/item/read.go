@@ -94,20 +94,26 @@ type cursor struct {
 	Version int      `json:"v,omitempty"`
 }
 
-func (c cursor) encode() string { return page.Encode(c) }
+func (c cursor) encode(listing string) string { return page.Encode(listing, c) }
 
-func decodeCursor(s string) (cursor, error) {
+func decodeCursor(s, listing string) (cursor, error) {
 	var c cursor
-	_, err := page.Decode(s, &c)
+	_, err := page.Decode(s, listing, &c)
 	return c, err
 }
+
+// versionsListing and itemsListing name the listings a cursor belongs to:
+// an item's versions; a project's items by key, or by rank for a query
+// (a rank is a position only in the ranking of its own query).
+func versionsListing(proj, key string) string { return page.Listing("versions", proj, key) }
+func itemsListing(proj, query string) string  { return page.Listing("items", proj, query) }
 
 // Versions lists every version of an item, oldest first.
 func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cur string, limit int) (Page, error) {
 	if _, err := s.visibleCurrent(ctx, agent, proj, key); err != nil {
 		return Page{}, err
 	}
-	c, err := decodeCursor(cur)
+	c, err := decodeCursor(cur, versionsListing(proj, key))
 	if err != nil {
 		return Page{}, err
 	}
@@ -121,7 +127,7 @@ func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cu
 	}
 	p := Page{Versions: rows}
 	if more {
-		p.Next = cursor{Version: rows[len(rows)-1].Version}.encode()
+		p.Next = cursor{Version: rows[len(rows)-1].Version}.encode(versionsListing(proj, key))
 	}
 	return p, nil
 }
@@ -150,7 +156,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 	if err := errs.Err(); err != nil {
 		return Page{}, err
 	}
-	c, err := decodeCursor(p.Cursor)
+	c, err := decodeCursor(p.Cursor, itemsListing(proj, p.Query))
 	if err != nil {
 		return Page{}, err
 	}
@@ -169,7 +175,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 		}
 		page.Versions = rows
 		if more {
-			page.Next = cursor{Key: rows[len(rows)-1].Key}.encode()
+			page.Next = cursor{Key: rows[len(rows)-1].Key}.encode(itemsListing(proj, p.Query))
 		}
 		return page, nil
 	}
@@ -189,7 +195,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 	}
 	if more {
 		last := rows[len(rows)-1]
-		page.Next = cursor{Key: last.Key, Rank: &last.Rank}.encode()
+		page.Next = cursor{Key: last.Key, Rank: &last.Rank}.encode(itemsListing(proj, p.Query))
 	}
 	return page, nil
 }

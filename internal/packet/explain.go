@@ -278,24 +278,22 @@ type listCursor struct {
 	ID string    `json:"id"`
 }
 
-func encodeCursor(c listCursor) string { return page.Encode(c) }
-
-// injectionCursor is a reverse lookup's position, with the listing it
-// belongs to (the packets' project, the item's project and key), so a
-// cursor of another item's or project's listing is refused, not read as a
-// position in this one.
-type injectionCursor struct {
-	T  time.Time `json:"t"`
-	ID string    `json:"id"`
-	Of string    `json:"of"`
-	P  string    `json:"p"`
-	K  string    `json:"k"`
+// packetsListing and injectionsListing name the listings a cursor belongs
+// to: a project's packets; the packets of project of that used an item
+// (its project and key), so a cursor of another item's or project's
+// listing is refused, not read as a position in this one.
+func packetsListing(proj string) string { return page.Listing("packets", proj) }
+func injectionsListing(of, proj, key string) string {
+	return page.Listing("injections", of, proj, key)
 }
 
-func decodeCursor(s string) (*listCursor, error) {
+func decodeCursor(s, listing string) (*listCursor, error) {
 	var c listCursor
-	if ok, err := page.Decode(s, &c); !ok || err != nil {
+	if ok, err := page.Decode(s, listing, &c); !ok || err != nil {
 		return nil, err
+	}
+	if c.T.IsZero() || c.ID == "" {
+		return nil, validation.One("cursor", "format", "cursor is not one this server gave out")
 	}
 	return &c, nil
 }
@@ -305,7 +303,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, "", err
 	}
-	cur, err := decodeCursor(lp.Cursor)
+	cur, err := decodeCursor(lp.Cursor, packetsListing(proj))
 	if err != nil {
 		return nil, "", err
 	}
@@ -331,7 +329,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	for i, r := range rows {
 		if i == lp.Limit {
 			last := rows[i-1]
-			next = encodeCursor(listCursor{T: last.CreatedAt, ID: last.ID})
+			next = page.Encode(packetsListing(proj), listCursor{T: last.CreatedAt, ID: last.ID})
 			break
 		}
 		p, err := fromRow(r)
@@ -796,18 +794,14 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	if err != nil {
 		return nil, "", "", err
 	}
-	var c injectionCursor
-	hasCursor, err := page.Decode(ip.Cursor, &c)
+	c, err := decodeCursor(ip.Cursor, injectionsListing(of, proj, key))
 	if err != nil {
 		return nil, "", "", err
-	}
-	if hasCursor && (c.Of != of || c.P != proj || c.K != key) {
-		return nil, "", "", validation.One("cursor", "format", "cursor is not one this listing gave out (it is of another item or project)")
 	}
 	params := store.InjectionListParams{
 		Project: of, SubjectProject: proj, SubjectKey: key, Version: ip.Version, Since: ip.Since, Until: ip.Until, Max: ip.Limit + 1,
 	}
-	if hasCursor {
+	if c != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
 	rows, err := s.store.InjectionList(ctx, params)
@@ -819,7 +813,7 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	for i, r := range rows {
 		if i == ip.Limit {
 			last := rows[i-1]
-			next = page.Encode(injectionCursor{T: last.CreatedAt, ID: last.PacketID, Of: of, P: proj, K: key})
+			next = page.Encode(injectionsListing(of, proj, key), listCursor{T: last.CreatedAt, ID: last.PacketID})
 			break
 		}
 		out = append(out, Injection{PacketID: r.PacketID, Project: r.Project, TargetRole: r.TargetRole, Agent: r.CreatedBy,

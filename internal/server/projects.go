@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -36,21 +37,31 @@ func (s *Server) PutProject(ctx context.Context, r api.PutProjectRequestObject) 
 	return api.PutProject200JSONResponse(toProject(p)), nil
 }
 
+// projectsCursor is a position in the projects listing: the last name shown.
+type projectsCursor struct {
+	After string `json:"a"`
+}
+
+var projectsListing = page.Listing("projects")
+
 // ListProjects implements api.StrictServerInterface.
 func (s *Server) ListProjects(ctx context.Context, r api.ListProjectsRequestObject) (api.ListProjectsResponseObject, error) {
 	limit, err := pageLimit(r.Params.Limit)
 	if err != nil {
 		return nil, err
 	}
-	after := deref(r.Params.Cursor)
-	ps, err := s.projects.List(ctx, agentFrom(ctx), after, limit+1)
+	var c projectsCursor
+	if _, err := page.Decode(deref(r.Params.Cursor), projectsListing, &c); err != nil {
+		return nil, err
+	}
+	ps, err := s.projects.List(ctx, agentFrom(ctx), c.After, limit+1)
 	if err != nil {
 		return nil, err
 	}
 	out := api.ListProjects200JSONResponse{Data: []api.Project{}}
 	for i, p := range ps {
 		if i == limit {
-			next := ps[i-1].Name
+			next := page.Encode(projectsListing, projectsCursor{After: ps[i-1].Name})
 			out.NextCursor = &next
 			break
 		}
