@@ -1702,7 +1702,9 @@ type PutItemParams struct {
 type ListItemInjectionsParams struct {
 	// Project For a _shared item, the project whose packets to list. Required when the caller may see more than one project (422 otherwise); for a project's own item it must be that project, or absent.
 	Project *string `form:"project,omitempty" json:"project,omitempty"`
-	Version *int32  `form:"version,omitempty" json:"version,omitempty"`
+
+	// Version Only the packets that used this version of the item (1 or more; 422 range otherwise).
+	Version *int32 `form:"version,omitempty" json:"version,omitempty"`
 
 	// Since Packets assembled at or after this time (inclusive).
 	Since *string `form:"since,omitempty" json:"since,omitempty"`

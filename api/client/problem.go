@@ -30,8 +30,9 @@ type Problem struct {
 	// RequestID is the request's id (the document's request_id, or its
 	// X-Request-Id header): quote it to the operator.
 	RequestID string
-	// RetryAfter is how long the server asks to wait (Retry-After, on 429
-	// and 503), zero when it did not say.
+	// RetryAfter is how long the server asks to wait (Retry-After, on 429,
+	// 503, and the 409 of an Idempotency-Key whose first request is still
+	// running), zero when it did not say.
 	RetryAfter time.Duration
 	// Extra holds the document's members besides those above (some
 	// problems carry more, e.g. the current version of a conflict).
@@ -59,11 +60,15 @@ func (p *Problem) Error() string {
 }
 
 // Temporary reports whether the same request may succeed later: the
-// server was busy (429) or briefly unavailable (502, 503, 504).
+// server was busy (429), briefly unavailable (502, 503, 504), or still
+// running the first request of the same Idempotency-Key (409 with
+// Retry-After; a retry then gets that request's answer).
 func (p *Problem) Temporary() bool {
 	switch p.Status {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
+	case http.StatusConflict:
+		return p.RetryAfter > 0
 	}
 	return false
 }

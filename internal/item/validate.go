@@ -138,13 +138,13 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 		}
 		t, err := time.Parse(time.RFC3339Nano, *p)
 		if err != nil {
-			errs.Add(prefix+"/"+field, "format", "%s must be an RFC 3339 time, not %q", field, *p)
+			errs.Add(prefix+"/"+field, "format", "%s must be an RFC 3339 time, not %s", field, quoteShort(*p))
 			return nil
 		}
 		t = t.UTC()
 		if t.Year() < 1 || t.Year() > 9999 {
 			// JSON (RFC 3339) and the stored answer know years 1 to 9999 only.
-			errs.Add(prefix+"/"+field, "range", "%s must fall in the years 0001 to 9999 in UTC, not %q", field, *p)
+			errs.Add(prefix+"/"+field, "range", "%s must fall in the years 0001 to 9999 in UTC, not %s", field, quoteShort(*p))
 			return nil
 		}
 		return &t
@@ -244,7 +244,7 @@ func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger
 		for i, k := range t.Keywords {
 			limits.Chars(errs, fmt.Sprintf("%s/keywords/%d", pointer, i), k, l.Keyword)
 			if len(keyword.Words(k)) == 0 {
-				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword needs at least one word (letters, digits or _); %q could never match", k)
+				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword needs at least one word (letters, digits or _); %s could never match", quoteShort(k))
 			}
 		}
 		out.Keywords = t.Keywords
@@ -280,7 +280,7 @@ func normalizeMatch(t *Trigger, pointer string, errs *validation.List) string {
 		return ""
 	case "word", ctxtype.MatchStem:
 	default:
-		errs.Add(pointer+"/match", "enum", "match must be one of word, stem, not %q", t.Match)
+		errs.Add(pointer+"/match", "enum", "match must be one of word, stem, not %s", quoteShort(t.Match))
 		return ""
 	}
 	if t.Keywords == nil {
@@ -297,8 +297,14 @@ func normalizeMatch(t *Trigger, pointer string, errs *validation.List) string {
 // keys (at any depth) and returns it in canonical form (sorted keys), so
 // that equal metadata hashes equally.
 func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.List) json.RawMessage {
-	if max := limits.Get().Metadata; len(raw) > max {
-		// Refused before it is decoded: its size is the work.
+	// The limit is on the canonical form, which is what is stored and what
+	// a read answers, so metadata that was written can always be written
+	// back as it was read (a client's read-modify-write), however the
+	// client spelled it: <, > and & are stored as \u003c and the like, six
+	// bytes each. What is sent is refused before it is decoded when even
+	// its shortest canonical form would be over: its size is the work.
+	max := limits.Get().Metadata
+	if len(raw) > metadataSpread*max {
 		limits.Bytes(errs, pointer, len(raw), max)
 		return json.RawMessage(`{}`)
 	}
@@ -322,8 +328,17 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 		errs.Add(pointer, "format", "metadata cannot be encoded: %v", err)
 		return json.RawMessage(`{}`)
 	}
+	if len(out) > max {
+		limits.Bytes(errs, pointer, len(out), max)
+		return json.RawMessage(`{}`)
+	}
 	if bytes.Contains(out, []byte(`\u0000`)) {
 		errs.Add(pointer, "format", "metadata must not contain NUL characters")
 	}
 	return out
 }
+
+// metadataSpread bounds how much longer sent metadata can be than its
+// canonical form: a character sent as a \uXXXX escape (6 bytes) is at
+// least one byte stored.
+const metadataSpread = 6

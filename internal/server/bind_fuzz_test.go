@@ -103,6 +103,7 @@ func FuzzStrictBinder(f *testing.F) {
 		{0, "{\"content\":\"\xff\"}"},
 		{0, " \t\r\n "},
 		{1, `{"items":[{"key":"a","content":"x"},{"key":"b","content":2,"priority":99999999999}]}`},
+		{1, `{"items":[{"key":"a","content":5},{"key":"b"}]}`}, // a shape problem beside a missing member
 		{2, `{"target_role":"critic","task":{"objective":"{{now}}"},"agent_context":{"mediaAssets":[]},"token_budget":4000}`},
 		{2, `{"target_role":"x","history":[{"role":"user","content":"refund"},{"role":1}],"token_budget":"10"}`},
 		{3, `{"task_id":"t1","target":{"role":"critic"},"intent":"request_review","deliverables":{"artifacts":[{"name":"n"}]}}`},
@@ -174,7 +175,14 @@ func FuzzStrictBinder(f *testing.F) {
 			if fe.Pointer != "" && !strings.HasPrefix(fe.Pointer, "/") {
 				t.Fatalf("%s: %q: field %+v has no JSON Pointer", rt, body, fe)
 			}
-			if decoded && !resolve(doc, fe.Pointer) {
+			at := fe.Pointer
+			if fe.Code == "required" {
+				// A required member is named where it is missing: the
+				// object it is missing from is in the body.
+				at = at[:strings.LastIndex(at, "/")+1]
+				at = strings.TrimSuffix(at, "/")
+			}
+			if decoded && !resolve(doc, at) {
 				t.Fatalf("%s: %q: field %+v points at nothing in the body", rt, body, fe)
 			}
 			if verr == nil && p.Status == 422 && fe.Code != "range" {

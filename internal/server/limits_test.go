@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -100,8 +101,25 @@ func TestInputLimits(t *testing.T) {
 		"metadata":   map[string]any{"notes": long(64<<10 - 20)},
 	})
 	require.Equal(t, 201, r0.status, "%.300s", r0.text)
+	// The metadata limit is on what is stored and read back, so what a
+	// read answers can always be written back: 20,000 "<" are sent as 20
+	// KB but stored (and read) as \u003c, 120 KB, and are refused at once;
+	// metadata just under the limit once stored goes round the trip.
+	r := e.do("PUT", "/v1/projects/acme/items/escaped", e.admin, map[string]any{"content": "x", "metadata": map[string]any{"n": strings.Repeat("<", 20000)}})
+	require.Equal(t, 422, r.status, "%.300s", r.text)
+	require.Equal(t, []string{"/metadata"}, r.pointers())
+	require.Contains(t, r.text, "too_long")
+	r = e.do("PUT", "/v1/projects/acme/items/escaped", e.admin, map[string]any{"content": "x", "metadata": map[string]any{"n": strings.Repeat("<&>", (64<<10-16)/18)}})
+	require.Equal(t, 201, r.status, "%.300s", r.text)
+	read := e.do("GET", "/v1/projects/acme/items/escaped", e.admin, nil)
+	require.Equal(t, 200, read.status)
+	raw := fmt.Sprintf(`{"content":"x","metadata":%s}`, metadataOf(t, read.text))
+	require.Greater(t, len(raw), 64<<10-100, "the metadata read back is near the limit")
+	r = e.do("PUT", "/v1/projects/acme/items/escaped", e.admin, raw)
+	require.Equal(t, 200, r.status, "written back as read: unchanged, %.300s", r.text)
+	require.Equal(t, `"1"`, r.header.Get("ETag"))
 	id := e.handoff(a.implementer, manifest("T-2", "critic"))
-	r := e.do("POST", "/v1/projects/acme/handoffs/"+id+"/reject", a.critic, map[string]any{"reason": long(2001)})
+	r = e.do("POST", "/v1/projects/acme/handoffs/"+id+"/reject", a.critic, map[string]any{"reason": long(2001)})
 	require.Equal(t, 422, r.status, r.text)
 	require.Equal(t, []string{"/reason"}, r.pointers())
 
@@ -112,6 +130,16 @@ func TestInputLimits(t *testing.T) {
 		errs := r.json["errors"].([]any)
 		require.NotEmpty(t, errs[0].(map[string]any)["parameter"], r.text)
 	}
+}
+
+// metadataOf is the metadata member of an item's JSON, byte for byte.
+func metadataOf(t *testing.T, body string) string {
+	t.Helper()
+	var v struct {
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	return string(v.Metadata)
 }
 
 // TestListPagesAreCappedByBytes: a page holds at most 8 MiB of item text

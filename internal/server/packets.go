@@ -314,6 +314,10 @@ func (s *Server) ListItemInjections(ctx context.Context, r api.ListItemInjection
 	}
 	var version *int
 	if r.Params.Version != nil {
+		// Versions are numbered from 1: a smaller one names no version.
+		if *r.Params.Version < 1 {
+			return nil, validation.One("version", "range", "version must be 1 or more, not %d", *r.Params.Version)
+		}
 		v := int(*r.Params.Version)
 		version = &v
 	}

@@ -37,7 +37,11 @@ func (s *Store) Listen(ctx context.Context, channel string, connected func(), no
 		if err == nil {
 			backoff = 100 * time.Millisecond
 			if lost {
-				s.log.Info("LISTEN connection back", slog.String("channel", channel))
+				msg := "LISTEN connection back"
+				if !ever {
+					msg = "LISTEN connection made after failing"
+				}
+				s.log.Info(msg, slog.String("channel", channel))
 				lost = false
 			}
 			ever = true
