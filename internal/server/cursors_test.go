@@ -94,4 +94,24 @@ func TestCursorsBelongToTheirListing(t *testing.T) {
 	}
 }
 
+// TestInjectionsVersionFilter: versions are numbered from 1, so a filter
+// below that names no version and is refused, not answered with nothing.
+func TestInjectionsVersionFilter(t *testing.T) {
+	t.Parallel()
+	e := packetWorld(t)
+	implementer := e.agent("implementer", auth.Edit, "acme")
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", implementer, packetRequest("implementer")).status)
+	for _, v := range []string{"0", "-1"} {
+		r := e.do("GET", "/v1/projects/acme/items/always.rule/injections?version="+v, e.admin, nil)
+		require.Equal(t, 422, r.status, r.text)
+		require.Equal(t, []string{"version"}, r.pointers())
+	}
+	r := e.do("GET", "/v1/projects/acme/items/always.rule/injections?version=1", e.admin, nil)
+	require.Equal(t, 200, r.status, r.text)
+	require.Len(t, r.list(), 1)
+	r = e.do("GET", "/v1/projects/acme/items/always.rule/injections?version=2", e.admin, nil)
+	require.Equal(t, 200, r.status, r.text)
+	require.Empty(t, r.list(), "a version that does not exist (yet) was used by no packet")
+}
+
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
