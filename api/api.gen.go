@@ -639,7 +639,7 @@ type BatchItem struct {
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
 	Kind *string `json:"kind,omitempty"`
 
-	// Metadata At most 64 KiB as sent (the `metadata` limit), nested at most 16 deep.
+	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
 	Metadata   *json.RawMessage `json:"metadata,omitempty"`
 	Priority   *int32           `json:"priority,omitempty"`
 	Provenance *Provenance      `json:"provenance,omitempty"`
@@ -1018,7 +1018,7 @@ type ItemWrite struct {
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
 	Kind *string `json:"kind,omitempty"`
 
-	// Metadata At most 64 KiB as sent (the `metadata` limit), nested at most 16 deep.
+	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
 	Metadata   *json.RawMessage `json:"metadata,omitempty"`
 	Priority   *int32           `json:"priority,omitempty"`
 	Provenance *Provenance      `json:"provenance,omitempty"`
@@ -1681,6 +1681,9 @@ type GetItemParams struct {
 
 	// Format contextd (the default): an Item; kxm: KXM's ContextItem v1, mapped as the README says.
 	Format *GetItemParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// IfNoneMatch '"<version>"' entity tags from an earlier ETag (a list, weak ones alike) or "*": 304 without a body when the version answered would be one of them. A tag of another form matches nothing.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // GetItemParamsFormat defines parameters for GetItem.
@@ -2726,6 +2729,23 @@ func (w *ServerInterfaceWrapper) GetItem(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -4560,6 +4580,22 @@ func (response GetItem200JSONResponse) VisitGetItemResponse(w http.ResponseWrite
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetItem304ResponseHeaders struct {
+	ETag *string
+}
+
+type GetItem304Response struct {
+	Headers GetItem304ResponseHeaders
+}
+
+func (response GetItem304Response) VisitGetItemResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetItemdefaultApplicationProblemPlusJSONResponse struct {

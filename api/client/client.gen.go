@@ -639,7 +639,7 @@ type BatchItem struct {
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
 	Kind *string `json:"kind,omitempty"`
 
-	// Metadata At most 64 KiB as sent (the `metadata` limit), nested at most 16 deep.
+	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
 	Metadata   *json.RawMessage `json:"metadata,omitempty"`
 	Priority   *int32           `json:"priority,omitempty"`
 	Provenance *Provenance      `json:"provenance,omitempty"`
@@ -1018,7 +1018,7 @@ type ItemWrite struct {
 	// Kind knowledge (default), state, episode, skill, decision, instruction, evidence, tool.
 	Kind *string `json:"kind,omitempty"`
 
-	// Metadata At most 64 KiB as sent (the `metadata` limit), nested at most 16 deep.
+	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
 	Metadata   *json.RawMessage `json:"metadata,omitempty"`
 	Priority   *int32           `json:"priority,omitempty"`
 	Provenance *Provenance      `json:"provenance,omitempty"`
@@ -1684,6 +1684,9 @@ type GetItemParams struct {
 
 	// Format contextd (the default): an Item; kxm: KXM's ContextItem v1, mapped as the README says.
 	Format *GetItemParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// IfNoneMatch '"<version>"' entity tags from an earlier ETag (a list, weak ones alike) or "*": 304 without a body when the version answered would be one of them. A tag of another form matches nothing.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
 }
 
 // GetItemParamsFormat defines parameters for GetItem.
@@ -4666,6 +4669,21 @@ func NewGetItemRequest(server string, project ProjectPath, key KeyPath, params *
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -7535,6 +7553,11 @@ type GetItemResponse200Headers struct {
 	ETag *string
 }
 
+// GetItemResponse304Headers the declared response headers of an HTTP 304 response for GetItem
+type GetItemResponse304Headers struct {
+	ETag *string
+}
+
 // GetItemResponseDefaultHeaders the declared response headers of an HTTP default response for GetItem
 type GetItemResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -7549,6 +7572,8 @@ type GetItemResponse struct {
 	ApplicationproblemJSONDefault *ProblemResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetItemResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetItemResponse304Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
 	HeadersDefault *GetItemResponseDefaultHeaders
 }
@@ -10350,6 +10375,9 @@ func ParseGetItemResponse(rsp *http.Response) (*GetItemResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest ProblemResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10370,6 +10398,16 @@ func ParseGetItemResponse(rsp *http.Response) (*GetItemResponse, error) {
 			headers.ETag = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetItemResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case true:
 		var headers GetItemResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

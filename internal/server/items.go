@@ -52,6 +52,24 @@ func parseIfMatch(h *string) (*item.Precondition, error) {
 	return p, nil
 }
 
+// noneMatchHolds reports whether If-None-Match h names version: "*", or
+// one of its entity tags, compared weakly as RFC 9110 wants for
+// If-None-Match (W/"3" names version 3 too). A client's cached copy is then
+// current, and a GET answers 304. A tag of another form names nothing: a
+// cache validator a client kept from elsewhere only costs a full answer.
+func noneMatchHolds(h string, version int) bool {
+	for _, tag := range strings.Split(h, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" {
+			return true
+		}
+		if v, ok := etagVersion(tag); ok && v == version {
+			return true
+		}
+	}
+	return false
+}
+
 func etagVersion(tag string) (int, bool) {
 	if len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' {
 		return 0, false
@@ -231,6 +249,9 @@ func (s *Server) GetItem(ctx context.Context, r api.GetItemRequestObject) (api.G
 	v, err := s.items.Get(ctx, agentFrom(ctx), r.Project, r.Key, asOf)
 	if err != nil {
 		return nil, err
+	}
+	if r.Params.IfNoneMatch != nil && noneMatchHolds(*r.Params.IfNoneMatch, v.Version) {
+		return api.GetItem304Response{Headers: api.GetItem304ResponseHeaders{ETag: etag(v.Version)}}, nil
 	}
 	var body any = toItem(v)
 	if format == api.GetItemParamsFormatKxm {
