@@ -175,14 +175,7 @@ func FuzzStrictBinder(f *testing.F) {
 			if fe.Pointer != "" && !strings.HasPrefix(fe.Pointer, "/") {
 				t.Fatalf("%s: %q: field %+v has no JSON Pointer", rt, body, fe)
 			}
-			at := fe.Pointer
-			if fe.Code == "required" {
-				// A required member is named where it is missing: the
-				// object it is missing from is in the body.
-				at = at[:strings.LastIndex(at, "/")+1]
-				at = strings.TrimSuffix(at, "/")
-			}
-			if decoded && !resolve(doc, at) {
+			if decoded && !resolve(doc, present(fe)) {
 				t.Fatalf("%s: %q: field %+v points at nothing in the body", rt, body, fe)
 			}
 			if verr == nil && p.Status == 422 && fe.Code != "range" {
@@ -202,4 +195,14 @@ func describe(err error) string {
 		return string(b)
 	}
 	return reflect.TypeOf(err).String() + " " + err.Error()
+}
+
+// present is where a field error points that must be in the body: its
+// pointer, or for a required member, which is named where it is missing,
+// the object it is missing from.
+func present(fe validation.Field) string {
+	if fe.Code != "required" {
+		return fe.Pointer
+	}
+	return fe.Pointer[:max(strings.LastIndex(fe.Pointer, "/"), 0)]
 }
