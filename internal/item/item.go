@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -217,11 +218,20 @@ func (p *Precondition) Holds(live bool, version int) bool {
 	return p.Any || slices.Contains(p.Versions, version)
 }
 
+// String is the precondition as the If-Match that made it says it:
+// *, or its entity tags ("3", "4").
 func (p *Precondition) String() string {
 	if p.Any {
 		return "*"
 	}
-	return fmt.Sprint(p.Versions)
+	if len(p.Versions) == 0 {
+		return "with weak tags only (a weak tag never matches a write's precondition)"
+	}
+	tags := make([]string, len(p.Versions))
+	for i, v := range p.Versions {
+		tags[i] = strconv.Quote(strconv.Itoa(v))
+	}
+	return strings.Join(tags, ", ")
 }
 
 // PutResult is the outcome of a single write.
