@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
@@ -106,7 +107,10 @@ func decodeCursor(s, listing string) (cursor, error) {
 // an item's versions; a project's items by key, or by rank for a query
 // (a rank is a position only in the ranking of its own query).
 func versionsListing(proj, key string) string { return page.Listing("versions", proj, key) }
-func itemsListing(proj, query string) string  { return page.Listing("items", proj, query) }
+func itemsListing(proj, query string) string {
+	// Queries that differ only in white space rank alike.
+	return page.Listing("items", proj, strings.Join(strings.Fields(query), " "))
+}
 
 // Versions lists every version of an item, oldest first.
 func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cur string, limit int) (Page, error) {

@@ -137,6 +137,24 @@ func TestMetadataLimitIsOnWhatIsStored(t *testing.T) {
 	r = e.do("PUT", "/v1/projects/acme/items/escaped", e.admin, raw)
 	require.Equal(t, 200, r.status, "written back as read: unchanged, %.300s", r.text)
 	require.Equal(t, `"1"`, r.header.Get("ETag"))
+
+	// Numbers are measured as jsonb prints them: 1e2 is read as 100, so
+	// writing 100 back is no change; 1e131071, 9 bytes sent, would be
+	// 131,072 stored; 1e200000 and 1e-20000 jsonb cannot hold at all (they
+	// were a 500). Each is refused at its pointer, nothing written.
+	r = e.do("PUT", "/v1/projects/acme/items/numbers", e.admin, `{"content":"x","metadata":{"a":1e2,"b":1.5e-3,"c":[1.50]}}`)
+	require.Equal(t, 201, r.status, r.text)
+	read = e.do("GET", "/v1/projects/acme/items/numbers", e.admin, nil)
+	require.JSONEq(t, `{"a":100,"b":0.0015,"c":[1.50]}`, metadataOf(t, read.text))
+	require.Contains(t, read.text, `[1.50]`, "the scale is kept")
+	r = e.do("PUT", "/v1/projects/acme/items/numbers", e.admin, `{"content":"x","metadata":{"a":100,"b":0.0015,"c":[1.50]}}`)
+	require.Equal(t, 200, r.status, "the same numbers: unchanged, %s", r.text)
+	for _, n := range []string{"1e131071", "1e200000", "1e-20000", "-1e99999999999999999999"} {
+		r = e.do("PUT", "/v1/projects/acme/items/numbers", e.admin, `{"content":"x","metadata":{"n":[0,`+n+`]}}`)
+		require.Equal(t, 422, r.status, "%s: %s", n, r.text)
+		require.Equal(t, []string{"/metadata/n/1"}, r.pointers(), n)
+	}
+	require.Equal(t, `"1"`, e.do("GET", "/v1/projects/acme/items/numbers", e.admin, nil).header.Get("ETag"))
 }
 
 // metadataOf is the metadata member of an item's JSON, byte for byte.
