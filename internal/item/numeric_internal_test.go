@@ -52,6 +52,9 @@ func TestPgNumericIsWhatJsonbStores(t *testing.T) {
 		got, ok := pgNumeric(n, 1<<16)
 		require.True(t, ok, n)
 		require.Equal(t, want[i], got, "%s as jsonb", n)
+		again, ok := pgNumeric(got, 1<<16)
+		require.True(t, ok)
+		require.Equal(t, got, again, "%s: the stored form is its own stored form", n)
 	}
 
 	// Refused: what jsonb cannot hold, and what the limit cannot.
