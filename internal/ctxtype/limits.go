@@ -46,6 +46,8 @@ func (r *Request) checkLimits(errs *validation.List) {
 			Content  string         `json:"content"`
 			Metadata map[string]any `json:"metadata"`
 		}
+		// (Decoded as float64: navi's parser refuses a number out of f64's
+		// range itself, at the same pointer.)
 		if json.Unmarshal(raw, &cp) != nil {
 			continue // navi's parser names the problem (packet.Service.Prepare)
 		}
@@ -75,12 +77,33 @@ func (r *Request) checkLimits(errs *validation.List) {
 	}
 }
 
+// storedNumber is n as jsonb will store it (StoredNumber), or n itself
+// and a problem at pointer when jsonb cannot hold it or it is too long
+// written out.
+func storedNumber(errs *validation.List, pointer string, n json.Number) json.Number {
+	s, ok := StoredNumber(string(n))
+	if !ok {
+		short := string(n)
+		if len(short) > 64 {
+			short = short[:64] + "..."
+		}
+		errs.Add(pointer, "range", "numbers are stored as PostgreSQL's numeric, in plain notation: at most %d digits after the point and %d characters written out; %s is not", maxNumericScale, MaxNumberBytes, short)
+		return n
+	}
+	return json.Number(s)
+}
+
 // CheckDocument refuses credential-like keys at any depth of a free-form
 // document (a request's agent_context and variables, an item's metadata:
 // secrets never reach a prompt) and nesting deeper than maxDepth; it
 // reports whether the depth was within the limit. The walk stops at the
 // limit, so its cost is bounded too. what names a key in the messages
-// ("key", "metadata key").
+// ("key", "metadata key"). It also writes each number (a json.Number, as
+// a document decoded with UseNumber holds them) as jsonb will store it,
+// so that what is measured, hashed and rendered now is what a read or a
+// replay finds later (1e2 is 100), and refuses, 422 range at its pointer,
+// a number jsonb cannot hold (1e200000: it was a 500) or that would be
+// over MaxNumberBytes written out (1e131071).
 func CheckDocument(errs *validation.List, pointer string, doc map[string]any, maxDepth int, what string) bool {
 	deep := false
 	var walk func(p string, v any, depth int)
@@ -104,10 +127,18 @@ func CheckDocument(errs *validation.List, pointer string, doc map[string]any, ma
 					errs.Add(cp, "forbidden_key", "%s %q looks like a credential; credentials are never put in context", what, k)
 					continue
 				}
+				if n, ok := x[k].(json.Number); ok {
+					x[k] = storedNumber(errs, cp, n)
+					continue
+				}
 				walk(cp, x[k], depth+1)
 			}
 		case []any:
 			for i, child := range x {
+				if n, ok := child.(json.Number); ok {
+					x[i] = storedNumber(errs, fmt.Sprintf("%s/%d", p, i), n)
+					continue
+				}
 				walk(fmt.Sprintf("%s/%d", p, i), child, depth+1)
 			}
 		}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -303,7 +301,7 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 	// a read answers, so metadata that was written can always be written
 	// back as it was read (a client's read-modify-write), however the
 	// client spelled it: <, > and & are read as \u003c and the like, six
-	// bytes each, and numbers as jsonb prints them (storedNumbers). What is
+	// bytes each, and numbers as jsonb prints them (CheckDocument). What is
 	// sent is refused before it is decoded when it is far over: its size
 	// is the work.
 	max := limits.Get().Metadata
@@ -328,7 +326,6 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 	if !ctxtype.CheckDocument(errs, pointer, doc, limits.Get().Depth, "metadata key") {
 		return json.RawMessage(`{}`)
 	}
-	storedNumbers(errs, pointer, doc, max)
 	out, err := json.Marshal(v)
 	if err != nil {
 		errs.Add(pointer, "format", "metadata cannot be encoded: %v", err)
@@ -349,33 +346,3 @@ func normalizeMetadata(pointer string, raw json.RawMessage, errs *validation.Lis
 // bytes) is at least one byte stored. (White space has no such bound; past
 // this it is refused as sent.)
 const metadataSpread = 6
-
-// storedNumbers writes every number of doc as jsonb stores and prints it
-// (pgNumeric), so that the metadata's hash and size are those of what a
-// read answers: 1e2 is read as 100, so writing 100 back is no change, and
-// 1e131071, 9 bytes sent, is 131,072 stored. A number jsonb cannot hold,
-// or whose stored form alone is over limit bytes, is refused at its pointer.
-func storedNumbers(errs *validation.List, pointer string, doc map[string]any, limit int) {
-	var walk func(p string, v any) any
-	walk = func(p string, v any) any {
-		switch x := v.(type) {
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(x)) { // problems in one order
-				x[k] = walk(p+"/"+validation.EscapePointer(k), x[k])
-			}
-		case []any:
-			for i, child := range x {
-				x[i] = walk(fmt.Sprintf("%s/%d", p, i), child)
-			}
-		case json.Number:
-			n, ok := pgNumeric(string(x), limit)
-			if !ok {
-				errs.Add(p, "range", "a metadata number is stored as PostgreSQL's numeric, in plain notation: at most %d digits after the point, and at most %d bytes written out; %s is not", maxNumericScale, limit, quoteShort(string(x)))
-				return x
-			}
-			return json.Number(n)
-		}
-		return v
-	}
-	walk(pointer, doc)
-}

@@ -188,3 +188,32 @@ func TestListPagesAreCappedByBytes(t *testing.T) {
 	require.Equal(t, "big.8", r.list()[0]["key"])
 	require.Nil(t, r.json["next_cursor"])
 }
+
+// TestDocumentNumbersAsStored: the numbers of a request's free-form
+// documents are taken as jsonb stores them, so the packet renders what a
+// replay of its stored request renders (a variable of 1e2 is 100, byte for
+// byte the same on replay), and a number jsonb cannot hold is 422 at its
+// pointer (it was a 500 when the packet was stored). (A context packet's
+// numbers are navi's parser's: out of f64's range, it refuses them.)
+func TestDocumentNumbersAsStored(t *testing.T) {
+	t.Parallel()
+	e := packetWorld(t)
+	req := packetRequest("implementer")
+	req["variables"] = map[string]any{"customer": json.Number("1e2")}
+	r := e.do("POST", "/v1/projects/acme/packets", e.admin, req)
+	require.Equal(t, 201, r.status, r.text)
+	require.Contains(t, r.json["rendered"], "Hello 100, this is acme.")
+	rp := e.do("POST", "/v1/projects/acme/packets/"+r.json["packet_id"].(string)+"/replay", e.admin, nil)
+	require.Equal(t, 200, rp.status, rp.text)
+	require.Equal(t, true, rp.json["identical"], rp.text)
+
+	for doc, want := range map[string]string{"agent_context": "/agent_context/n/1", "variables": "/variables/n/1"} {
+		for _, n := range []string{"1e200000", "1e-20000", "1e131071"} {
+			req := packetRequest("implementer")
+			req[doc] = map[string]any{"n": []any{1, json.Number(n)}}
+			r := e.do("POST", "/v1/projects/acme/packets", e.admin, req)
+			require.Equal(t, 422, r.status, "%s %s: %s", doc, n, r.text)
+			require.Equal(t, []string{want}, r.pointers(), "%s %s", doc, n)
+		}
+	}
+}

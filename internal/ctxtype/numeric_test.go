@@ -1,4 +1,4 @@
-package item
+package ctxtype_test
 
 import (
 	"fmt"
@@ -7,8 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestPgNumericIsWhatJsonbStores: pgNumeric writes each number as
 // PostgreSQL's jsonb prints it, for hand-picked edge cases and thousands
@@ -49,28 +52,28 @@ func TestPgNumericIsWhatJsonbStores(t *testing.T) {
 	var want []string
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT array_agg(n::jsonb::text ORDER BY o) FROM unnest($1::text[]) WITH ORDINALITY AS u(n, o)`, ns).Scan(&want))
 	for i, n := range ns {
-		got, ok := pgNumeric(n, 1<<16)
+		got, ok := ctxtype.PgNumeric(n, 1<<16)
 		require.True(t, ok, n)
 		require.Equal(t, want[i], got, "%s as jsonb", n)
-		again, ok := pgNumeric(got, 1<<16)
+		again, ok := ctxtype.PgNumeric(got, 1<<16)
 		require.True(t, ok)
 		require.Equal(t, got, again, "%s: the stored form is its own stored form", n)
 	}
 
 	// Refused: what jsonb cannot hold, and what the limit cannot.
 	for _, n := range []string{"1e-16384", "1e-20000", "1.5e-16383", "0e-16384", "1e200000", "1e99999999999999999999", "-1e-99999999999999999999"} {
-		_, ok := pgNumeric(n, 1<<16)
+		_, ok := ctxtype.PgNumeric(n, 1<<16)
 		require.False(t, ok, n)
 	}
 	for _, n := range []string{"1e-16384", "1e-20000", "1.5e-16383", "0e-16384"} {
 		_, err := pool.Exec(t.Context(), `SELECT $1::jsonb`, n)
 		require.Error(t, err, "%s: jsonb cannot hold it either", n)
 	}
-	_, ok := pgNumeric("1e65536", 1<<16)
+	_, ok := ctxtype.PgNumeric("1e65536", 1<<16)
 	require.False(t, ok, "65,537 bytes stored")
-	got, ok := pgNumeric("1e65535", 1<<16)
+	got, ok := ctxtype.PgNumeric("1e65535", 1<<16)
 	require.True(t, ok)
 	require.Len(t, got, 1<<16)
-	_, ok = pgNumeric("1e131071", 1<<16)
+	_, ok = ctxtype.PgNumeric("1e131071", 1<<16)
 	require.False(t, ok, "9 bytes sent, 131,072 stored")
 }

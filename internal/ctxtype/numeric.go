@@ -1,4 +1,4 @@
-package item
+package ctxtype
 
 import (
 	"strconv"
@@ -10,12 +10,22 @@ import (
 // in jsonb at all ("value overflows numeric format").
 const maxNumericScale = 16383
 
+// MaxNumberBytes bounds a number of a free-form document (agent_context,
+// variables, item metadata) written out as jsonb stores it: 1e131071 is 9
+// bytes sent and 131,072 stored.
+const MaxNumberBytes = 1000
+
+// StoredNumber is the JSON number n as jsonb stores and prints it, if its
+// form is at most MaxNumberBytes (pgNumeric).
+func StoredNumber(n string) (string, bool) { return pgNumeric(n, MaxNumberBytes) }
+
 // pgNumeric is the JSON number n as jsonb stores and prints it: PostgreSQL's
 // numeric in plain notation, the exponent applied, as many digits after the
 // point as n's own minus its exponent (1.50 stays 1.50, 1e2 is 100, 1.5e-3
-// is 0.0015, -0 is 0). Metadata is measured, hashed and compared in this
-// form, so that what a read answers is what was measured, and writing it
-// back is no change. ok is false when the form would be longer than limit
+// is 0.0015, -0 is 0). Free-form documents are measured, hashed, compared
+// and rendered in this form (CheckDocument), so that what a read or a
+// replay finds is what was measured or rendered, and writing it back is no
+// change. ok is false when the form would be longer than limit
 // bytes or need more than maxNumericScale digits after the point: such a
 // number is refused before anything builds it (1e131071 is 9 bytes sent
 // and 131,072 stored). n must be a valid JSON number.
