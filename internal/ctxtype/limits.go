@@ -1,10 +1,14 @@
 package ctxtype
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/validation"
@@ -55,6 +59,13 @@ func (r *Request) checkLimits(errs *validation.List) {
 		if cp.Metadata != nil {
 			CheckDocument(errs, fmt.Sprintf("/context_packets/%d/metadata", i), cp.Metadata, l.Depth, "key")
 		}
+		// A context packet is stored as sent, in the request's jsonb, which
+		// writes its numbers out: each must be one jsonb can hold, and the
+		// packet, so written, within its content's limit and agent_context's.
+		if n := storedSize(errs, fmt.Sprintf("/context_packets/%d", i), raw); n > l.ToolResult+l.AgentContext {
+			errs.Add(fmt.Sprintf("/context_packets/%d", i), "too_long", "a context packet may be at most %d bytes as stored (its content %d, the rest %d), not %d",
+				l.ToolResult+l.AgentContext, l.ToolResult, l.AgentContext, n)
+		}
 	}
 	limits.Items(errs, "/history", len(r.History), l.Messages)
 	for i, m := range r.History {
@@ -73,8 +84,51 @@ func (r *Request) checkLimits(errs *validation.List) {
 	}
 	if r.Variables != nil {
 		limits.Items(errs, "/variables", len(r.Variables), l.Variables)
-		CheckDocument(errs, "/variables", r.Variables, l.Depth, "key")
+		if CheckDocument(errs, "/variables", r.Variables, l.Depth, "key") {
+			if b, err := json.Marshal(r.Variables); err == nil { // numbers as stored
+				limits.Bytes(errs, "/variables", len(b), l.AgentContext)
+			}
+		}
 	}
+}
+
+// storedSize is the size of the JSON value raw once jsonb has written its
+// numbers out (1e2 is 100, 1e999 a thousand bytes), and it refuses, 422
+// range at its pointer, a number jsonb cannot hold or longer than
+// MaxNumberBytes written out. A number out of float64's range inside
+// metadata is left to navi's parser, which refuses it at the same place.
+func storedSize(errs *validation.List, pointer string, raw []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return len(raw) // navi's parser names the problem
+	}
+	size := len(raw)
+	var walk func(p string, v any)
+	walk = func(p string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(p+"/"+validation.EscapePointer(k), x[k])
+			}
+		case []any:
+			for i, child := range x {
+				walk(fmt.Sprintf("%s/%d", p, i), child)
+			}
+		case json.Number:
+			if f, err := strconv.ParseFloat(string(x), 64); err != nil && math.IsInf(f, 0) && strings.HasPrefix(p, pointer+"/metadata/") {
+				return
+			}
+			if s, ok := StoredNumber(string(x)); ok {
+				size += len(s) - len(x)
+				return
+			}
+			storedNumber(errs, p, x)
+		}
+	}
+	walk(pointer, v)
+	return size
 }
 
 // storedNumber is n as jsonb will store it (StoredNumber), or n itself

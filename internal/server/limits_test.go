@@ -216,4 +216,35 @@ func TestDocumentNumbersAsStored(t *testing.T) {
 			require.Equal(t, []string{want}, r.pointers(), "%s %s", doc, n)
 		}
 	}
+
+	// A context packet is stored as sent: its numbers are checked where
+	// they stand (metadata or members navi does not read), and its size is
+	// taken as stored. (1e-20000 and an unread member's 1e200000 were a
+	// 500; 9,000 of 1e131071 in one member, an 81 KB body, were stored and
+	// made every read of the packet, and the project's packet list, a 500.)
+	many := func(n int, num string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(num+",", n), ",") + "]"
+	}
+	for body, want := range map[string]string{
+		`{"source":"File","content":"x","metadata":{"a":1e-20000}}`:          "/context_packets/0/metadata/a",
+		`{"source":"File","content":"x","extra":1e200000}`:                   "/context_packets/0/extra",
+		`{"source":"File","content":"x","extra":{"b":[0,1e131071]}}`:         "/context_packets/0/extra/b/1",
+		`{"source":"File","content":"x","extra":` + many(400, "1e999") + `}`: "/context_packets/0",
+	} {
+		req := packetRequest("implementer")
+		req["context_packets"] = []any{json.RawMessage(body)}
+		r := e.do("POST", "/v1/projects/acme/packets", e.admin, req)
+		require.Equal(t, 422, r.status, "%.100s: %.300s", body, r.text)
+		require.Equal(t, []string{want}, r.pointers(), "%.100s", body)
+	}
+	req = packetRequest("implementer")
+	req["context_packets"] = []any{json.RawMessage(`{"source":"File","content":"x","extra":` + many(300, "1e999") + `}`)}
+	r = e.do("POST", "/v1/projects/acme/packets", e.admin, req)
+	require.Equal(t, 201, r.status, "300 KB as stored is within the limits: %.300s", r.text)
+	require.Equal(t, 200, e.do("GET", "/v1/projects/acme/packets/"+r.json["packet_id"].(string), e.admin, nil).status)
+	req = packetRequest("implementer")
+	req["variables"] = map[string]any{"n": json.RawMessage(many(300, "1e999"))}
+	r = e.do("POST", "/v1/projects/acme/packets", e.admin, req)
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, []string{"/variables"}, r.pointers(), "300 KB of variables as stored")
 }
