@@ -23,8 +23,14 @@ const SharedProject = "_shared"
 
 var keyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
 
-// ValidKey reports whether key may name an item.
-func ValidKey(key string) bool { return keyRE.MatchString(key) }
+// ValidKey reports whether key may name an item. "." and ".." match the
+// pattern but cannot be a path segment: URL libraries (Go's, and every
+// client following RFC 3986) remove them as dot segments, so such an item
+// could be written with a raw request and never read through a client.
+func ValidKey(key string) bool { return keyRE.MatchString(key) && key != "." && key != ".." }
+
+// KeyRule is the key rule as the API's messages state it.
+const KeyRule = `item keys match [A-Za-z0-9._:-]{1,200} and are not "." or ".."`
 
 // Trigger says when an item enters a packet. Exactly one member is set;
 // Match goes with Keywords only.

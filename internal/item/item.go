@@ -279,7 +279,7 @@ func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent
 		return prepared{}, err
 	}
 	if !ValidKey(in.Key) {
-		return prepared{}, validation.One("key", "format", "item keys match [A-Za-z0-9._:-]{1,200}")
+		return prepared{}, validation.One("key", "format", ctxtype.KeyRule)
 	}
 	var errs validation.List
 	f := in.normalize("", &errs)
@@ -424,7 +424,7 @@ func checkAll(ins []Input, skip []bool) ([]string, []Fields, *validation.List) {
 		k := ins[i].Key
 		switch {
 		case !ValidKey(k):
-			errs.Add(prefix+"/key", "format", "item keys match [A-Za-z0-9._:-]{1,200}")
+			errs.Add(prefix+"/key", "format", ctxtype.KeyRule)
 		case seen[k] > 0:
 			errs.Add(prefix+"/key", "duplicate", "key %q is also at /items/%d; a key may appear once per batch", k, seen[k]-1)
 		default:

@@ -479,3 +479,25 @@ func TestItemConditionalGet(t *testing.T) {
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/rubric", planner, nil, "If-None-Match", "*").status)
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/missing", e.admin, nil, "If-None-Match", "*").status)
 }
+
+// TestDotKeysAreRefused: "." and ".." match the key pattern but no client
+// can address them (URL libraries remove dot segments), so a write of one
+// is refused, in a PUT and in a batch; keys with dots in them are fine.
+func TestDotKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.project("acme")
+	for _, k := range []string{".", ".."} {
+		r := e.do("PUT", "/v1/projects/acme/items/"+k, e.admin, map[string]any{"content": "x"})
+		require.Equal(t, 422, r.status, "%s: %s", k, r.text)
+		require.Contains(t, r.text, `not \".\" or \"..\"`)
+		r = e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []any{map[string]any{"key": "ok", "content": "x"}, map[string]any{"key": k, "content": "x"}}})
+		require.Equal(t, 422, r.status, "%s: %s", k, r.text)
+		require.Equal(t, []string{"/items/1/key"}, r.pointers())
+	}
+	for _, k := range []string{".a", "a.", "...", "a..b"} {
+		require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/"+k, e.admin, map[string]any{"content": "x"}).status, k)
+		require.Equal(t, 200, e.do("GET", "/v1/projects/acme/items/"+k, e.admin, nil).status, k)
+	}
+	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/ok", e.admin, nil).status, "the refused batch wrote nothing")
+}
