@@ -126,17 +126,19 @@ func (s *dbSource) StateGroups(ctx context.Context, layers, stateKeys []string) 
 	return s.tx.BoundedStateGroups(ctx, layers, stateKeys)
 }
 
-// Texts implements assemble.Source: from the process's cache of versions
-// (immutable, so valid under any snapshot), the rest in one read.
+// Texts implements assemble.Source: from the process's cache of versions,
+// the rest in one read. A version is immutable but for a redaction, which
+// replaces its content and its content hash; the cache is keyed by the
+// hash the candidate row was just read with, so a redacted version (in
+// this process or any other) is never answered from its text before.
 func (s *dbSource) Texts(ctx context.Context, vs []*ctxtype.Version) error {
 	var need []store.VersionRef
 	for _, v := range vs {
-		ref := store.VersionRef{Project: v.Project, Key: v.Key, Version: v.Version}
-		if t, ok := s.texts.get(ref); ok {
+		if t, ok := s.texts.get(textKeyOf(v)); ok {
 			setText(v, t)
 			continue
 		}
-		need = append(need, ref)
+		need = append(need, store.VersionRef{Project: v.Project, Key: v.Key, Version: v.Version})
 	}
 	if len(need) == 0 {
 		return nil
@@ -146,13 +148,23 @@ func (s *dbSource) Texts(ctx context.Context, vs []*ctxtype.Version) error {
 		return err
 	}
 	for _, v := range vs {
-		ref := store.VersionRef{Project: v.Project, Key: v.Key, Version: v.Version}
-		if t, ok := got[ref]; ok {
+		k := textKeyOf(v)
+		if t, ok := got[k.ref]; ok {
 			setText(v, t)
-			s.texts.put(ref, t)
+			s.texts.put(k, t)
 		}
 	}
 	return nil
+}
+
+// textKey is a cached text's version and the content hash it was read with.
+type textKey struct {
+	ref    store.VersionRef
+	sha256 string
+}
+
+func textKeyOf(v *ctxtype.Version) textKey {
+	return textKey{ref: store.VersionRef{Project: v.Project, Key: v.Key, Version: v.Version}, sha256: v.ContentSHA256}
 }
 
 // setText gives v what Texts reads: its text, metadata and provenance.
@@ -246,41 +258,48 @@ func (s *dbSource) openCount(ctx context.Context, layer string, lane assemble.La
 	return got[layer], nil
 }
 
-// textCache keeps the title and content of versions read for packets.
-// Versions never change, so an entry is valid for every snapshot; the
-// cache is bounded by its total text size and forgets at random past it.
+// textCache keeps the title and content of versions read for packets,
+// by version and content hash (textKey): a version changes only when a
+// redaction replaces its content, and its hash with it, so an entry is
+// valid for every snapshot that reads that hash. The cache is bounded by
+// its total text size and forgets at random past it.
 type textCache struct {
 	mu    sync.Mutex
 	max   int
 	size  int
-	items map[store.VersionRef]store.VersionText
+	items map[textKey]store.VersionText
 }
 
 func newTextCache(maxBytes int) *textCache {
-	return &textCache{max: maxBytes, items: map[store.VersionRef]store.VersionText{}}
+	return &textCache{max: maxBytes, items: map[textKey]store.VersionText{}}
 }
 
-func (c *textCache) get(ref store.VersionRef) (store.VersionText, bool) {
+func (c *textCache) get(k textKey) (store.VersionText, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.items[ref]
+	t, ok := c.items[k]
 	return t, ok
 }
 
-func (c *textCache) put(ref store.VersionRef, t store.VersionText) {
-	n := len(t.Title) + len(t.Content) + len(t.Metadata) + len(t.Provenance.SourceRef) + len(ref.Project) + len(ref.Key)
+// textSize is what an entry counts against the cache's bound.
+func textSize(k textKey, t store.VersionText) int {
+	return len(t.Title) + len(t.Content) + len(t.Metadata) + len(t.Provenance.SourceRef) + len(k.ref.Project) + len(k.ref.Key) + len(k.sha256)
+}
+
+func (c *textCache) put(k textKey, t store.VersionText) {
+	n := textSize(k, t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[ref]; ok || n > c.max {
+	if _, ok := c.items[k]; ok || n > c.max {
 		return
 	}
-	for k, old := range c.items {
+	for old, ot := range c.items {
 		if c.size+n <= c.max {
 			break
 		}
-		c.size -= len(old.Title) + len(old.Content) + len(k.Project) + len(k.Key)
-		delete(c.items, k)
+		c.size -= textSize(old, ot) // what put counted, so the bound holds
+		delete(c.items, old)
 	}
-	c.items[ref] = t
+	c.items[k] = t
 	c.size += n
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -411,7 +412,9 @@ func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
 	require.Equal(t, "true", replayed.header.Get("Idempotent-Replayed"), "a retry replays the redacted answer, it does not write again")
 	require.NotContains(t, replayed.text, secret)
 	require.Contains(t, replayed.text, "[redacted]")
+	require.NotContains(t, replayed.text, hex.EncodeToString(secretHash[:]), "nor the hash of the text, which a short secret could be guessed from")
 	cur := e.do("GET", "/v1/projects/acme/items/deploy", e.admin, nil)
+	require.Equal(t, cur.json["content_sha256"], replayed.json["content_sha256"], "the replay answers the version as it now is")
 	require.Equal(t, float64(1), cur.json["version"], "the retry wrote nothing")
 	found := e.do("GET", "/v1/projects/acme/items?q="+secret, e.admin, nil)
 	require.Equal(t, 200, found.status, found.text)
@@ -513,4 +516,43 @@ func redactedStillChecked(t *testing.T, e *env, packets []string) {
 	_, err := e.pool.Exec(context.Background(), `SELECT contextd_redact_packet('acme', $1, 'acme', 'red_none')`, packets[2])
 	require.Error(t, err, "no redaction, no rewrite")
 
+}
+
+// TestRedactedTextLeavesNewPackets: once a version is redacted, no packet
+// made afterwards contains its text, though the process had it cached from
+// a packet made before (the cache is keyed by the content hash that a
+// redaction replaces), and a second process, with its own cache, agrees.
+func TestRedactedTextLeavesNewPackets(t *testing.T) {
+	t.Parallel()
+	e := auditFixture(t)
+	other := httptest.NewServer(server.New(server.Config{App: app.New(store.New(e.pool, pgtest.AcquireTimeout), app.WithKeys(testKeys))}))
+	t.Cleanup(other.Close)
+	const secret = "TOPSECRET-PAYLOAD-7"
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/leak", e.admin, map[string]any{"content": secret, "trigger": map[string]any{"always": true}}).status)
+	req := map[string]any{"target_role": "implementer"}
+	for _, base := range []string{e.url, other.URL} {
+		r := e.doAt(base, "POST", "/v1/projects/acme/packets", e.admin, req)
+		require.Equal(t, 201, r.status, r.text)
+		require.Contains(t, r.json["rendered"], secret, "before: in the packet, and cached")
+	}
+	r := e.do("POST", "/v1/projects/acme/items/leak/versions/1/redact", e.admin, map[string]any{"reason": "leaked"})
+	require.Equal(t, 202, r.status, r.text)
+	require.Eventually(t, func() bool {
+		return e.do("GET", "/v1/projects/acme/redactions/"+r.json["id"].(string), e.admin, nil).json["status"] == "done"
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, base := range []string{e.url, other.URL} {
+		r := e.doAt(base, "POST", "/v1/projects/acme/packets", e.admin, req)
+		require.Equal(t, 201, r.status, r.text)
+		require.NotContains(t, r.json["rendered"], secret, "after: not from any process's cache (%s)", base)
+		require.Contains(t, r.json["rendered"], "[redacted]")
+	}
+}
+
+// doAt is do against another server of the same database.
+func (e *env) doAt(base, method, path, key string, body any) resp {
+	e.t.Helper()
+	saved := e.url
+	e.url = base
+	defer func() { e.url = saved }()
+	return e.do(method, path, key, body)
 }
