@@ -133,3 +133,17 @@ SELECT d.* FROM redactions d
 JOIN (SELECT unnest(@keys::text[]) AS key, unnest(@versions::integer[]) AS version) s ON d.key = s.key AND d.version = s.version
 WHERE d.project = @project
 ORDER BY d.created_at, d.id;
+
+-- name: TransactionsBegunBefore :one
+-- The transactions of this database, other than the caller's, that began
+-- before @before: a redaction waits for them, since a packet assembled in
+-- one of them may have read the version's text before the redaction
+-- committed and be stored after its pass over the packets.
+SELECT count(*)::bigint AS n
+FROM pg_catalog.pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+  AND xact_start < @before::timestamptz;
+
+-- name: ClockNow :one
+-- The database's clock, which pg_stat_activity's times are on.
+SELECT clock_timestamp()::timestamptz AS now;

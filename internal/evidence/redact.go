@@ -156,16 +156,68 @@ const sharedProject = "_shared"
 
 // runRedaction overwrites the version's spans in every packet that
 // included it, project by project and newest first, one page per
-// transaction, and records the progress after each.
+// transaction, and records the progress after each. A packet assembled in
+// a transaction that began before the redaction committed may have read
+// the text and be stored after the first pass went by, so the pass runs
+// again once every such transaction has ended (they are bounded by the
+// request timeout); a span overwritten twice gets the same bytes, and
+// packets_done is what the last pass found.
 func (s *Service) runRedaction(ctx context.Context, r store.Redaction) {
 	fail := func(err error) {
 		r.Status, r.Error = "failed", err.Error()
 		_ = s.store.RedactionProgress(ctx, r)
 	}
-	pps, err := packetProjects(ctx, s.store.DB, r.Project)
+	began, err := s.store.ClockNow(ctx) // after the redaction committed
 	if err != nil {
 		fail(err)
 		return
+	}
+	pass := func() bool {
+		err := s.redactPass(ctx, &r)
+		if err != nil && ctx.Err() == nil {
+			fail(err)
+		}
+		return err == nil // else a process that starts later resumes it (ResumeRedactions)
+	}
+	if !pass() {
+		return
+	}
+	for deadline := time.Now().Add(redactWaitMax); time.Now().Before(deadline); {
+		n, err := s.store.TransactionsBegunBefore(ctx, began)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(redactWait):
+		}
+	}
+	if !pass() {
+		return
+	}
+	r.Status = "done"
+	_ = s.store.RedactionProgress(ctx, r)
+}
+
+// redactWait is how often a redaction looks whether the transactions
+// older than it have ended, and redactWaitMax how long it waits for them
+// at most: past every request's timeout, so only a session outside
+// contextd (an operator's open transaction) is not waited for.
+const (
+	redactWait    = 50 * time.Millisecond
+	redactWaitMax = 5 * time.Minute
+)
+
+// redactPass is one pass of runRedaction over every packet project.
+func (s *Service) redactPass(ctx context.Context, r *store.Redaction) error {
+	pps, err := packetProjects(ctx, s.store.DB, r.Project)
+	if err != nil {
+		return err
 	}
 	r.PacketsDone = 0
 	for _, pp := range pps {
@@ -174,22 +226,20 @@ func (s *Service) runRedaction(ctx context.Context, r store.Redaction) {
 			var n int
 			err := s.store.InTx(ctx, func(tx *store.Tx) error {
 				var err error
-				n, cur, err = tx.RedactPackets(ctx, r, pp, cur, redactPage)
+				n, cur, err = tx.RedactPackets(ctx, *r, pp, cur, redactPage)
 				return err
 			})
 			if err != nil {
-				fail(err)
-				return
+				return err
 			}
 			r.PacketsDone += n
-			if err := s.store.RedactionProgress(ctx, r); err != nil {
-				return
+			if err := s.store.RedactionProgress(ctx, *r); err != nil {
+				return err
 			}
 			if n < redactPage {
 				break
 			}
 		}
 	}
-	r.Status = "done"
-	_ = s.store.RedactionProgress(ctx, r)
+	return nil
 }

@@ -556,3 +556,27 @@ func (e *env) doAt(base, method, path, key string, body any) resp {
 	defer func() { e.url = saved }()
 	return e.do(method, path, key, body)
 }
+
+// TestRedactionWaitsForOlderTransactions: a packet assembled in a
+// transaction that began before a redaction committed may have read the
+// text and be stored after the redaction's pass over the packets, so the
+// redaction is not done until every such transaction has ended, and then
+// passes over the packets again.
+func TestRedactionWaitsForOlderTransactions(t *testing.T) {
+	t.Parallel()
+	e := auditFixture(t)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/late", e.admin, map[string]any{"content": "LATE-SECRET", "trigger": map[string]any{"always": true}}).status)
+	older, err := e.pool.Begin(t.Context()) // stands for an assembly in flight
+	require.NoError(t, err)
+	defer older.Rollback(context.Background())
+	var one int
+	require.NoError(t, older.QueryRow(t.Context(), "SELECT 1").Scan(&one))
+	r := e.do("POST", "/v1/projects/acme/items/late/versions/1/redact", e.admin, map[string]any{"reason": "leaked"})
+	require.Equal(t, 202, r.status, r.text)
+	status := func() any {
+		return e.do("GET", "/v1/projects/acme/redactions/"+r.json["id"].(string), e.admin, nil).json["status"]
+	}
+	require.Never(t, func() bool { return status() == "done" }, 600*time.Millisecond, 50*time.Millisecond, "not done while an older transaction runs")
+	require.NoError(t, older.Rollback(t.Context()))
+	require.Eventually(t, func() bool { return status() == "done" }, 10*time.Second, 20*time.Millisecond)
+}

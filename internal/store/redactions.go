@@ -227,3 +227,17 @@ func JSONEscaped(text string) string {
 	esc, _ := json.Marshal(text) // a string always encodes
 	return strings.TrimSuffix(strings.TrimPrefix(string(esc), `"`), `"`)
 }
+
+// ClockNow is the database's clock.
+func (db DB) ClockNow(ctx context.Context) (time.Time, error) {
+	t, err := q.ClockNow(ctx, db.ex)
+	return t, interpret(err)
+}
+
+// TransactionsBegunBefore counts the database's other transactions that
+// began before t (pg_stat_activity: those of contextd's own login, which
+// is every transaction that can assemble a packet).
+func (db DB) TransactionsBegunBefore(ctx context.Context, t time.Time) (int, error) {
+	n, err := q.TransactionsBegunBefore(ctx, db.ex, t)
+	return int(n), interpret(err)
+}

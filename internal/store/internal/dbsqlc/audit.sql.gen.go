@@ -136,6 +136,18 @@ func (q *Queries) AuditUnchained(ctx context.Context, db DBTX) ([]string, error)
 	return items, nil
 }
 
+const clockNow = `-- name: ClockNow :one
+SELECT clock_timestamp()::timestamptz AS now
+`
+
+// The database's clock, which pg_stat_activity's times are on.
+func (q *Queries) ClockNow(ctx context.Context, db DBTX) (time.Time, error) {
+	row := db.QueryRow(ctx, clockNow)
+	var now time.Time
+	err := row.Scan(&now)
+	return now, err
+}
+
 const handoffAuditPage = `-- name: HandoffAuditPage :many
 SELECT project, id, task_id, workflow_run_id, rework_of, source_role, source_agent_id, target_role, target_permission, intent, packet_id, manifest, created_by, created_at, status, status_reason, superseded_by, updated_at FROM handoffs WHERE project = $1 AND id > $2 ORDER BY id LIMIT $3
 `
@@ -1028,4 +1040,22 @@ func (q *Queries) RedactionsRunning(ctx context.Context, db DBTX) ([]Redaction, 
 		return nil, err
 	}
 	return items, nil
+}
+
+const transactionsBegunBefore = `-- name: TransactionsBegunBefore :one
+SELECT count(*)::bigint AS n
+FROM pg_catalog.pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+  AND xact_start < $1::timestamptz
+`
+
+// The transactions of this database, other than the caller's, that began
+// before @before: a redaction waits for them, since a packet assembled in
+// one of them may have read the version's text before the redaction
+// committed and be stored after its pass over the packets.
+func (q *Queries) TransactionsBegunBefore(ctx context.Context, db DBTX, before time.Time) (int64, error) {
+	row := db.QueryRow(ctx, transactionsBegunBefore, before)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
 }
