@@ -294,11 +294,6 @@ func (s *Service) create(ctx context.Context, tx *store.Tx, p CreateParams, crea
 	return fromRow(row), key, nil
 }
 
-// agentsCursor is a position in the agents listing: the last id shown.
-type agentsCursor struct {
-	After string `json:"a"`
-}
-
 var agentsListing = page.Listing("agents")
 
 // List returns one page of the agents within caller's scope, by id, after
@@ -308,11 +303,10 @@ func (s *Service) List(ctx context.Context, caller *Agent, cursor string, limit 
 	if err := requireAdmin(caller); err != nil {
 		return nil, "", err
 	}
-	var c agentsCursor
-	if _, err := page.Decode(cursor, agentsListing, &c); err != nil {
+	after, err := page.DecodeAfter(cursor, agentsListing)
+	if err != nil {
 		return nil, "", err
 	}
-	after := c.After
 	out := []*Agent{}
 	for {
 		rows, err := s.store.AgentList(ctx, after, limit+1)
@@ -325,7 +319,7 @@ func (s *Service) List(ctx context.Context, caller *Agent, cursor string, limit 
 				continue
 			}
 			if len(out) == limit {
-				return out, page.Encode(agentsListing, agentsCursor{After: out[len(out)-1].ID}), nil
+				return out, page.Encode(agentsListing, page.After{After: out[len(out)-1].ID}), nil
 			}
 			out = append(out, a)
 		}

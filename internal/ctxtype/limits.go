@@ -137,11 +137,7 @@ func storedSize(errs *validation.List, pointer string, raw []byte) int {
 func storedNumber(errs *validation.List, pointer string, n json.Number) json.Number {
 	s, ok := StoredNumber(string(n))
 	if !ok {
-		short := string(n)
-		if len(short) > 64 {
-			short = short[:64] + "..."
-		}
-		errs.Add(pointer, "range", "numbers are stored as PostgreSQL's numeric, in plain notation: at most %d digits after the point and %d characters written out; %s is not", maxNumericScale, MaxNumberBytes, short)
+		errs.Add(pointer, "range", "numbers are stored as PostgreSQL's numeric, in plain notation: at most %d digits after the point and %d characters written out; %s is not", maxNumericScale, MaxNumberBytes, validation.QuoteShort(string(n)))
 		return n
 	}
 	return json.Number(s)

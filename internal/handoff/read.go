@@ -130,11 +130,6 @@ type ListParams struct {
 	Limit                                     int
 }
 
-type listCursor struct {
-	T  time.Time `json:"t"`
-	ID string    `json:"id"`
-}
-
 // handoffsListing names the listing a cursor belongs to: a project's handoffs.
 func handoffsListing(proj string) string { return page.Listing("handoffs", proj) }
 
@@ -148,15 +143,11 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	}
 	params := store.HandoffListParams{Project: proj, TaskID: lp.TaskID, Status: lp.Status,
 		TargetRole: lp.TargetRole, WorkflowRunID: lp.WorkflowRunID, Max: lp.Limit + 1}
-	var c listCursor
-	ok, err := page.Decode(lp.Cursor, handoffsListing(proj), &c)
+	c, err := page.DecodeAt(lp.Cursor, handoffsListing(proj))
 	if err != nil {
 		return nil, "", err
 	}
-	if ok && (c.T.IsZero() || c.ID == "") {
-		return nil, "", validation.One("cursor", "format", "cursor is not one this server gave out")
-	}
-	if ok {
+	if c != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
 	rows, err := s.store.HandoffList(ctx, params)
@@ -167,7 +158,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	next := ""
 	for i, r := range rows {
 		if i == lp.Limit {
-			next = page.Encode(handoffsListing(proj), listCursor{T: rows[i-1].CreatedAt, ID: rows[i-1].ID})
+			next = page.Encode(handoffsListing(proj), page.At{T: rows[i-1].CreatedAt, ID: rows[i-1].ID})
 			break
 		}
 		h, err := fromRow(r)

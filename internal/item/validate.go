@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
@@ -108,7 +106,7 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 	}
 	enum := func(field, val string, allowed map[string]bool, list string) {
 		if !allowed[val] {
-			errs.Add(prefix+"/"+field, "enum", "%s must be one of %s, not %s", field, list, quoteShort(val))
+			errs.Add(prefix+"/"+field, "enum", "%s must be one of %s, not %s", field, list, validation.QuoteShort(val))
 		}
 	}
 	enum("kind", f.Kind, kinds, "knowledge, state, episode, skill, decision, instruction, evidence, tool")
@@ -116,7 +114,7 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 	enum("confidence", f.Confidence, confidences, "verified, probable, uncertain")
 	enum("slot", f.Slot, slots, "system, messages, tools")
 	if !sources[f.Source] && !otherTagRE.MatchString(f.Source) {
-		errs.Add(prefix+"/source", "enum", "source must be one of the seed vocabulary (file, project, user_selection, ..., derived) or other:<tag>, not %s", quoteShort(f.Source))
+		errs.Add(prefix+"/source", "enum", "source must be one of the seed vocabulary (file, project, user_selection, ..., derived) or other:<tag>, not %s", validation.QuoteShort(f.Source))
 	}
 	for _, fv := range [][2]string{{"title", f.Title}, {"summary", f.Summary}, {"content", f.Content}, {"state_key", f.StateKey}, {"source", f.Source}} {
 		if field, val := fv[0], fv[1]; strings.ContainsRune(val, 0) {
@@ -138,13 +136,13 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 		}
 		t, err := time.Parse(time.RFC3339Nano, *p)
 		if err != nil {
-			errs.Add(prefix+"/"+field, "format", "%s must be an RFC 3339 time, not %s", field, quoteShort(*p))
+			errs.Add(prefix+"/"+field, "format", "%s must be an RFC 3339 time, not %s", field, validation.QuoteShort(*p))
 			return nil
 		}
 		t = t.UTC()
 		if t.Year() < 1 || t.Year() > 9999 {
 			// JSON (RFC 3339) and the stored answer know years 1 to 9999 only.
-			errs.Add(prefix+"/"+field, "range", "%s must fall in the years 0001 to 9999 in UTC, not %s", field, quoteShort(*p))
+			errs.Add(prefix+"/"+field, "range", "%s must fall in the years 0001 to 9999 in UTC, not %s", field, validation.QuoteShort(*p))
 			return nil
 		}
 		return &t
@@ -195,23 +193,6 @@ func normalizeProvenance(pointer string, in *Provenance, errs *validation.List) 
 	return p
 }
 
-// quoteShort quotes a refused value for its problem's detail, cut to its
-// first 64 characters: an answer does not echo 100 KB back.
-func quoteShort(v string) string {
-	cut, n := 0, 0
-	for i := range v { // rune starts
-		if n == 64 {
-			cut = i
-			break
-		}
-		n++
-	}
-	if cut == 0 {
-		return strconv.Quote(v)
-	}
-	return strconv.Quote(v[:cut]) + fmt.Sprintf(" (%d characters in all)", utf8.RuneCountInString(v))
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -244,7 +225,7 @@ func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger
 		for i, k := range t.Keywords {
 			limits.Chars(errs, fmt.Sprintf("%s/keywords/%d", pointer, i), k, l.Keyword)
 			if len(keyword.Words(k)) == 0 {
-				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword needs at least one word (letters, digits or _); %s could never match", quoteShort(k))
+				errs.Add(fmt.Sprintf("%s/keywords/%d", pointer, i), "required", "a keyword needs at least one word (letters, digits or _); %s could never match", validation.QuoteShort(k))
 			}
 		}
 		out.Keywords = t.Keywords
@@ -280,7 +261,7 @@ func normalizeMatch(t *Trigger, pointer string, errs *validation.List) string {
 		return ""
 	case "word", ctxtype.MatchStem:
 	default:
-		errs.Add(pointer+"/match", "enum", "match must be one of word, stem, not %s", quoteShort(t.Match))
+		errs.Add(pointer+"/match", "enum", "match must be one of word, stem, not %s", validation.QuoteShort(t.Match))
 		return ""
 	}
 	if t.Keywords == nil {

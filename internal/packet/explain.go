@@ -273,11 +273,6 @@ type ListParams struct {
 	Limit                     int
 }
 
-type listCursor struct {
-	T  time.Time `json:"t"`
-	ID string    `json:"id"`
-}
-
 // packetsListing and injectionsListing name the listings a cursor belongs
 // to: a project's packets; the packets of project of that used an item
 // (its project and key), so a cursor of another item's or project's
@@ -287,23 +282,12 @@ func injectionsListing(of, proj, key string) string {
 	return page.Listing("injections", of, proj, key)
 }
 
-func decodeCursor(s, listing string) (*listCursor, error) {
-	var c listCursor
-	if ok, err := page.Decode(s, listing, &c); !ok || err != nil {
-		return nil, err
-	}
-	if c.T.IsZero() || c.ID == "" {
-		return nil, validation.One("cursor", "format", "cursor is not one this server gave out")
-	}
-	return &c, nil
-}
-
 // List returns packets newest first (without their records).
 func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp ListParams) ([]*Packet, string, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, "", err
 	}
-	cur, err := decodeCursor(lp.Cursor, packetsListing(proj))
+	cur, err := page.DecodeAt(lp.Cursor, packetsListing(proj))
 	if err != nil {
 		return nil, "", err
 	}
@@ -329,7 +313,7 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	for i, r := range rows {
 		if i == lp.Limit {
 			last := rows[i-1]
-			next = page.Encode(packetsListing(proj), listCursor{T: last.CreatedAt, ID: last.ID})
+			next = page.Encode(packetsListing(proj), page.At{T: last.CreatedAt, ID: last.ID})
 			break
 		}
 		p, err := fromRow(r)
@@ -794,7 +778,7 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	if err != nil {
 		return nil, "", "", err
 	}
-	c, err := decodeCursor(ip.Cursor, injectionsListing(of, proj, key))
+	c, err := page.DecodeAt(ip.Cursor, injectionsListing(of, proj, key))
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -813,7 +797,7 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	for i, r := range rows {
 		if i == ip.Limit {
 			last := rows[i-1]
-			next = page.Encode(injectionsListing(of, proj, key), listCursor{T: last.CreatedAt, ID: last.PacketID})
+			next = page.Encode(injectionsListing(of, proj, key), page.At{T: last.CreatedAt, ID: last.PacketID})
 			break
 		}
 		out = append(out, Injection{PacketID: r.PacketID, Project: r.Project, TargetRole: r.TargetRole, Agent: r.CreatedBy,

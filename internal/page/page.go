@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
+	"time"
 
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -62,27 +63,61 @@ func Decode(s, listing string, v any) (bool, error) {
 		return false, nil
 	}
 	var c cursor
-	if err := strict(s, &c); err != nil || len(c.At) == 0 {
-		return false, validation.One("cursor", "format", "cursor is not one this server gave out")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || strict(b, &c) != nil || len(c.At) == 0 {
+		return false, notGivenOut()
 	}
 	if c.Of != listingID(listing) {
 		return false, validation.One("cursor", "format", "cursor is not one this listing gave out (it is of another listing, item or project)")
 	}
-	d := json.NewDecoder(bytes.NewReader(c.At))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return false, validation.One("cursor", "format", "cursor is not one this server gave out")
+	if strict(c.At, v) != nil {
+		return false, notGivenOut()
 	}
 	return true, nil
 }
 
-// strict decodes the base64 JSON of s into c, refusing unknown members.
-func strict(s string, c *cursor) error {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return err
-	}
+// notGivenOut is the problem of a cursor not of this server's form.
+func notGivenOut() error {
+	return validation.One("cursor", "format", "cursor is not one this server gave out")
+}
+
+// strict decodes the JSON b into v, refusing unknown members.
+func strict(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
-	return d.Decode(c)
+	return d.Decode(v)
+}
+
+// After is the position of a listing by one name (an agent's id, a
+// project's name): the last one shown.
+type After struct {
+	After string `json:"a"`
+}
+
+// DecodeAfter is the name an After cursor of listing stands after, ""
+// for no cursor.
+func DecodeAfter(s, listing string) (string, error) {
+	var c After
+	_, err := Decode(s, listing, &c)
+	return c.After, err
+}
+
+// At is the position of a listing by time, newest first, then id (packets,
+// handoffs, injections): the last row shown.
+type At struct {
+	T  time.Time `json:"t"`
+	ID string    `json:"id"`
+}
+
+// DecodeAt is an At cursor of listing, nil for no cursor; one without its
+// time or id is refused, since no page ends there.
+func DecodeAt(s, listing string) (*At, error) {
+	var c At
+	if ok, err := Decode(s, listing, &c); !ok || err != nil {
+		return nil, err
+	}
+	if c.T.IsZero() || c.ID == "" {
+		return nil, notGivenOut()
+	}
+	return &c, nil
 }

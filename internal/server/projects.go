@@ -37,11 +37,6 @@ func (s *Server) PutProject(ctx context.Context, r api.PutProjectRequestObject) 
 	return api.PutProject200JSONResponse(toProject(p)), nil
 }
 
-// projectsCursor is a position in the projects listing: the last name shown.
-type projectsCursor struct {
-	After string `json:"a"`
-}
-
 var projectsListing = page.Listing("projects")
 
 // ListProjects implements api.StrictServerInterface.
@@ -50,18 +45,18 @@ func (s *Server) ListProjects(ctx context.Context, r api.ListProjectsRequestObje
 	if err != nil {
 		return nil, err
 	}
-	var c projectsCursor
-	if _, err := page.Decode(deref(r.Params.Cursor), projectsListing, &c); err != nil {
+	after, err := page.DecodeAfter(deref(r.Params.Cursor), projectsListing)
+	if err != nil {
 		return nil, err
 	}
-	ps, err := s.projects.List(ctx, agentFrom(ctx), c.After, limit+1)
+	ps, err := s.projects.List(ctx, agentFrom(ctx), after, limit+1)
 	if err != nil {
 		return nil, err
 	}
 	out := api.ListProjects200JSONResponse{Data: []api.Project{}}
 	for i, p := range ps {
 		if i == limit {
-			next := page.Encode(projectsListing, projectsCursor{After: ps[i-1].Name})
+			next := page.Encode(projectsListing, page.After{After: ps[i-1].Name})
 			out.NextCursor = &next
 			break
 		}

@@ -5,7 +5,9 @@ package validation
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/fault"
 )
@@ -84,4 +86,21 @@ func OneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// QuoteShort quotes a refused value for its problem's detail, cut to its
+// first 64 characters: an answer does not echo 100 KB back.
+func QuoteShort(v string) string {
+	cut, n := 0, 0
+	for i := range v { // rune starts
+		if n == 64 {
+			cut = i
+			break
+		}
+		n++
+	}
+	if cut == 0 {
+		return strconv.Quote(v)
+	}
+	return strconv.Quote(v[:cut]) + fmt.Sprintf(" (%d characters in all)", utf8.RuneCountInString(v))
 }
