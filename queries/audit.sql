@@ -3,6 +3,23 @@
 -- item writes send it with COMMIT, so the lock is held for the commit.
 SELECT contextd_audit_append(@chain::text, @kinds::text[], @subjects::text[], @bodies::bytea[]);
 
+-- name: AuditHeadLock :one
+-- Locks a chain's head for a bulk append (store.Tx.appendBulk), making it
+-- (0, 32 zero bytes) when the chain has none: the first statement of
+-- contextd_audit_append, for a writer that hashes its entries itself.
+INSERT INTO audit_heads AS a (chain, seq, hash)
+VALUES (@chain, 0, '\x0000000000000000000000000000000000000000000000000000000000000000')
+ON CONFLICT (chain) DO UPDATE SET seq = a.seq
+RETURNING a.seq, a.hash;
+
+-- name: AuditEntriesInsertMany :copyfrom
+INSERT INTO audit_entries (chain, seq, kind, subject, body, entry_hash, chain_hash)
+VALUES (@chain, @seq, @kind, @subject, @body, @entry_hash, @chain_hash);
+
+-- name: AuditHeadSet :exec
+-- Moves a chain's head past a bulk append, with COMMIT.
+UPDATE audit_heads SET seq = @seq, hash = @hash WHERE chain = @chain;
+
 -- name: AuditEntriesPage :many
 SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
 WHERE chain = @chain AND seq > @after

@@ -106,6 +106,52 @@ func TestAuditChainCoversEveryItemVersion(t *testing.T) {
 	require.Equal(t, 404, e.do("GET", "/v1/projects/nope/audit/verify", e.admin, nil).status)
 }
 
+// TestBulkAppendLinksAsTheFunctionDoes: a batch of 300 items appends its
+// entries by COPY with hashes computed in Go (store's bulk append); the
+// writes around it by contextd_audit_append. Every entry, across both
+// paths, recomputes from its body to the head that verification reports.
+func TestBulkAppendLinksAsTheFunctionDoes(t *testing.T) {
+	e := auditFixture(t)
+	writer := e.agent("planner", "edit", "acme")
+	items := make([]map[string]any, 300)
+	for i := range items {
+		items[i] = map[string]any{"key": fmt.Sprintf("bulk-%03d", i), "content": fmt.Sprintf("bulk item %d", i)}
+	}
+	r := e.do("POST", "/v1/projects/acme/items", writer, map[string]any{"items": items})
+	require.Equal(t, 200, r.status, r.text)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/after", writer, map[string]any{"content": "after the batch"}).status)
+
+	v := e.verify()
+	require.Equal(t, true, v.json["ok"], v.text)
+	require.Equal(t, 7+300+1, v.num("entries"))
+	prev, seq, after := make([]byte, 32), 0, 0
+	subjects := map[string]bool{}
+	for {
+		page := e.do("GET", fmt.Sprintf("/v1/projects/acme/audit/entries?limit=100&after=%d", after), e.admin, nil)
+		require.Equal(t, 200, page.status, page.text)
+		for _, ent := range page.json["data"].([]any) {
+			en := ent.(map[string]any)
+			seq++
+			require.Equal(t, float64(seq), en["seq"])
+			body, err := base64.StdEncoding.DecodeString(en["body"].(string))
+			require.NoError(t, err)
+			eh := sha256.Sum256(body)
+			require.Equal(t, hex.EncodeToString(eh[:]), en["entry_hash"], "seq %d", seq)
+			ch := sha256.Sum256(append(append([]byte{}, prev...), eh[:]...))
+			require.Equal(t, hex.EncodeToString(ch[:]), en["chain_hash"], "seq %d", seq)
+			prev = ch[:]
+			subjects[en["subject"].(string)] = true
+		}
+		if page.json["next_after"] == nil {
+			break
+		}
+		after = page.num("next_after")
+	}
+	require.Equal(t, 7+300+1, seq)
+	require.Equal(t, hex.EncodeToString(prev), v.json["head"])
+	require.True(t, subjects["bulk-000@1"] && subjects["bulk-299@1"], "the batch's versions are in the chain")
+}
+
 // TestAuditVerifyCatchesTampering: each way of rewriting history as the
 // database's superuser is found, at the seq where it happened.
 func TestAuditVerifyCatchesTampering(t *testing.T) {

@@ -24,19 +24,64 @@ func (tx *Tx) entry(chain, kind, subject string, body []byte, err error) error {
 	return nil
 }
 
+// bulkAppendMin is the fewest entries a transaction appends by
+// appendBulk rather than by contextd_audit_append.
+const bulkAppendMin = 256
+
 // appendEntries queues for COMMIT one contextd_audit_append per chain the
 // transaction wrote to, in chain order (one lock order for every writer),
-// so each head's lock is held for the commit alone.
+// so each head's lock is held for the commit alone. A transaction of
+// bulkAppendMin entries or more appends them by appendBulk instead.
 func (tx *Tx) appendEntries(ctx context.Context) error {
 	es := tx.tc.entries
 	tx.tc.entries = nil
 	slices.SortStableFunc(es, func(a, b pendingEntry) int { return strings.Compare(a.chain, b.chain) })
+	if len(es) >= bulkAppendMin {
+		return tx.appendBulk(ctx, es)
+	}
 	for i := 0; i < len(es); {
 		p := dbsqlc.AuditAppendParams{Chain: es[i].chain}
 		for ; i < len(es) && es[i].chain == p.Chain; i++ {
 			p.Kinds, p.Subjects, p.Bodies = append(p.Kinds, es[i].kind), append(p.Subjects, es[i].subject), append(p.Bodies, es[i].body)
 		}
 		if err := q.AuditAppend(ctx, atCommitExec{tx.tc}, p); err != nil {
+			return interpret(err)
+		}
+	}
+	return nil
+}
+
+// appendBulk appends es (sorted by chain) as contextd_audit_append would,
+// with the hashes computed here and the rows sent by COPY: for each chain,
+// in chain order, lock its head (with everything that waits for COMMIT,
+// which takes the project's counters first, as every writer does), link
+// the entries from it (audit.Hash, audit.Link: the hashes the function
+// computes, and that verification recomputes from the bodies), COPY them,
+// and queue the head's move for COMMIT. A batch of 10,000 items spent
+// ~330 ms after its last chunk in the function's call: encoding 10 MB of
+// arrays, PostgreSQL decoding them, one SQL aggregate step per entry;
+// this is a COPY of the same rows. The head is locked from its read to
+// COMMIT, as with the function.
+func (tx *Tx) appendBulk(ctx context.Context, es []pendingEntry) error {
+	tx.tc.waiting, tx.tc.atCommit = append(tx.tc.waiting, tx.tc.atCommit...), nil
+	for i := 0; i < len(es); {
+		chain := es[i].chain
+		head, err := q.AuditHeadLock(ctx, tx.ex, chain)
+		if err != nil {
+			return interpret(err)
+		}
+		seq, prev := head.Seq, head.Hash
+		var rows []dbsqlc.AuditEntriesInsertManyParams
+		for ; i < len(es) && es[i].chain == chain; i++ {
+			e := audit.Hash(es[i].body)
+			seq, prev = seq+1, audit.Link(prev, e)
+			rows = append(rows, dbsqlc.AuditEntriesInsertManyParams{Chain: chain, Seq: seq, Kind: es[i].kind,
+				Subject: es[i].subject, Body: es[i].body, EntryHash: e, ChainHash: prev})
+		}
+		if _, err := q.AuditEntriesInsertMany(ctx, tx.ex, rows); err != nil {
+			return interpret(err)
+		}
+		if err := q.AuditHeadSet(ctx, atCommitExec{tx.tc}, dbsqlc.AuditHeadSetParams{Seq: seq, Hash: prev, Chain: chain}); err != nil {
 			return interpret(err)
 		}
 	}

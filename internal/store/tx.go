@@ -136,7 +136,9 @@ func (t *Tx) Commit(ctx context.Context) error {
 	defer t.release()
 	entries := t.tc.entries
 	if err := t.appendEntries(ctx); err != nil {
-		return err
+		// A bulk append has sent statements: undo them.
+		_ = t.tc.rollback(context.WithoutCancel(ctx))
+		return retryableIfLost(err)
 	}
 	// The answers of a pipeline sent unread come before COMMIT is sent: a
 	// connection lost while reading them lost the transaction, not its

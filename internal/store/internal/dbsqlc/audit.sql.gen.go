@@ -44,6 +44,16 @@ func (q *Queries) AuditBackfillLock(ctx context.Context, db DBTX, chain string) 
 	return err
 }
 
+type AuditEntriesInsertManyParams struct {
+	Chain     string
+	Seq       int64
+	Kind      string
+	Subject   string
+	Body      []byte
+	EntryHash []byte
+	ChainHash []byte
+}
+
 const auditEntriesPage = `-- name: AuditEntriesPage :many
 SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
 WHERE chain = $1 AND seq > $2
@@ -107,6 +117,44 @@ func (q *Queries) AuditHead(ctx context.Context, db DBTX, chain string) (AuditHe
 	var i AuditHeadRow
 	err := row.Scan(&i.Seq, &i.Hash)
 	return i, err
+}
+
+const auditHeadLock = `-- name: AuditHeadLock :one
+INSERT INTO audit_heads AS a (chain, seq, hash)
+VALUES ($1, 0, '\x0000000000000000000000000000000000000000000000000000000000000000')
+ON CONFLICT (chain) DO UPDATE SET seq = a.seq
+RETURNING a.seq, a.hash
+`
+
+type AuditHeadLockRow struct {
+	Seq  int64
+	Hash []byte
+}
+
+// Locks a chain's head for a bulk append (store.Tx.appendBulk), making it
+// (0, 32 zero bytes) when the chain has none: the first statement of
+// contextd_audit_append, for a writer that hashes its entries itself.
+func (q *Queries) AuditHeadLock(ctx context.Context, db DBTX, chain string) (AuditHeadLockRow, error) {
+	row := db.QueryRow(ctx, auditHeadLock, chain)
+	var i AuditHeadLockRow
+	err := row.Scan(&i.Seq, &i.Hash)
+	return i, err
+}
+
+const auditHeadSet = `-- name: AuditHeadSet :exec
+UPDATE audit_heads SET seq = $1, hash = $2 WHERE chain = $3
+`
+
+type AuditHeadSetParams struct {
+	Seq   int64
+	Hash  []byte
+	Chain string
+}
+
+// Moves a chain's head past a bulk append, with COMMIT.
+func (q *Queries) AuditHeadSet(ctx context.Context, db DBTX, arg AuditHeadSetParams) error {
+	_, err := db.Exec(ctx, auditHeadSet, arg.Seq, arg.Hash, arg.Chain)
+	return err
 }
 
 const auditUnchained = `-- name: AuditUnchained :many

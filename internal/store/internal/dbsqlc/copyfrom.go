@@ -9,6 +9,44 @@ import (
 	"context"
 )
 
+// iteratorForAuditEntriesInsertMany implements pgx.CopyFromSource.
+type iteratorForAuditEntriesInsertMany struct {
+	rows                 []AuditEntriesInsertManyParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForAuditEntriesInsertMany) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForAuditEntriesInsertMany) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Chain,
+		r.rows[0].Seq,
+		r.rows[0].Kind,
+		r.rows[0].Subject,
+		r.rows[0].Body,
+		r.rows[0].EntryHash,
+		r.rows[0].ChainHash,
+	}, nil
+}
+
+func (r iteratorForAuditEntriesInsertMany) Err() error {
+	return nil
+}
+
+func (q *Queries) AuditEntriesInsertMany(ctx context.Context, db DBTX, arg []AuditEntriesInsertManyParams) (int64, error) {
+	return db.CopyFrom(ctx, []string{"audit_entries"}, []string{"chain", "seq", "kind", "subject", "body", "entry_hash", "chain_hash"}, &iteratorForAuditEntriesInsertMany{rows: arg})
+}
+
 // iteratorForItemVersionInsertMany implements pgx.CopyFromSource.
 type iteratorForItemVersionInsertMany struct {
 	rows                 []ItemVersionInsertManyParams
