@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +138,26 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "newer than this contextd")
 	_, err = store.MigrationsPending(ctx, url)
 	require.ErrorContains(t, err, "newer than this contextd")
+}
+
+// Open turns JIT compilation off on its connections (a batch's row lock
+// spent most of its time compiling), unless the URL sets jit itself.
+func TestOpenTurnsJITOffUnlessTheURLSetsIt(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	for _, c := range []struct{ url, want string }{{url, "off"}, {url + sep + "jit=on", "on"}} {
+		st, err := store.Open(t.Context(), store.Config{URL: c.url, AcquireTimeout: pgtest.AcquireTimeout})
+		require.NoError(t, err)
+		tx, err := st.Begin(t.Context(), store.TxOpts{})
+		require.NoError(t, err)
+		got, err := store.QueryTextForTest(t.Context(), tx, "SHOW jit")
+		tx.Rollback(t.Context())
+		st.Close()
+		require.NoError(t, err)
+		require.Equal(t, c.want, got, c.url)
+	}
 }
