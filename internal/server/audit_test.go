@@ -79,21 +79,9 @@ func TestAuditChainCoversEveryItemVersion(t *testing.T) {
 	rest := e.do("GET", fmt.Sprintf("/v1/projects/acme/audit/entries?after=%d", page.num("next_after")), e.admin, nil)
 	require.Equal(t, 200, rest.status, rest.text)
 	require.Nil(t, rest.json["next_after"], "the last page has no next")
-	prev := make([]byte, 32)
-	seq := 0
+	prev, seq := make([]byte, 32), 0
 	for _, p := range []resp{page, rest} {
-		for _, ent := range p.json["data"].([]any) {
-			en := ent.(map[string]any)
-			seq++
-			require.Equal(t, float64(seq), en["seq"])
-			body, err := base64.StdEncoding.DecodeString(en["body"].(string))
-			require.NoError(t, err)
-			eh := sha256.Sum256(body)
-			require.Equal(t, hex.EncodeToString(eh[:]), en["entry_hash"])
-			ch := sha256.Sum256(append(append([]byte{}, prev...), eh[:]...))
-			require.Equal(t, hex.EncodeToString(ch[:]), en["chain_hash"])
-			prev = ch[:]
-		}
+		prev, seq = relink(t, p, prev, seq, nil)
 	}
 	require.Equal(t, 7, seq)
 	require.Equal(t, hex.EncodeToString(prev), r.json["head"])
@@ -104,6 +92,30 @@ func TestAuditChainCoversEveryItemVersion(t *testing.T) {
 	require.Equal(t, 403, e.do("GET", "/v1/projects/acme/audit/verify", reader, nil).status)
 	require.Equal(t, 403, e.do("GET", "/v1/projects/acme/audit/entries", reader, nil).status)
 	require.Equal(t, 404, e.do("GET", "/v1/projects/nope/audit/verify", e.admin, nil).status)
+}
+
+// relink recomputes the entries of a page of the chain from their bodies,
+// after the chain hash prev at seq: each must be the next seq, its entry
+// hash SHA-256 of its body, its chain hash SHA-256(previous || entry hash).
+// It returns the last chain hash and seq, and adds the subjects seen.
+func relink(t *testing.T, page resp, prev []byte, seq int, subjects map[string]bool) ([]byte, int) {
+	t.Helper()
+	for _, ent := range page.json["data"].([]any) {
+		en := ent.(map[string]any)
+		seq++
+		require.Equal(t, float64(seq), en["seq"])
+		body, err := base64.StdEncoding.DecodeString(en["body"].(string))
+		require.NoError(t, err)
+		eh := sha256.Sum256(body)
+		require.Equal(t, hex.EncodeToString(eh[:]), en["entry_hash"], "seq %d", seq)
+		ch := sha256.Sum256(append(append([]byte{}, prev...), eh[:]...))
+		require.Equal(t, hex.EncodeToString(ch[:]), en["chain_hash"], "seq %d", seq)
+		prev = ch[:]
+		if subjects != nil {
+			subjects[en["subject"].(string)] = true
+		}
+	}
+	return prev, seq
 }
 
 // TestBulkAppendLinksAsTheFunctionDoes: a batch of 300 items appends its
@@ -129,19 +141,7 @@ func TestBulkAppendLinksAsTheFunctionDoes(t *testing.T) {
 	for {
 		page := e.do("GET", fmt.Sprintf("/v1/projects/acme/audit/entries?limit=100&after=%d", after), e.admin, nil)
 		require.Equal(t, 200, page.status, page.text)
-		for _, ent := range page.json["data"].([]any) {
-			en := ent.(map[string]any)
-			seq++
-			require.Equal(t, float64(seq), en["seq"])
-			body, err := base64.StdEncoding.DecodeString(en["body"].(string))
-			require.NoError(t, err)
-			eh := sha256.Sum256(body)
-			require.Equal(t, hex.EncodeToString(eh[:]), en["entry_hash"], "seq %d", seq)
-			ch := sha256.Sum256(append(append([]byte{}, prev...), eh[:]...))
-			require.Equal(t, hex.EncodeToString(ch[:]), en["chain_hash"], "seq %d", seq)
-			prev = ch[:]
-			subjects[en["subject"].(string)] = true
-		}
+		prev, seq = relink(t, page, prev, seq, subjects)
 		if page.json["next_after"] == nil {
 			break
 		}
