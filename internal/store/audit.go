@@ -31,7 +31,9 @@ const bulkAppendMin = 256
 // appendEntries queues for COMMIT one contextd_audit_append per chain the
 // transaction wrote to, in chain order (one lock order for every writer),
 // so each head's lock is held for the commit alone. A transaction of
-// bulkAppendMin entries or more appends them by appendBulk instead.
+// bulkAppendMin entries or more appends them by appendBulk instead, which
+// holds the counters' and heads' locks from its first read of a head: a
+// few round trips more, against the ~330 ms the function took for 10,000.
 func (tx *Tx) appendEntries(ctx context.Context) error {
 	es := tx.tc.entries
 	tx.tc.entries = nil

@@ -60,3 +60,11 @@ func TableCountsForTest(ctx context.Context, tx *Tx, sql string) (map[string][2]
 	}
 	return out, interpret(rows.Err())
 }
+
+// BulkAppendMin is the fewest entries a transaction appends by COPY.
+const BulkAppendMin = bulkAppendMin
+
+// EntryForTest adds an audit entry to tx, appended with its COMMIT.
+func EntryForTest(tx *Tx, chain, kind, subject string, body []byte) error {
+	return tx.entry(chain, kind, subject, body, nil)
+}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,55 @@ func TestOpenTurnsJITOffUnlessTheURLSetsIt(t *testing.T) {
 		st.Close()
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, c.url)
+	}
+}
+
+// The bulk append (a transaction of BulkAppendMin entries or more) writes
+// what contextd_audit_append writes for the same bodies: the same seqs,
+// hashes and heads, a head made when the chain has none, and two chains of
+// one transaction each linked on its own. The function's side appends the
+// same entries in transactions too small for the bulk path.
+func TestBulkAppendWritesWhatTheFunctionWrites(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := t.Context()
+	n := store.BulkAppendMin + 44
+	body := func(chain string, i int) []byte { return fmt.Appendf(nil, `{"chain":%q,"i":%d}`, chain, i) }
+	write := func(prefix string, from, to int) int64 {
+		t.Helper()
+		before := st.RoundTrips()
+		require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
+			for i := from; i < to; i++ {
+				for _, c := range []string{"b", "a"} { // interleaved, and out of chain order
+					if err := store.EntryForTest(tx, prefix+c, "test", fmt.Sprintf("%s%d", c, i), body(c, i)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}))
+		return st.RoundTrips() - before
+	}
+	// 2n entries in one transaction: the bulk path, whose head reads and
+	// COPYs take round trips of their own (the function's go with COMMIT).
+	require.GreaterOrEqual(t, write("bulk-", 0, n), int64(5))
+	for from := 0; from < n; from += store.BulkAppendMin / 4 {
+		// 2 × BulkAppendMin/4 < BulkAppendMin: the function, with COMMIT
+		require.Equal(t, int64(1), write("fn-", from, min(from+store.BulkAppendMin/4, n)))
+	}
+	for _, c := range []string{"a", "b"} {
+		bulk, err := st.AuditEntries(ctx, "bulk-"+c, 0, 2*n)
+		require.NoError(t, err)
+		fn, err := st.AuditEntries(ctx, "fn-"+c, 0, 2*n)
+		require.NoError(t, err)
+		require.Len(t, bulk, n)
+		require.Equal(t, fn, bulk, "chain %s", c)
+		bseq, bhash, err := st.AuditHead(ctx, "bulk-"+c)
+		require.NoError(t, err)
+		fseq, fhash, err := st.AuditHead(ctx, "fn-"+c)
+		require.NoError(t, err)
+		require.Equal(t, int64(n), bseq)
+		require.Equal(t, []any{fseq, fhash}, []any{bseq, bhash})
+		require.Equal(t, bulk[n-1].ChainHash, bhash)
 	}
 }
