@@ -716,7 +716,10 @@ type FieldError struct {
 	Code   string `json:"code"`
 	Detail string `json:"detail"`
 
-	// Pointer JSON Pointer into the request body.
+	// Parameter The path, query or header parameter the problem is in (cursor, limit, project, If-Match ...).
+	Parameter *string `json:"parameter,omitempty"`
+
+	// Pointer JSON Pointer into the request body; "" (the whole body) when the problem is in a path, query or header parameter, which parameter then names.
 	Pointer string `json:"pointer"`
 }
 
@@ -1256,7 +1259,7 @@ type PacketUse struct {
 
 // ProblemDocument defines model for Problem.
 type ProblemDocument struct {
-	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, precondition_failed, payload_too_large, malformed, validation_failed, rate_limited, unavailable, internal.
+	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, invalid_transition, precondition_failed, payload_too_large, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal.
 	Code     string        `json:"code"`
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`

@@ -123,7 +123,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.MigrateURL, "migrate-database-url", "",
 		"the owner's URL, for migrations; the server then connects with --database-url, a login of contextd_app (env CONTEXTD_MIGRATE_DATABASE_URL)")
 	fs.Int64Var(&c.BodyLimit, "body-limit", DefaultBodyLimit, "largest request body, in bytes")
-	fs.Int64Var(&c.BatchBodyLimit, "batch-body-limit", DefaultBatchBodyLimit, "largest body of a batch of items (POST /v1/projects/{p}/items), in bytes")
+	fs.Int64Var(&c.BatchBodyLimit, "batch-body-limit", DefaultBatchBodyLimit, "largest body of a batch or an import of items (POST /v1/projects/{p}/items and .../items:import), in bytes")
 	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", 0, "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")
 	fs.DurationVar(&c.Store.AcquireTimeout, "db-acquire-timeout", store.DefaultAcquireTimeout, "longest wait for a free database connection before answering 503")
 	fs.DurationVar(&c.Store.StatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "longest a statement may run on the server")

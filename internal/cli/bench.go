@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,7 +91,7 @@ func newBench() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			stderr := cmd.ErrOrStderr()
-			cfg.Progress = stderr
+			cfg.Progress = progressWriter(stderr)
 			if len(urls) == 0 {
 				if cmd.Flags().Changed("key") {
 					return errors.New("--key goes with --url; without --url bench starts its own server")
@@ -246,4 +247,26 @@ func benchAdminKey(ctx context.Context, stderr io.Writer, a *app.App, cluster *p
 	}
 	_, key, err = a.Agents.CreateLocal(ctx, auth.CreateParams{Name: "bench-admin", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}})
 	return key, err
+}
+
+// progressWriter is w for the progress bar and lines: as is on a terminal,
+// where a carriage return redraws the line; elsewhere (a file, a pipe)
+// each carriage return becomes a line break, so a log holds one update a
+// line instead of one line of them all.
+func progressWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return w
+		}
+	}
+	return lineBreaks{w}
+}
+
+type lineBreaks struct{ w io.Writer }
+
+func (l lineBreaks) Write(p []byte) (int, error) {
+	if _, err := l.w.Write(bytes.ReplaceAll(p, []byte("\r"), []byte("\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiclient "github.com/contextd/contextd/api/client"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/pgcluster"
 )
@@ -22,9 +24,26 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "contextd:", err)
+		printFieldErrors(stderr, err)
 		return 1
 	}
 	return 0
+}
+
+// printFieldErrors prints, one per line, the field errors of a problem
+// answer ("see errors" in its detail says where they are).
+func printFieldErrors(w io.Writer, err error) {
+	var p *apiclient.Problem
+	if !errors.As(err, &p) {
+		return
+	}
+	for _, f := range p.Errors {
+		where := f.Pointer
+		if f.Parameter != "" {
+			where = "parameter " + f.Parameter
+		}
+		fmt.Fprintf(w, "  %s: %s: %s\n", where, f.Code, f.Detail)
+	}
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {

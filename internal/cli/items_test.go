@@ -55,6 +55,13 @@ func TestItemsAndAgentsCommands(t *testing.T) {
 	_, o, code = cli("items", "put", "k1", "--project", "acme", "--file", file)
 	require.Equal(t, 1, code)
 	require.Contains(t, o, "not JSON")
+	// A refused write prints the answer's field errors, one per line.
+	require.NoError(t, os.WriteFile(file, []byte(`{"content": "x", "kind": "bogus", "confidence": "sure"}`), 0o600))
+	_, o, code = cli("items", "put", "k1", "--project", "acme", "--file", file)
+	require.Equal(t, 1, code)
+	require.Contains(t, o, "422 validation_failed")
+	require.Regexp(t, `(?m)^  /kind: \w+: .+$`, o)
+	require.Regexp(t, `(?m)^  /confidence: \w+: .+$`, o)
 	v, o, code = cli("items", "get", "k1", "--project", "acme")
 	require.Equal(t, 0, code, o)
 	require.Equal(t, "Refunds need a receipt and a reason.", v["content"])
