@@ -120,11 +120,7 @@ func storedSize(errs *validation.List, pointer string, raw []byte) int {
 			if f, err := strconv.ParseFloat(string(x), 64); err != nil && math.IsInf(f, 0) && strings.HasPrefix(p, pointer+"/metadata/") {
 				return
 			}
-			if s, ok := StoredNumber(string(x)); ok {
-				size += len(s) - len(x)
-				return
-			}
-			storedNumber(errs, p, x)
+			size += len(storedNumber(errs, p, x)) - len(x) // x itself when refused
 		}
 	}
 	walk(pointer, v)

@@ -65,7 +65,7 @@ func (tx *Tx) appendEntries(ctx context.Context) error {
 // this is a COPY of the same rows. The head is locked from its read to
 // COMMIT, as with the function.
 func (tx *Tx) appendBulk(ctx context.Context, es []pendingEntry) error {
-	tx.tc.waiting, tx.tc.atCommit = append(tx.tc.waiting, tx.tc.atCommit...), nil
+	tx.tc.sendAtCommitNext()
 	for i := 0; i < len(es); {
 		chain := es[i].chain
 		head, err := q.AuditHeadLock(ctx, tx.ex, chain)

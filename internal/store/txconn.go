@@ -234,7 +234,7 @@ func (t *txConn) commit(ctx context.Context) error {
 		return nil
 	}
 	t.defers = 0
-	t.waiting, t.atCommit = append(t.waiting, t.atCommit...), nil
+	t.sendAtCommitNext()
 	tag, err := t.Exec(ctx, "commit")
 	if err != nil {
 		return err
@@ -243,6 +243,12 @@ func (t *txConn) commit(ctx context.Context) error {
 		return pgx.ErrTxCommitRollback
 	}
 	return nil
+}
+
+// sendAtCommitNext moves what waits for COMMIT to go with the next
+// statement, after what waits already.
+func (t *txConn) sendAtCommitNext() {
+	t.waiting, t.atCommit = append(t.waiting, t.atCommit...), nil
 }
 
 // rollback drops what waits and rolls back what was sent.
