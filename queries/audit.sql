@@ -4,7 +4,7 @@
 SELECT contextd_audit_append(@chain::text, @kinds::text[], @subjects::text[], @bodies::bytea[]);
 
 -- name: AuditHeadLock :one
--- Locks a chain's head for a bulk append (store.Tx.appendBulk), making it
+-- Locks a chain's head for a bulk append (store.Tx.appendSealed), making it
 -- (0, 32 zero bytes) when the chain has none: the first statement of
 -- contextd_audit_append, for a writer that hashes its entries itself.
 INSERT INTO audit_heads AS a (chain, seq, hash)
@@ -21,9 +21,13 @@ VALUES (@chain, @seq, @kind, @subject, @body, @entry_hash, @chain_hash);
 UPDATE audit_heads SET seq = @seq, hash = @hash WHERE chain = @chain;
 
 -- name: AuditEntriesPage :many
-SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
-WHERE chain = @chain AND seq > @after
-ORDER BY seq
+-- A page of a chain, each entry with the seal that ends at it, if any.
+SELECT e.seq, e.kind, e.subject, e.body, e.entry_hash, e.chain_hash,
+       s.first_seq AS seal_first, s.kind AS seal_kind, s.signature AS seal_signature
+FROM audit_entries e
+LEFT JOIN audit_seals s ON s.chain = e.chain AND s.seq = e.seq
+WHERE e.chain = @chain AND e.seq > @after
+ORDER BY e.seq
 LIMIT @lim;
 
 -- name: AuditHead :one
@@ -164,3 +168,38 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type 
 -- name: ClockNow :one
 -- The database's clock, which pg_stat_activity's times are on.
 SELECT clock_timestamp()::timestamptz AS now;
+
+-- name: AuditEntriesInsert :exec
+-- A sealed transaction's entries, hashed by the service under its head's
+-- lock (store.Tx.appendSealed), sent with COMMIT.
+INSERT INTO audit_entries (chain, seq, kind, subject, body, entry_hash, chain_hash)
+SELECT @chain::text, unnest(@seqs::bigint[]), unnest(@kinds::text[]), unnest(@subjects::text[]),
+       unnest(@bodies::bytea[]), unnest(@entry_hashes::bytea[]), unnest(@chain_hashes::bytea[]);
+
+-- name: AuditSealInsert :exec
+INSERT INTO audit_seals (chain, seq, first_seq, kind, signature)
+VALUES (@chain, @seq, @first_seq, @kind, @signature);
+
+-- name: AuditUnsealedHeads :many
+-- The heads of chains that have entries and no seal at all: what a start
+-- seal adopts (store.AdoptChains).
+SELECT h.chain, h.seq, h.hash FROM audit_heads h
+WHERE h.seq > 0 AND NOT EXISTS (SELECT 1 FROM audit_seals s WHERE s.chain = h.chain)
+ORDER BY h.chain
+FOR UPDATE OF h;
+
+-- name: AuditEntryOf :many
+-- The entries of one subject of a kind in a chain, in seq order (a
+-- redaction's, for the proof of a packet it overwrote).
+SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
+WHERE chain = @chain AND kind = @kind AND subject = @subject
+ORDER BY seq
+LIMIT 2;
+
+-- name: AuditLatestOf :many
+-- The last entry of one subject of a kind in a chain (a packet's last
+-- packet_redaction, for a replay's proof of its text).
+SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
+WHERE chain = @chain AND kind = @kind AND subject = @subject
+ORDER BY seq DESC
+LIMIT 1;

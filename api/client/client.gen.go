@@ -86,6 +86,24 @@ func (e AgentfootprintInjectionRecordSlot) Valid() bool {
 	}
 }
 
+// Defines values for AuditSealKind.
+const (
+	Start AuditSealKind = "start"
+	Write AuditSealKind = "write"
+)
+
+// Valid indicates whether the value is a known member of the AuditSealKind enum.
+func (e AuditSealKind) Valid() bool {
+	switch e {
+	case Start:
+		return true
+	case Write:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ImportRequestFormat.
 const (
 	ImportRequestFormatContextd ImportRequestFormat = "contextd"
@@ -589,7 +607,10 @@ type AuditEntry struct {
 
 	// Kind What the entry covers: item_version.
 	Kind string `json:"kind"`
-	Seq  int64  `json:"seq"`
+
+	// Seal The audit key's Ed25519 signature over the entries one transaction appended, kept at the last of them: it covers seqs first_seq to this entry's seq. The signed message is the UTF-8 of "contextd-seal v1\n{kind}\n{chain}\n{first_seq}\n{seq}\n{chain_hash hex}\n" (chain: the project, or "" for the global chain). A chain verifies only when its seals tile it, each starting right after the one before and the last ending at the head. kind "start" adopts the entries a chain had before it was sealed and is only ever its first.
+	Seal *AuditSeal `json:"seal,omitempty"`
+	Seq  int64      `json:"seq"`
 
 	// Subject The id of what it covers: key@version for an item version.
 	Subject string `json:"subject"`
@@ -611,17 +632,34 @@ type AuditHead struct {
 	Seq  int64  `json:"seq"`
 }
 
+// AuditSeal The audit key's Ed25519 signature over the entries one transaction appended, kept at the last of them: it covers seqs first_seq to this entry's seq. The signed message is the UTF-8 of "contextd-seal v1\n{kind}\n{chain}\n{first_seq}\n{seq}\n{chain_hash hex}\n" (chain: the project, or "" for the global chain). A chain verifies only when its seals tile it, each starting right after the one before and the last ending at the head. kind "start" adopts the entries a chain had before it was sealed and is only ever its first.
+type AuditSeal struct {
+	FirstSeq int64         `json:"first_seq"`
+	Kind     AuditSealKind `json:"kind"`
+
+	// Signature 64 bytes, base64.
+	Signature []byte `json:"signature"`
+}
+
+// AuditSealKind defines model for AuditSeal.Kind.
+type AuditSealKind string
+
 // AuditVerification defines model for AuditVerification.
 type AuditVerification struct {
-	Detail      *string `json:"detail,omitempty"`
-	Entries     *int64  `json:"entries,omitempty"`
-	FirstBadSeq *int64  `json:"first_bad_seq,omitempty"`
-	Head        *string `json:"head,omitempty"`
-	Ok          bool    `json:"ok"`
-	Problem     *string `json:"problem,omitempty"`
+	// AdoptedThrough The last seq a start seal adopted: entries written before the chain was sealed, proven by checkpoints taken of them. Absent when none.
+	AdoptedThrough *int64  `json:"adopted_through,omitempty"`
+	Detail         *string `json:"detail,omitempty"`
+	Entries        *int64  `json:"entries,omitempty"`
+	FirstBadSeq    *int64  `json:"first_bad_seq,omitempty"`
+	Head           *string `json:"head,omitempty"`
+	Ok             bool    `json:"ok"`
+	Problem        *string `json:"problem,omitempty"`
 
 	// Redacted Entries whose subject a redaction removed, each with the redaction's entry.
 	Redacted *int64 `json:"redacted,omitempty"`
+
+	// Sealed Every entry was checked against the seals of the deployment's audit key (false: the server has no key, and only the hashes were checked).
+	Sealed *bool `json:"sealed,omitempty"`
 }
 
 // BatchItem defines model for BatchItem.
@@ -1259,7 +1297,7 @@ type PacketUse struct {
 
 // ProblemDocument defines model for Problem.
 type ProblemDocument struct {
-	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, invalid_transition, precondition_failed, payload_too_large, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal.
+	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal; and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
 	Code     string        `json:"code"`
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`
@@ -2019,7 +2057,7 @@ type ClientInterface interface {
 
 	// CreateHandoffWithBody Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2028,7 +2066,7 @@ type ClientInterface interface {
 
 	// CreateHandoff Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2551,7 +2589,7 @@ func (c *Raw) ListHandoffs(ctx context.Context, project ProjectPath, params *Lis
 
 // CreateHandoffWithBody Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2570,7 +2608,7 @@ func (c *Raw) CreateHandoffWithBody(ctx context.Context, project ProjectPath, pa
 
 // CreateHandoff Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5966,7 +6004,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateHandoffWithBodyWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5975,7 +6013,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateHandoffWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8770,7 +8808,7 @@ func (c *ClientWithResponses) ListHandoffsWithResponse(ctx context.Context, proj
 
 // CreateHandoffWithBodyWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8785,7 +8823,7 @@ func (c *ClientWithResponses) CreateHandoffWithBodyWithResponse(ctx context.Cont
 
 // CreateHandoffWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

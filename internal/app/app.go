@@ -36,7 +36,8 @@ type App struct {
 // Option configures New.
 type Option func(*App)
 
-// WithKeys gives the services the deployment's audit secret.
+// WithKeys gives the services the deployment's audit secret, and the
+// store the sealer of every transaction's entries.
 func WithKeys(k *evidence.Keys) Option { return func(a *App) { a.Keys = k } }
 
 // WithObs gives the process's metrics and tracer; without it New makes
@@ -55,6 +56,10 @@ func New(st *store.Store, opts ...Option) *App {
 			stats = st.Stats
 		}
 		o.Obs = obs.New(stats, nil)
+	}
+	if st != nil && o.Keys != nil {
+		// Every write of this process seals its entries with the key.
+		st.SealWith(o.Keys.Seal)
 	}
 	projects := project.NewService(st)
 	handoffs := handoff.NewService(st, projects, handoff.NewHub(st))

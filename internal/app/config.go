@@ -16,6 +16,7 @@ import (
 
 	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -63,11 +64,23 @@ type Config struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	ShutdownTimeout   time.Duration
+	// MinBodyRate is the slowest a request body may arrive once
+	// MinBodyRateGrace has passed, in bytes per second averaged since its
+	// first read (0: no minimum); slower is 408 and the connection is
+	// closed (bodyrate.go), so a trickled body holds its connection for
+	// the grace period, not the whole ReadTimeout.
+	MinBodyRate      int64
+	MinBodyRateGrace time.Duration
 	// RateLimit is each agent's sustained requests per second (0: no
 	// limit); RateBurst how many it may send at once (0: one second's
 	// worth, at least 1).
 	RateLimit float64
 	RateBurst int
+	// MCPAllowedOrigins are the browser origins that may call /mcp
+	// (exact scheme://host[:port]; none by default): the MCP transport
+	// requires Origin to be checked against DNS rebinding. Requests
+	// without Origin, from MCP hosts rather than browsers, need none.
+	MCPAllowedOrigins mcp.Origins
 	// AuditKeyFile holds the deployment's audit key (checkpoints and
 	// idempotency answers); AuditKey is the key itself, from the
 	// environment. Neither set: the embedded default keeps one in its data
@@ -79,8 +92,9 @@ type Config struct {
 	// changes one.
 	Limits limits.Limits
 
-	logLevel  string
-	limitArgs map[string]string
+	logLevel   string
+	limitArgs  map[string]string
+	mcpOrigins []string
 	// fs is the flag set RegisterFlags declared the settings on (each
 	// one's variable is envName's); source says where each value came
 	// from (flag, env, file, default), for config check.
@@ -134,10 +148,15 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", DefaultWriteTimeout,
 		"longest time from a request's headers to the end of its answer; event streams are exempt and bound each write by 10s instead; 0: none")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
+	fs.Int64Var(&c.MinBodyRate, "min-body-rate", DefaultMinBodyRate,
+		"slowest a request body may arrive, in bytes per second averaged, once --min-body-rate-grace has passed; slower is 408 request_timeout and the connection is closed; 0: no minimum (env CONTEXTD_MIN_BODY_RATE)")
+	fs.DurationVar(&c.MinBodyRateGrace, "min-body-rate-grace", DefaultMinBodyRateGrace, "how long a request body may take before --min-body-rate applies")
 	fs.Float64Var(&c.RateLimit, "rate-limit", 0,
 		"requests per second each agent may send, sustained; past it 429 rate_limited with Retry-After; 0: no limit (env CONTEXTD_RATE_LIMIT)")
 	fs.IntVar(&c.RateBurst, "rate-burst", 0,
 		"requests each agent may send at once before --rate-limit applies; 0: one second's worth, at least 1 (env CONTEXTD_RATE_BURST)")
+	fs.StringSliceVar(&c.mcpOrigins, "mcp-allowed-origins", nil,
+		"browser origins that may call /mcp, comma-separated, each exactly scheme://host[:port]; any other Origin is 403 origin_not_allowed, a request without Origin is not refused; default none (env CONTEXTD_MCP_ALLOWED_ORIGINS)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "longest wait for requests to finish on shutdown")
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", "",
 		"file with the audit key: base64 of 32 bytes, the same for every process (env CONTEXTD_AUDIT_KEY_FILE, or the key itself in CONTEXTD_AUDIT_KEY)")
@@ -185,10 +204,13 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateHTTP()...)
 	errs = append(errs, c.validateSecrets()...)
+	var err error
+	if c.MCPAllowedOrigins, err = mcp.ParseOrigins(c.mcpOrigins); err != nil {
+		errs = append(errs, fmt.Errorf("--mcp-allowed-origins: %w", err))
+	}
 	if err := c.Traces.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	var err error
 	if c.Limits, err = limits.Default.With(c.limitArgs); err != nil {
 		errs = append(errs, fmt.Errorf("--limit: %w", err))
 	}
@@ -218,6 +240,12 @@ func (c *Config) validateSecrets() []error {
 	if c.AuditKey != "" {
 		if _, err := evidence.ParseKey(c.AuditKey); err != nil {
 			errs = append(errs, fmt.Errorf("CONTEXTD_AUDIT_KEY: %w", err))
+		}
+		if c.source[auditKeySetting] == FromFile {
+			// The key is in the config file: the file is as secret as a key file.
+			if err := evidence.CheckPrivateFile("config file with the audit key", c.ConfigFile); err != nil {
+				errs = append(errs, fmt.Errorf("--config: %w", err))
+			}
 		}
 	} else if c.AuditKeyFile != "" {
 		if _, err := evidence.LoadKeyFile(c.AuditKeyFile); err != nil {
@@ -259,13 +287,14 @@ func (c *Config) validateHTTP() []error {
 	if c.RateBurst < 0 {
 		errs = append(errs, fmt.Errorf("--rate-burst: must not be negative"))
 	}
-	return errs
+	return append(errs, c.validateBodyRate()...)
 }
 
-// HTTPServer is the http.Server serving h with the configured timeouts;
-// serve and bench both build theirs here, so they cannot drift apart.
+// HTTPServer is the http.Server serving h with the configured timeouts
+// and minimum body rate; serve and bench both build theirs here, so they
+// cannot drift apart.
 func (c *Config) HTTPServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
+	return &http.Server{Handler: c.withBodyRate(h), ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
 		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout}
 }
 

@@ -41,6 +41,8 @@ type Entry struct {
 	Body      []byte
 	EntryHash []byte
 	ChainHash []byte
+	// Seal is the seal that ends at this entry, if any.
+	Seal *Seal
 }
 
 // Genesis is the previous hash of a chain's first entry.

@@ -38,6 +38,14 @@ type Verifier struct {
 	// the entries redacted with their redaction.
 	pending  map[string]int64
 	redacted int64
+	// redactedPackets are the packets whose entries are redacted.
+	redactedPackets []RedactedPacket
+	// chain and checkSeal are set by RequireSeals; sealed is the last seq
+	// a seal covered, adopted the last a start seal did.
+	chain     string
+	checkSeal SealCheck
+	sealed    int64
+	adopted   int64
 }
 
 type latestEntry struct {
@@ -85,6 +93,10 @@ func (v *Verifier) redactedEntry(e Entry, now []byte) bool {
 	}
 	if v.covered[ref(e.Kind, e.Subject)] {
 		return v.fail(e.Seq, OrderChanged, "%s %s has an entry already", e.Kind, e.Subject)
+	}
+	if e.Kind == KindPacket {
+		red, _, _ := redactedOf(e.Body)
+		v.redactedPackets = append(v.redactedPackets, RedactedPacket{ID: e.Subject, Redaction: red, Seq: e.Seq})
 	}
 	v.pending[ref(e.Kind, e.Subject)] = e.Seq
 	v.covered[ref(e.Kind, e.Subject)] = true
@@ -138,6 +150,16 @@ func (v *Verifier) fail(seq int64, code, format string, args ...any) bool {
 // covers as that row is now, nil when the row is gone. It reports whether
 // the chain is still sound.
 func (v *Verifier) Entry(e Entry, now []byte) bool {
+	if !v.entry(e, now) {
+		return false
+	}
+	if v.checkSeal != nil && e.Seal != nil {
+		return v.seal(e)
+	}
+	return true
+}
+
+func (v *Verifier) entry(e Entry, now []byte) bool {
 	if v.problem != nil {
 		return false
 	}

@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -67,7 +69,7 @@ func newAuditCheckpoint() *cobra.Command {
 
 func newAuditVerify() *cobra.Command {
 	var f clientFlags
-	var checkpoint string
+	var checkpoint, publicKey string
 	var rows, global bool
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -78,7 +80,11 @@ the seqs without a gap, and the head. With --rows (default) it also fetches
 each item version and packet an entry covers and compares it with the entry.
 With --checkpoint it checks the checkpoint's signature and that today's chain
 still passes through its head, so a truncated or wholly rewritten chain is
-caught even when every hash in it was recomputed. Last, it asks the server
+caught even when every hash in it was recomputed. It checks every entry
+against the seals of the deployment's audit key (the key of --public-key,
+else the checkpoint's, else the one the server signs checkpoints with), so
+entries added or rewritten by whoever could write the database but does not
+hold the key are caught, after a checkpoint as before. Last, it asks the server
 to check what only the database can show: the mutable rows (items,
 handoffs, agents) against the chain, every row against an entry, and
 (--global) every stored idempotency answer against its HMAC.
@@ -90,17 +96,30 @@ exits non-zero.`,
 			if err != nil {
 				return err
 			}
-			var cp *evidence.Checkpoint
-			if checkpoint != "" {
-				if cp, err = readCheckpoint(checkpoint, f.project); err != nil {
-					return err
-				}
-			}
-			res, err := verifyRemote(cmd.Context(), c, f.project, cp, rows)
+			pub, err := parsePublicKey(publicKey)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), res.String())
+			var cp *evidence.Checkpoint
+			if checkpoint != "" {
+				if cp, err = readCheckpoint(checkpoint, f.project, pub); err != nil {
+					return err
+				}
+			}
+			if pub == nil {
+				if pub, err = deploymentKey(cmd.Context(), c, f.project, cp); err != nil {
+					return err
+				}
+			}
+			res, err := verifyRemote(cmd.Context(), c, f.project, cp, pub, rows)
+			if err != nil {
+				return err
+			}
+			line := res.String()
+			if res.Problem == nil && pub == nil {
+				line += " (seals not checked: the server has no audit key)"
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), line)
 			if res.Problem != nil {
 				return errSilentFailure
 			}
@@ -109,6 +128,7 @@ exits non-zero.`,
 	}
 	f.registerWith(cmd, "project (env CONTEXTD_PROJECT), required")
 	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "a checkpoint saved by `contextd audit checkpoint` the chain must still extend")
+	cmd.Flags().StringVar(&publicKey, "public-key", "", "the deployment's audit public key (base64, as checkpoints show it) to check seals and the checkpoint with")
 	cmd.Flags().BoolVar(&rows, "rows", true, "also compare every item version and packet with its entry (one request each)")
 	cmd.Flags().BoolVar(&global, "global", false, "the global chain (agents and keys) instead of a project's")
 	return cmd
@@ -152,7 +172,46 @@ func auditVerify(ctx context.Context, raw *apiclient.Raw, project string) (*http
 	return raw.VerifyAudit(ctx, project)
 }
 
-func readCheckpoint(path, project string) (*evidence.Checkpoint, error) {
+// parsePublicKey reads --public-key (nil when empty).
+func parsePublicKey(text string) (ed25519.PublicKey, error) {
+	if text == "" {
+		return nil, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, errors.New("--public-key: not the base64 of an ed25519 public key (32 bytes)")
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// deploymentKey is the public key seals are checked with when
+// --public-key is not given: the checkpoint's (whose signature was
+// checked), else the one the server signs with now (nil when it has no
+// key: its entries are unsealed).
+func deploymentKey(ctx context.Context, c *client, project string, cp *evidence.Checkpoint) (ed25519.PublicKey, error) {
+	text := ""
+	if cp != nil {
+		text = cp.PublicKey
+	} else {
+		var now apiclient.AuditCheckpoint
+		res, err := auditCheckpoint(ctx, c.Raw(), project)
+		err = c.ReadAnswer(res, err, &now)
+		if isStatus(err, http.StatusServiceUnavailable) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		text = now.PublicKey
+	}
+	b, err := base64.StdEncoding.DecodeString(text)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, errors.New("the deployment's public key is not the base64 of an ed25519 key")
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+func readCheckpoint(path, project string, pub ed25519.PublicKey) (*evidence.Checkpoint, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -164,7 +223,7 @@ func readCheckpoint(path, project string) (*evidence.Checkpoint, error) {
 	if cp.Project != project {
 		return nil, fmt.Errorf("checkpoint %s is of project %q, not %q", path, cp.Project, project)
 	}
-	if err := cp.VerifySignature(nil); err != nil {
+	if err := cp.VerifySignature(pub); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return &cp, nil
@@ -172,8 +231,11 @@ func readCheckpoint(path, project string) (*evidence.Checkpoint, error) {
 
 // verifyRemote recomputes the chain from the server's pages: see
 // newAuditVerify.
-func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.Checkpoint, rows bool) (evidence.Result, error) {
+func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.Checkpoint, pub ed25519.PublicKey, rows bool) (evidence.Result, error) {
 	v := audit.NewVerifier()
+	if pub != nil {
+		v.RequireSeals(project, evidence.SealCheck(pub))
+	}
 	var headSeq int64
 	var headHash string
 	for after := int64(0); ; {
@@ -202,8 +264,11 @@ func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.C
 			if !v.Entry(e, now) {
 				return evidence.Result{Problem: v.Problem()}, nil
 			}
-			if cp != nil && e.Seq == cp.Seq && hex.EncodeToString(e.ChainHash) != cp.Head {
-				return problemAt(e.Seq, audit.ContentChanged, fmt.Sprintf("the chain no longer passes through the checkpoint's head %s of %s", cp.Head, cp.Time)), nil
+			if cp != nil && e.Seq == cp.Seq {
+				if hex.EncodeToString(e.ChainHash) != cp.Head {
+					return problemAt(e.Seq, audit.ContentChanged, fmt.Sprintf("the chain no longer passes through the checkpoint's head %s of %s", cp.Head, cp.Time)), nil
+				}
+				v.Trust(e.Seq) // the checkpoint's signature proves what leads to it
 			}
 		}
 		if len(page.Data) == 0 || page.NextAfter == nil || page.Data[len(page.Data)-1].Seq >= headSeq {
@@ -223,12 +288,20 @@ func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.C
 	if err := c.ReadAnswer(res, err, &server); err != nil {
 		return evidence.Result{}, err
 	}
-	if !server.Ok && server.Problem != nil {
+	// The server's extra_entry is an entry past the head or one without a
+	// seal: both checked here already, with a checkpoint taken into
+	// account, which the server does not know of (entries written before
+	// the deployment had a key are proven by it).
+	sealsHere := pub != nil && server.Problem != nil && *server.Problem == audit.ExtraEntry
+	if !server.Ok && server.Problem != nil && !sealsHere {
 		// What only the database can show (mutable rows, rows without an
 		// entry); the hashes above were recomputed here.
 		return problemAt(derefInt(server.FirstBadSeq), *server.Problem, deref(server.Detail)+" (found by the server)"), nil
 	}
-	return evidence.Result{Entries: v.Entries(), Head: v.Head()}, nil
+	if !v.SealedToEnd() {
+		return evidence.Result{Problem: v.Problem()}, nil
+	}
+	return evidence.Result{Entries: v.Entries(), Head: v.Head(), Sealed: pub != nil, Adopted: v.Adopted()}, nil
 }
 
 func problemAt(seq int64, code, detail string) evidence.Result {
@@ -248,7 +321,11 @@ func entryOf(ae apiclient.AuditEntry) (audit.Entry, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return audit.Entry{}, fmt.Errorf("entry %d: hashes are not hex", ae.Seq)
 	}
-	return audit.Entry{Seq: ae.Seq, Kind: ae.Kind, Subject: ae.Subject, Body: ae.Body, EntryHash: eh, ChainHash: ch}, nil
+	e := audit.Entry{Seq: ae.Seq, Kind: ae.Kind, Subject: ae.Subject, Body: ae.Body, EntryHash: eh, ChainHash: ch}
+	if s := ae.Seal; s != nil {
+		e.Seal = &audit.Seal{First: s.FirstSeq, Kind: string(s.Kind), Signature: s.Signature}
+	}
+	return e, nil
 }
 
 // remoteBody is the body an entry should have, with the members the API

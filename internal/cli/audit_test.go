@@ -87,7 +87,9 @@ func TestAuditVerifyAndCheckpointFromTheClientSide(t *testing.T) {
 }
 
 // TestAuditVerifyCatchesAChainRewrittenWhole: every hash recomputed after a
-// rewrite still fails against a checkpoint saved before it.
+// rewrite fails against the seals of the entries written with the key,
+// and against a checkpoint saved before it; the entries written while the
+// server had no key are proven by that checkpoint.
 func TestAuditVerifyCatchesAChainRewrittenWhole(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewURL(t)
@@ -108,16 +110,24 @@ func TestAuditVerifyCatchesAChainRewrittenWhole(t *testing.T) {
 	base, _, stop = serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
 	defer stop()
 	args = []string{"--project", "acme", "--url", base, "--key", key}
+	stdout, _, code := run(t, append([]string{"audit", "verify", "--rows=false"}, args...)...)
+	require.NotEqual(t, 0, code, "entries written without the key have no seal: %s", stdout)
+	require.Contains(t, stdout, "bad seq=1 problem=extra_entry")
 	cpFile := filepath.Join(t.TempDir(), "cp.json")
 	_, errs, code = run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
 	require.Equal(t, 0, code, errs)
+	send(t, "PUT", base+"/v1/projects/acme/items/c", key, `{"content":"third"}`)
+	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=false", "--checkpoint", cpFile}, args...)...)
+	require.Equal(t, 0, code, "the checkpoint proves seqs 1 to 3, the seal seq 4: %s", stdout)
+	require.Contains(t, stdout, "ok entries=4 ")
 
 	// Rewrite item b's only version and recompute every hash after it,
 	// as someone with the database but not the key would.
 	tamper(t, dbURL, `UPDATE item_versions SET title = 'rewritten' WHERE key = 'b'`)
 	rehash(t, dbURL, "acme")
-	stdout, _, code := run(t, append([]string{"audit", "verify", "--rows=false"}, args...)...)
-	require.Equal(t, 0, code, "without the checkpoint the rehashed chain holds together: %s", stdout)
+	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=false"}, args...)...)
+	require.NotEqual(t, 0, code, "the seal of seq 4 signed the chain hash the rehash changed: %s", stdout)
+	require.Contains(t, stdout, "bad seq=1 problem=extra_entry", "seqs 1 to 3 are unsealed, and nothing here proves them")
 	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=false", "--checkpoint", cpFile}, args...)...)
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stdout, "bad seq=3 problem=content_changed")
@@ -240,4 +250,39 @@ func TestAuditVerifyAfterARedaction(t *testing.T) {
 	stdout, _, code = run(t, args...)
 	require.NotEqual(t, 0, code, stdout)
 	require.Contains(t, stdout, "problem=state_mismatch")
+}
+
+// TestAuditVerifyRefusesEntriesAppendedWithoutTheKey: issue 32's third
+// row. After a checkpoint, someone with the database but not the audit key
+// appends consistent, correctly hashed entries (here through a contextd of
+// their own on the same database, without the key: the easiest forger),
+// and both `contextd audit verify` and `--checkpoint` refuse them at the
+// first forged seq; a genuine write after them does not launder them.
+func TestAuditVerifyRefusesEntriesAppendedWithoutTheKey(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+	base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/a", key, `{"content":"first"}`)
+	args := []string{"--project", "acme", "--url", base, "--key", key}
+	cpFile := filepath.Join(t.TempDir(), "cp.json")
+	_, errs, code := run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
+	require.Equal(t, 0, code, errs)
+	stdout, _, code := run(t, append([]string{"audit", "verify", "--checkpoint", cpFile}, args...)...)
+	require.Equal(t, 0, code, stdout)
+	require.Contains(t, stdout, "ok entries=2 ")
+
+	forger, _, stopForger := serve(t, "--database-url", dbURL)
+	defer stopForger()
+	send(t, "PUT", forger+"/v1/projects/acme/items/a", key, `{"content":"forged"}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/b", key, `{"content":"genuine, later"}`)
+	for _, extra := range [][]string{nil, {"--checkpoint", cpFile}, {"--rows=false"}} {
+		stdout, _, code = run(t, append(append([]string{"audit", "verify"}, extra...), args...)...)
+		require.NotEqual(t, 0, code, "%v: %s", extra, stdout)
+		require.Contains(t, stdout, "bad seq=3 problem=extra_entry", "%v", extra)
+	}
 }

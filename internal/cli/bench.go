@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/bench"
+	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/pgcluster"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
@@ -195,7 +198,13 @@ func startBenchServer(ctx context.Context, stderr io.Writer, dbURL, dataDir stri
 		return fail(err)
 	}
 	cleanups = append(cleanups, st.Close)
-	a := app.New(st)
+	// A key of its own, as serve's embedded default always has one: every
+	// write seals its entries, and the figures count that.
+	keys, err := benchKeys()
+	if err != nil {
+		return fail(err)
+	}
+	a := app.New(st, app.WithKeys(keys))
 	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	go a.Agents.Watch(watch) // as serve runs it
 	cleanups = append(cleanups, stopWatch)
@@ -223,6 +232,15 @@ func startBenchServer(ctx context.Context, stderr io.Writer, dbURL, dataDir stri
 	})
 	fmt.Fprintf(stderr, "contextd: bench server listening on http://%s\n", ln.Addr())
 	return &benchServer{url: "http://" + ln.Addr().String(), key: key, dbURL: dbURL, stop: cleanup}, nil
+}
+
+// benchKeys is a fresh audit key for the bench's own server.
+func benchKeys() (*evidence.Keys, error) {
+	seed := make([]byte, 32)
+	if _, err := rand.Read(seed); err != nil {
+		return nil, err
+	}
+	return evidence.ParseKey(base64.StdEncoding.EncodeToString(seed))
 }
 
 // benchAdminKey makes the first admin on an empty database, as serve does

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,10 @@ func newServe() *cobra.Command {
 // runServer migrates, opens the store, builds the services once (package app)
 // and runs the HTTP transport over them until ctx ends.
 func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster *pgcluster.Cluster, log *slog.Logger) error {
+	adopt, err := store.SealingBegins(ctx, cmp.Or(cfg.MigrateURL, cfg.Store.URL))
+	if err != nil {
+		return err
+	}
 	url, err := migrateAndLogin(ctx, cfg, cluster, log)
 	if err != nil {
 		return err
@@ -101,6 +106,9 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	if err != nil {
 		return err
 	}
+	if err := adoptChains(ctx, st, keys, adopt && cfg.Migrate, log); err != nil {
+		return err
+	}
 	a := app.New(st, app.WithKeys(keys), app.WithObs(obs.New(st.Stats, tracing.TracerProvider())))
 	announce, err := bootstrap(ctx, a, cluster)
 	if err != nil {
@@ -113,6 +121,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	e := server.New(server.Config{
 		App: a, Logger: log, BodyLimit: cfg.BodyLimit, BatchBodyLimit: cfg.BatchBodyLimit, Stopping: stopping,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst, MetricsElsewhere: cfg.MetricsListen != "",
+		MCPAllowedOrigins: cfg.MCPAllowedOrigins,
 		Ready: func(ctx context.Context) error {
 			pending, err := store.MigrationsPending(ctx, url)
 			if err == nil && pending {
@@ -183,8 +192,9 @@ func (m *metricsServer) announce() string {
 // migrateAndLogin migrates with the owner's login (--migrate-database-url,
 // or the one URL there is) and returns the URL the server connects with:
 // --database-url, or for the embedded default a login of contextd_app made
-// by its superuser. A server that still runs as a superuser or an owner
-// says at start what that allows.
+// by its superuser, with a password from the cluster, which takes no login
+// without one (the URL carries it: never log it). A server that still runs
+// as a superuser or an owner says at start what that allows.
 func migrateAndLogin(ctx context.Context, cfg app.Config, cluster *pgcluster.Cluster, log *slog.Logger) (string, error) {
 	url, owner := cfg.Store.URL, cfg.MigrateURL
 	if owner == "" {
@@ -200,8 +210,11 @@ func migrateAndLogin(ctx context.Context, cfg app.Config, cluster *pgcluster.Clu
 		return "", errors.New("the database schema is not current and --migrate=false: run `contextd migrate up` first")
 	}
 	if cluster != nil && cfg.MigrateURL == "" {
+		if _, err := store.EnsureLogin(ctx, owner, store.ServerLogin); err != nil {
+			return "", err
+		}
 		var err error
-		if url, err = store.EnsureLogin(ctx, owner, store.ServerLogin); err != nil {
+		if url, err = cluster.LoginURL(ctx, store.ServerLogin, pgcluster.DefaultDatabase); err != nil {
 			return "", err
 		}
 	}
@@ -215,6 +228,25 @@ func migrateAndLogin(ctx context.Context, cfg app.Config, cluster *pgcluster.Clu
 			slog.String("login", user), slog.Bool("superuser", super), slog.Bool("owner", owns))
 	}
 	return url, nil
+}
+
+// adoptChains seals, with a start seal each, the chains written before
+// this process applied the migration that began sealing (when it did, and
+// holds the key): every later write seals its own entries. Nothing else
+// adopts a chain, so rows of audit_seals removed later are not signed
+// again.
+func adoptChains(ctx context.Context, st *store.Store, keys *evidence.Keys, began bool, log *slog.Logger) error {
+	if !began || keys == nil {
+		return nil
+	}
+	n, err := st.AdoptChains(ctx, keys.Seal)
+	if err != nil {
+		return fmt.Errorf("seal the chains written before sealing began: %w", err)
+	}
+	if n > 0 {
+		log.Info("sealed the audit chains written before sealing began with a start seal each", slog.Int("chains", n))
+	}
+	return nil
 }
 
 // auditKeys is the deployment's audit key: CONTEXTD_AUDIT_KEY, else

@@ -155,7 +155,12 @@ type Result struct {
 	Entries  int64
 	Head     []byte
 	Redacted int64 // entries whose subject a redaction removed, with its proof
-	Problem  *audit.Problem
+	// Sealed: every entry was checked against the seals of the audit key
+	// (false on a deployment without one); Adopted is the last seq a start
+	// seal adopted (entries from before the chain was sealed), 0: none.
+	Sealed  bool
+	Adopted int64
+	Problem *audit.Problem
 }
 
 // Verify recomputes proj's chain from its entries and the rows they cover,
@@ -170,6 +175,9 @@ func (s *Service) Verify(ctx context.Context, agent *auth.Agent, proj string) (R
 			return err
 		}
 		v := audit.NewVerifier()
+		if s.keys != nil {
+			v.RequireSeals(proj, SealCheck(s.keys.PublicKey()))
+		}
 		if err := verifyChain(ctx, tx, proj, v); err != nil {
 			return err
 		}
@@ -183,7 +191,8 @@ func (s *Service) Verify(ctx context.Context, agent *auth.Agent, proj string) (R
 				return err
 			}
 		}
-		res = Result{Entries: v.Entries(), Head: v.Head(), Redacted: v.Redacted(), Problem: v.Problem()}
+		v.SealedToEnd()
+		res = Result{Entries: v.Entries(), Head: v.Head(), Redacted: v.Redacted(), Adopted: v.Adopted(), Sealed: s.keys != nil, Problem: v.Problem()}
 		return nil
 	})
 	return res, err
@@ -277,8 +286,8 @@ func splitSubject(subject string) (string, int, bool) {
 // nothing the chain has is missing.
 func verifyRows(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) error {
 	checks := []func(context.Context, *store.Tx, string, *audit.Verifier) (bool, error){
-		coveredVersions, coveredPackets, coveredEvents, coveredRedactions, currentHandoffs, currentProject,
-		currentPacketTexts, itemStates,
+		coveredVersions, coveredPackets, coveredEvents, proveRedactedPackets, coveredRedactions, currentHandoffs,
+		currentProject, currentPacketTexts, itemStates,
 	}
 	if proj == audit.GlobalChain {
 		checks = checks[:0]

@@ -37,11 +37,12 @@ func ParseKey(text string) (*Keys, error) {
 	return &Keys{sign: ed25519.NewKeyFromSeed(seed), mac: m.Sum(nil)}, nil
 }
 
-// LoadKeyFile reads a key file.
+// LoadKeyFile reads a key file, which only its owner may open (mode 0600
+// or stricter; see readPrivate).
 func LoadKeyFile(path string) (*Keys, error) {
-	b, err := os.ReadFile(path)
+	b, err := readPrivate("audit key", path)
 	if err != nil {
-		return nil, fmt.Errorf("audit key: %w", err)
+		return nil, err
 	}
 	k, err := ParseKey(string(b))
 	if err != nil {
@@ -86,6 +87,16 @@ func EnsureKeyFile(path string) (*Keys, bool, error) {
 
 // PublicKey is the checkpoints' public key.
 func (k *Keys) PublicKey() ed25519.PublicKey { return k.sign.Public().(ed25519.PublicKey) }
+
+// Seal signs a seal's message (audit.SealMessage): what proves that the
+// holder of this key wrote a transaction's entries.
+func (k *Keys) Seal(msg []byte) []byte { return ed25519.Sign(k.sign, msg) }
+
+// SealCheck verifies seals with a deployment's public key: what anyone
+// holding only that key can check.
+func SealCheck(pub ed25519.PublicKey) audit.SealCheck {
+	return func(msg, sig []byte) bool { return len(sig) == ed25519.SignatureSize && ed25519.Verify(pub, msg, sig) }
+}
 
 // MAC is the HMAC-SHA256 of a stored answer's canonical bytes.
 func (k *Keys) MAC(msg []byte) []byte {

@@ -256,6 +256,9 @@ func appendEvent(ctx context.Context, tx *store.Tx, proj, handoffID, event, from
 
 // Create stores a new pending handoff and supersedes any earlier pending
 // handoff of the same task to the same target role, in one transaction.
+// Superseding is withdrawing by other means, so it takes withdraw's right
+// (mayWithdraw): a pending handoff of another source is a 409 conflict,
+// and nothing is written.
 func (s *Service) Create(ctx context.Context, agent *auth.Agent, proj string, m Manifest) (*Handoff, error) {
 	var out *Handoff
 	err := s.store.InTx(ctx, func(tx *store.Tx) error {
@@ -302,6 +305,9 @@ func (s *Service) create(ctx context.Context, tx *store.Tx, agent *auth.Agent, p
 	if err := s.checkRefs(ctx, tx, proj, m); err != nil {
 		return nil, err
 	}
+	if err := checkSupersede(ctx, tx, agent, proj, m); err != nil {
+		return nil, err
+	}
 	superseded, err := tx.HandoffSupersedePending(ctx, proj, m.TaskID, m.Target.Role, id)
 	if err != nil {
 		return nil, err
@@ -327,6 +333,32 @@ func (s *Service) create(ctx context.Context, tx *store.Tx, agent *auth.Agent, p
 		}
 	}
 	return fromRow(row)
+}
+
+// checkSupersede refuses a create that would supersede a pending handoff
+// the caller may not withdraw: otherwise an edit agent refused a withdraw
+// could take another source's handoff back by creating its own. It runs
+// under HandoffLockTaskTarget, so no pending handoff appears after it.
+func checkSupersede(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, m Manifest) error {
+	pending, err := tx.HandoffPending(ctx, proj, m.TaskID, m.Target.Role)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if !mayWithdraw(agent, proj, p) {
+			return fmt.Errorf("%w: handoff %s for task %s to role %s is pending and was handed over by another agent (%s); "+
+				"only its source agent or an admin of the project may supersede it: its source may withdraw it first",
+				fault.ErrConflict, p.ID, m.TaskID, m.Target.Role, p.SourceAgentID)
+		}
+	}
+	return nil
+}
+
+// mayWithdraw is who may take a pending handoff back, by withdrawing it
+// or by superseding it with a new one: its source agent, or an admin of
+// the project (scope binds admins too).
+func mayWithdraw(agent *auth.Agent, proj string, h store.Handoff) bool {
+	return h.SourceAgentID == agent.ID || (agent.IsAdmin() && agent.InScope(proj))
 }
 
 // checkRefs checks that rework_of and packet_id name things of this
@@ -413,7 +445,7 @@ func (s *Service) transition(ctx context.Context, tx *store.Tx, agent *auth.Agen
 	}
 	switch {
 	case agent.IsAdmin():
-	case t == Withdraw && cur.SourceAgentID != agent.ID:
+	case t == Withdraw && !mayWithdraw(agent, proj, cur):
 		return nil, fmt.Errorf("%w: only handoff %s's source agent (or an admin) may withdraw it", auth.ErrForbidden, id)
 	case t != Withdraw && cur.TargetRole != agent.Role:
 		return nil, fmt.Errorf("%w: handoff %s is addressed to role %s", auth.ErrForbidden, id, cur.TargetRole)

@@ -115,9 +115,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, Logger: cfg.Logger,
-		// Every request must carry an agent key, which no page a browser
-		// is tricked into loading has: DNS rebinding gains nothing, and a
-		// contextd behind a reverse proxy on loopback must answer names
+		// DNS rebinding is met by Origin (Origins, checked by the server
+		// before authentication) and by the agent key every request needs;
+		// a contextd behind a reverse proxy on loopback must answer names
 		// other than localhost.
 		DisableLocalhostProtection: true,
 		// The server's body limit bounds the request already.

@@ -964,9 +964,14 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 		return nil, err
 	}
 	for _, r := range reds {
-		out.Redacted, out.Identical = true, false
+		out.Identical = false
 		out.Differences = append(out.Differences, Difference{Subject: "item:" + r.Project + "/" + r.Key,
 			Then: fmt.Sprintf("v%d", r.Version), Now: redactedText(r)})
+	}
+	if len(reds) > 0 {
+		if out.Redacted, err = s.redactionsProven(ctx, p, reds); err != nil {
+			return nil, err
+		}
 	}
 	if !out.Identical && len(out.Differences) == 0 {
 		i := 0

@@ -9,12 +9,18 @@
 //
 //	DataDir/pgdata        the cluster (initdb output), reused across starts
 //	DataDir/postgres.log  the server log (pg_ctl -l), appended to on each start
-//	DataDir/run           the unix socket directory, so the socket never
-//	                      collides with a system server in /var/run/postgresql
+//	DataDir/pgpass        the superuser's password (mode 0600, libpq's pgpass
+//	                      format), generated on first use
+//	DataDir/run           the unix socket directory (mode 0700), so the socket
+//	                      never collides with a system server in
+//	                      /var/run/postgresql and other users cannot reach it
 //
 // The server listens only on 127.0.0.1, on a port picked afresh at each start,
-// with trust authentication for the "postgres" user: it is reachable only from
-// this machine, and it is meant to be contextd's private database.
+// and on the unix socket. It is meant to be contextd's private database, and
+// its superuser can make admin agents, so every login on either must give
+// its role's password (SCRAM-SHA-256): being on this machine is not enough.
+// A cluster made by an earlier version, which trusted every local login, is
+// converted on its next start (see auth.go).
 package pgcluster
 
 import (
@@ -87,6 +93,8 @@ type Cluster struct {
 	asPostgres []string
 	uid, gid   int
 	reused     bool
+	// password is the superuser's, from DataDir/pgpass.
+	password string
 }
 
 // searchDirs returns the fixed install locations FindBinaries tries after
@@ -179,9 +187,11 @@ func FindBinaries(binDir string) (string, error) {
 
 // Start brings up the cluster in opts.DataDir and returns once it accepts
 // connections and the DefaultDatabase exists. On first use it runs initdb
-// (trust auth, superuser postgres, UTF8, locale C) into a scratch directory
-// and renames it into place, so a crash mid-initdb never leaves a
-// half-initialised pgdata behind.
+// (password authentication only, superuser postgres with a new random
+// password, UTF8, locale C) into a scratch directory and renames it into
+// place, so a crash mid-initdb never leaves a half-initialised pgdata behind.
+// A cluster that still trusts local logins (made by an earlier version) is
+// given a password and switched to password authentication first.
 //
 // If pgdata already holds a running server that answers on its recorded
 // port, Start reuses it instead of failing: the server is detached from the
@@ -225,23 +235,41 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.prepareDirs(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.initdb(ctx); err != nil {
+	if err := c.bringUp(ctx); err != nil {
 		return nil, err
-	}
-	reused, err := c.findRunning(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.reused = reused
-	if !reused {
-		if err := c.start(ctx); err != nil {
-			return nil, err
-		}
 	}
 	if err := c.EnsureDatabase(ctx, DefaultDatabase); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// bringUp makes the cluster if there is none, converts one that still
+// trusts local logins, and starts it or adopts the server already running.
+func (c *Cluster) bringUp(ctx context.Context) error {
+	if err := c.initdb(ctx); err != nil {
+		return err
+	}
+	trusts, err := c.hbaTrusts()
+	if err != nil {
+		return err
+	}
+	if err := c.loadPassword(trusts); err != nil {
+		return err
+	}
+	reused, err := c.findRunning(ctx)
+	if err != nil {
+		return err
+	}
+	if c.reused = reused; reused {
+		return c.secureRunning(ctx, trusts)
+	}
+	if trusts {
+		if err := c.upgradeStopped(ctx); err != nil {
+			return err
+		}
+	}
+	return c.start(ctx)
 }
 
 // setupRoot arranges for initdb, pg_ctl and the server to run as the
@@ -272,13 +300,18 @@ func (c *Cluster) setupRoot() error {
 // prepareDirs creates DataDir and the socket directory and, as root, hands
 // the server's files to the postgres user. DataDir itself stays owned by
 // the caller (contextd may keep other files there); it only needs to be
-// traversable, so it is created 0755.
+// traversable, so it is created 0755. The socket directory is 0700, also
+// when an earlier version made it 0755, so that other users cannot even
+// reach the socket.
 func (c *Cluster) prepareDirs(ctx context.Context) error {
 	if err := os.MkdirAll(c.root, 0o755); err != nil {
 		return fmt.Errorf("pgcluster: create data dir: %w", err)
 	}
-	if err := os.MkdirAll(c.sockDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.sockDir, 0o700); err != nil {
 		return fmt.Errorf("pgcluster: create socket dir: %w", err)
+	}
+	if err := os.Chmod(c.sockDir, 0o700); err != nil {
+		return fmt.Errorf("pgcluster: restrict socket dir: %w", err)
 	}
 	// pg_ctl opens the log as the server user, which may not be able to
 	// create files in DataDir, so create it here.
@@ -381,6 +414,9 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	if entries, err := os.ReadDir(c.pgdata); err == nil && len(entries) > 0 {
 		return fmt.Errorf("pgcluster: %s exists but is not a PostgreSQL data directory (no PG_VERSION); move it away", c.pgdata)
 	}
+	if err := c.loadPassword(true); err != nil {
+		return err
+	}
 	scratch := c.pgdata + ".initdb"
 	if err := os.RemoveAll(scratch); err != nil {
 		return fmt.Errorf("pgcluster: remove leftover %s: %w", scratch, err)
@@ -394,13 +430,39 @@ func (c *Cluster) initdb(ctx context.Context) error {
 		}
 	}
 	c.logf("pgcluster: initialising a new PostgreSQL cluster in %s", c.pgdata)
-	out, err := c.run(ctx, "initdb", "-D", scratch, "-U", superuser, "--auth=trust", "--encoding=UTF8", "--locale=C")
-	if err != nil {
+	if err := c.runInitdb(ctx, scratch); err != nil {
 		os.RemoveAll(scratch)
-		return fmt.Errorf("pgcluster: initdb: %w: %s", err, out)
+		return err
 	}
 	if err := os.Rename(scratch, c.pgdata); err != nil {
 		return fmt.Errorf("pgcluster: move new cluster into place: %w", err)
+	}
+	return nil
+}
+
+// runInitdb initialises scratch with password authentication from the
+// start, so the new cluster never trusts anyone. initdb reads the
+// superuser's password from a file; it gets the SCRAM verifier rather
+// than the password, and the file is removed right after.
+func (c *Cluster) runInitdb(ctx context.Context, scratch string) error {
+	verifier, err := scramVerifier(c.password)
+	if err != nil {
+		return err
+	}
+	pwfile := scratch + ".pw"
+	if err := os.WriteFile(pwfile, []byte(verifier+"\n"), 0o600); err != nil {
+		return fmt.Errorf("pgcluster: write initdb password file: %w", err)
+	}
+	defer os.Remove(pwfile)
+	if c.asPostgres != nil {
+		if err := os.Chown(pwfile, c.uid, c.gid); err != nil {
+			return fmt.Errorf("pgcluster: chown %s to %s: %w", pwfile, superuser, err)
+		}
+	}
+	out, err := c.run(ctx, "initdb", "-D", scratch, "-U", superuser, "--pwfile="+pwfile,
+		"--auth-local=scram-sha-256", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C")
+	if err != nil {
+		return fmt.Errorf("pgcluster: initdb: %w: %s", err, out)
 	}
 	return nil
 }
@@ -476,6 +538,9 @@ func (c *Cluster) findRunning(ctx context.Context) (bool, error) {
 		if err == nil {
 			break
 		}
+		if isAuthError(err) {
+			return false, c.authError(err)
+		}
 		if up, statusErr := c.running(ctx); statusErr == nil && !up {
 			return false, nil
 		}
@@ -532,6 +597,10 @@ var serverSettings = []string{
 	// default 1 GB, bulk imports force a checkpoint every few batches, and
 	// each checkpoint makes the next writes log whole pages.
 	"max_wal_size=4GB",
+	// Whatever a system-wide template says: a password set in plain text
+	// (ALTER ROLE ... PASSWORD 'x' in psql) is stored as a SCRAM verifier,
+	// never as MD5, which pg_hba.conf's scram-sha-256 would not accept.
+	"password_encryption=scram-sha-256",
 }
 
 // start launches the server with pg_ctl and waits until it accepts
@@ -568,6 +637,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err = c.waitReady(waitCtx)
 		cancel()
+		if isAuthError(err) {
+			return err // already says what to do
+		}
 		if err != nil {
 			return fmt.Errorf("pgcluster: server started but does not accept connections on 127.0.0.1:%d: %w", port, err)
 		}
@@ -611,6 +683,9 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		if isAuthError(err) {
+			return c.authError(err)
+		}
 		select {
 		case <-ctx.Done():
 			return err
@@ -634,15 +709,25 @@ func (c *Cluster) ping(ctx context.Context) error {
 }
 
 // URL returns a postgres:// URL for database dbname on this cluster, in the
-// form pgx and libpq accept. TLS is off because the server only listens on
-// loopback.
+// form pgx and libpq accept, logging in as the superuser with its password:
+// a secret, to be kept out of logs. TLS is off because the server only
+// listens on loopback.
 func (c *Cluster) URL(dbname string) string {
+	return c.url(superuser, c.password, dbname)
+}
+
+// url is the URL for dbname that logs in as user with password (none if
+// empty).
+func (c *Cluster) url(user, password, dbname string) string {
 	u := url.URL{
 		Scheme:   "postgres",
-		User:     url.User(superuser),
+		User:     url.UserPassword(user, password),
 		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
 		Path:     "/" + dbname,
 		RawQuery: "sslmode=disable",
+	}
+	if password == "" {
+		u.User = url.User(user)
 	}
 	return u.String()
 }

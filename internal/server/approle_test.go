@@ -40,6 +40,7 @@ func TestTheServerRunsAsContextdAppAndCannotRewriteHistory(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	a := app.New(store.New(pool, 0), app.WithKeys(testKeys))
+	adoptChains(t, a.Store)
 	_, key, err := a.Agents.CreateLocal(ctx, auth.CreateParams{Name: "root", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}})
 	require.NoError(t, err)
 	ts := httptest.NewServer(server.New(server.Config{App: a}))

@@ -38,8 +38,12 @@ func (s *Server) auditEntries(ctx context.Context, chain string, after int64, li
 	}
 	out := api.AuditEntryList{Data: []api.AuditEntry{}, Head: api.AuditHead{Seq: p.HeadSeq, Hash: audit.HexHead(p.HeadHash)}}
 	for _, e := range p.Entries {
-		out.Data = append(out.Data, api.AuditEntry{Seq: e.Seq, Kind: e.Kind, Subject: e.Subject, Body: e.Body,
-			EntryHash: hex.EncodeToString(e.EntryHash), ChainHash: hex.EncodeToString(e.ChainHash)})
+		ae := api.AuditEntry{Seq: e.Seq, Kind: e.Kind, Subject: e.Subject, Body: e.Body,
+			EntryHash: hex.EncodeToString(e.EntryHash), ChainHash: hex.EncodeToString(e.ChainHash)}
+		if e.Seal != nil {
+			ae.Seal = &api.AuditSeal{FirstSeq: e.Seal.First, Kind: api.AuditSealKind(e.Seal.Kind), Signature: e.Seal.Signature}
+		}
+		out.Data = append(out.Data, ae)
 	}
 	if n := len(p.Entries); n > 0 && p.More {
 		next := p.Entries[n-1].Seq
@@ -69,7 +73,11 @@ func (s *Server) auditVerify(ctx context.Context, chain string) (api.AuditVerifi
 		return api.AuditVerification{Ok: false, FirstBadSeq: &p.Seq, Problem: &p.Code, Detail: &p.Detail}, nil
 	}
 	head := audit.HexHead(res.Head)
-	return api.AuditVerification{Ok: true, Entries: &res.Entries, Head: &head, Redacted: &res.Redacted}, nil
+	out := api.AuditVerification{Ok: true, Entries: &res.Entries, Head: &head, Redacted: &res.Redacted, Sealed: &res.Sealed}
+	if res.Adopted > 0 {
+		out.AdoptedThrough = &res.Adopted
+	}
+	return out, nil
 }
 
 // GetAuditCheckpoint implements api.StrictServerInterface.

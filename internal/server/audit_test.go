@@ -371,8 +371,11 @@ func TestGlobalChainCoversAgents(t *testing.T) {
 }
 
 // TestBackfillChainsDataOlderThanTheChain: rows written before the chain
-// existed (here: their entries removed, as before migration 00011) get
-// their entries at the next migration, and verify then holds.
+// existed (here: their entries and seals removed, as before migration
+// 00011) get their entries at the next migration, and verify then holds
+// once the process that began sealing adopted them (as `serve` does when
+// it applies that migration with the key); before, the unsealed entries
+// are refused.
 func TestBackfillChainsDataOlderThanTheChain(t *testing.T) {
 	e := auditFixture(t)
 	critic := e.agent("critic", "edit", "acme")
@@ -381,15 +384,20 @@ func TestBackfillChainsDataOlderThanTheChain(t *testing.T) {
 	h := e.do("POST", "/v1/projects/acme/handoffs", writer, map[string]any{"task_id": "T-1", "intent": "request_review", "target": map[string]any{"role": "critic"}})
 	require.Equal(t, 201, h.status, h.text)
 	require.Equal(t, 200, e.do("POST", "/v1/projects/acme/handoffs/"+h.json["id"].(string)+"/accept", critic, map[string]any{}).status)
-	e.tamper(`DELETE FROM audit_entries; DELETE FROM audit_heads`)
+	e.tamper(`DELETE FROM audit_entries; DELETE FROM audit_heads; DELETE FROM audit_seals`)
 	r := e.verify()
 	require.Equal(t, false, r.json["ok"], "no chain: every row lacks its entry")
 
 	require.NoError(t, store.MigrateUp(context.Background(), e.pool.Config().ConnString()))
 	r = e.verify()
+	require.Equal(t, false, r.json["ok"], r.text)
+	require.Equal(t, "extra_entry", r.json["problem"], "the backfill's entries have no seal until a process with the key adopts them: %s", r.text)
+	adoptChains(t, e.app.Store)
+	r = e.verify()
 	require.Equal(t, true, r.json["ok"], r.text)
 	// the project, 6 versions, a packet, a handoff and its two events
 	require.Equal(t, 11, r.num("entries"), r.text)
+	require.Equal(t, 11, r.num("adopted_through"), r.text)
 	g := e.do("GET", "/v1/audit/verify", e.admin, nil)
 	require.Equal(t, true, g.json["ok"], g.text)
 	require.Equal(t, 4, g.num("entries"), "the admin and three agents")

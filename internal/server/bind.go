@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -35,9 +37,8 @@ type strictBinder struct{}
 func (strictBinder) Bind(i any, c echo.Context) error {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return problem(413, "payload_too_large", "request body is over the %d-byte limit", mbe.Limit)
+		if p := readProblem(err); p != nil {
+			return p
 		}
 		return problem(400, "malformed", "cannot read request body: %v", err)
 	}
@@ -171,11 +172,30 @@ func decodeProblem(err error, body []byte) *Problem {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return problem(400, "malformed", "request body is truncated JSON")
 	}
+	if p := readProblem(err); p != nil {
+		return p
+	}
+	return problem(400, "malformed", "request body cannot be decoded: %v", err)
+}
+
+// readProblem is the answer to a body that could not be read to its end
+// for a reason of its own: over the body limit (413), or arriving too
+// slowly, under --min-body-rate or past --read-timeout (408; the rest of
+// the body is not coming, so writeProblem closes the connection). nil for
+// any other read error.
+func readProblem(err error) *Problem {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return problem(413, "payload_too_large", "request body is over the %d-byte limit", mbe.Limit)
 	}
-	return problem(400, "malformed", "request body cannot be decoded: %v", err)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil
+	}
+	var slow *app.SlowBodyError
+	if errors.As(err, &slow) {
+		return problem(408, "request_timeout", "%s", slow.Error())
+	}
+	return problem(408, "request_timeout", "the request body did not arrive within the server's read timeout")
 }
 
 func orBody(ptr string) string {

@@ -39,6 +39,7 @@ func serveWith(t *testing.T, h http.Handler, hc app.Config) string {
 func envOn(t *testing.T, st *store.Store, pool *pgxpool.Pool, cfg server.Config, hc app.Config) *env {
 	t.Helper()
 	a := app.New(st, app.WithKeys(testKeys))
+	adoptChains(t, st)
 	cfg.App = a
 	url := serveWith(t, server.New(cfg), hc)
 	_, key, err := a.Agents.Bootstrap(context.Background())

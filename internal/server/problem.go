@@ -193,6 +193,11 @@ func writeProblem(c echo.Context, p *Problem) {
 	if p.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
 	}
+	if p.Status == http.StatusRequestTimeout {
+		// Only a body cut off part way is answered 408 (readProblem): what
+		// is left of it on the wire cannot be told from a next request.
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)
 	_, _ = c.Response().Write(b)

@@ -62,6 +62,10 @@ type Config struct {
 	// (--metrics-listen, MetricsHandler), not here; otherwise it is served
 	// here to admin keys only.
 	MetricsElsewhere bool
+	// MCPAllowedOrigins are the browser origins that may call /mcp
+	// (--mcp-allowed-origins); any other Origin is refused, before
+	// authentication. Requests without Origin are not refused.
+	MCPAllowedOrigins mcp.Origins
 }
 
 // Defaults of an event stream's Config.
@@ -91,6 +95,7 @@ type Server struct {
 	// and per-write deadline.
 	keepAlive, streamWrite time.Duration
 	obs                    *obs.Obs // metrics and tracer (observe.go)
+	mcpOrigins             mcp.Origins
 }
 
 // New builds the Echo instance serving the whole API.
@@ -112,7 +117,7 @@ func New(cfg Config) *echo.Echo {
 		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
 		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence, keys: a.Keys,
 		limiter: newLimiter(cfg.RateLimit, cfg.RateBurst), keepAlive: orDefault(cfg.KeepAlive, DefaultKeepAlive),
-		streamWrite: orDefault(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout), obs: a.Obs,
+		streamWrite: orDefault(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout), obs: a.Obs, mcpOrigins: cfg.MCPAllowedOrigins,
 	}
 	if s.obs == nil {
 		s.obs = obs.New(nil, nil)
@@ -126,6 +131,7 @@ func New(cfg Config) *echo.Echo {
 	e.Use(middleware.RequestID())
 	e.Use(s.observe) // outside Recover: a panic's 500 is measured and logged too
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	e.Use(s.checkMCPOrigin)
 	e.Use(checkURL)
 	e.Use(limitParams)
 	e.Use(s.limitBody)
@@ -183,6 +189,20 @@ func saneRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 
 // mcpPath is where the MCP endpoint is served.
 const mcpPath = "/mcp"
+
+// checkMCPOrigin refuses a request to /mcp whose Origin is not allowed
+// (package mcp, Origins), whatever its method, before anything else is
+// looked at: a foreign page a browser was tricked into loading learns
+// nothing, not even whether the key it guessed is valid.
+func (s *Server) checkMCPOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().URL.Path == mcpPath && !s.mcpOrigins.Allows(c.Request()) {
+			return problem(403, "origin_not_allowed", "requests from origin %q may not call %s; allow it with --mcp-allowed-origins",
+				c.Request().Header.Get("Origin"), mcpPath)
+		}
+		return next(c)
+	}
+}
 
 var _ api.StrictServerInterface = (*Server)(nil)
 

@@ -86,6 +86,7 @@ func TestTraceOfAssemblyReachesCollector(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
 	a := app.New(st, app.WithKeys(testKeys), app.WithObs(obs.New(st.Stats, tracing.TracerProvider())))
+	adoptChains(t, st)
 	ts := httptest.NewServer(server.New(server.Config{App: a}))
 	t.Cleanup(ts.Close)
 	_, admin, err := a.Agents.Bootstrap(ctx)

@@ -24,22 +24,25 @@ func (tx *Tx) entry(chain, kind, subject string, body []byte, err error) error {
 	return nil
 }
 
-// bulkAppendMin is the fewest entries a transaction appends by
-// appendBulk rather than by contextd_audit_append.
+// bulkAppendMin is the fewest entries a transaction appends by COPY
+// rather than within a statement sent with COMMIT.
 const bulkAppendMin = 256
 
-// appendEntries queues for COMMIT one contextd_audit_append per chain the
-// transaction wrote to, in chain order (one lock order for every writer),
-// so each head's lock is held for the commit alone. A transaction of
-// bulkAppendMin entries or more appends them by appendBulk instead, which
-// holds the counters' and heads' locks from its first read of a head: a
-// few round trips more, against the ~330 ms the function took for 10,000.
+// appendEntries appends the transaction's entries, in chain order (one
+// lock order for every writer). A sealed transaction, or one of
+// bulkAppendMin entries or more, takes each chain's head lock first and
+// hashes here (appendSealed): a round trip more, holding the lock from
+// there to COMMIT. Otherwise one contextd_audit_append per chain goes with
+// COMMIT, so each head's lock is held for the commit alone.
 func (tx *Tx) appendEntries(ctx context.Context) error {
 	es := tx.tc.entries
 	tx.tc.entries = nil
 	slices.SortStableFunc(es, func(a, b pendingEntry) int { return strings.Compare(a.chain, b.chain) })
-	if len(es) >= bulkAppendMin {
-		return tx.appendBulk(ctx, es)
+	if len(es) == 0 {
+		return nil
+	}
+	if tx.seal != nil || len(es) >= bulkAppendMin {
+		return tx.appendSealed(ctx, es)
 	}
 	for i := 0; i < len(es); {
 		p := dbsqlc.AuditAppendParams{Chain: es[i].chain}
@@ -47,43 +50,6 @@ func (tx *Tx) appendEntries(ctx context.Context) error {
 			p.Kinds, p.Subjects, p.Bodies = append(p.Kinds, es[i].kind), append(p.Subjects, es[i].subject), append(p.Bodies, es[i].body)
 		}
 		if err := q.AuditAppend(ctx, atCommitExec{tx.tc}, p); err != nil {
-			return interpret(err)
-		}
-	}
-	return nil
-}
-
-// appendBulk appends es (sorted by chain) as contextd_audit_append would,
-// with the hashes computed here and the rows sent by COPY: for each chain,
-// in chain order, lock its head (with everything that waits for COMMIT,
-// which takes the project's counters first, as every writer does), link
-// the entries from it (audit.Hash, audit.Link: the hashes the function
-// computes, and that verification recomputes from the bodies), COPY them,
-// and queue the head's move for COMMIT. A batch of 10,000 items spent
-// ~330 ms after its last chunk in the function's call: encoding 10 MB of
-// arrays, PostgreSQL decoding them, one SQL aggregate step per entry;
-// this is a COPY of the same rows. The head is locked from its read to
-// COMMIT, as with the function.
-func (tx *Tx) appendBulk(ctx context.Context, es []pendingEntry) error {
-	tx.tc.sendAtCommitNext()
-	for i := 0; i < len(es); {
-		chain := es[i].chain
-		head, err := q.AuditHeadLock(ctx, tx.ex, chain)
-		if err != nil {
-			return interpret(err)
-		}
-		seq, prev := head.Seq, head.Hash
-		var rows []dbsqlc.AuditEntriesInsertManyParams
-		for ; i < len(es) && es[i].chain == chain; i++ {
-			e := audit.Hash(es[i].body)
-			seq, prev = seq+1, audit.Link(prev, e)
-			rows = append(rows, dbsqlc.AuditEntriesInsertManyParams{Chain: chain, Seq: seq, Kind: es[i].kind,
-				Subject: es[i].subject, Body: es[i].body, EntryHash: e, ChainHash: prev})
-		}
-		if _, err := q.AuditEntriesInsertMany(ctx, tx.ex, rows); err != nil {
-			return interpret(err)
-		}
-		if err := q.AuditHeadSet(ctx, atCommitExec{tx.tc}, dbsqlc.AuditHeadSetParams{Seq: seq, Hash: prev, Chain: chain}); err != nil {
 			return interpret(err)
 		}
 	}
@@ -126,6 +92,9 @@ func (db DB) AuditEntries(ctx context.Context, chain string, after int64, limit 
 	out := make([]audit.Entry, len(rows))
 	for i, r := range rows {
 		out[i] = audit.Entry{Seq: r.Seq, Kind: r.Kind, Subject: r.Subject, Body: r.Body, EntryHash: r.EntryHash, ChainHash: r.ChainHash}
+		if r.SealFirst != nil && r.SealKind != nil {
+			out[i].Seal = &audit.Seal{First: *r.SealFirst, Kind: *r.SealKind, Signature: r.SealSignature}
+		}
 	}
 	return out, nil
 }
@@ -336,4 +305,18 @@ func (db DB) PacketIDs(ctx context.Context, project, afterID string, limit int) 
 func (db DB) HandoffEventSeqs(ctx context.Context, project string, after int64, limit int) ([]int64, error) {
 	seqs, err := q.HandoffEventSeqPage(ctx, db.ex, dbsqlc.HandoffEventSeqPageParams{Project: project, After: after, Lim: int32(limit)})
 	return seqs, interpret(err)
+}
+
+// AuditEntriesOf are the entries of one subject of a kind in a chain, in
+// seq order (at most two: more than one is as wrong as two).
+func (db DB) AuditEntriesOf(ctx context.Context, chain, kind, subject string) ([]audit.Entry, error) {
+	rows, err := q.AuditEntryOf(ctx, db.ex, dbsqlc.AuditEntryOfParams{Chain: chain, Kind: kind, Subject: subject})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make([]audit.Entry, len(rows))
+	for i, r := range rows {
+		out[i] = audit.Entry{Seq: r.Seq, Kind: r.Kind, Subject: r.Subject, Body: r.Body, EntryHash: r.EntryHash, ChainHash: r.ChainHash}
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/contextd/contextd/internal/audit"
+	"math"
 	"time"
 
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
@@ -145,6 +146,14 @@ func (db DB) HandoffReworkChain(ctx context.Context, project, id string) (ancest
 // one target role, so each new one sees (and supersedes) the one before.
 func (tx *Tx) HandoffLockTaskTarget(ctx context.Context, project, taskID, targetRole string) error {
 	return interpret(q.HandoffLockTaskTarget(ctx, tx.ex, dbsqlc.HandoffLockTaskTargetParams{Project: project, TaskID: taskID, TargetRole: targetRole}))
+}
+
+// HandoffPending is every pending handoff of the task to the target role:
+// the ones a create would supersede, read under HandoffLockTaskTarget so
+// that its caller can check each before superseding any. The listing's
+// limit is lifted, so no pending handoff escapes the check.
+func (tx *Tx) HandoffPending(ctx context.Context, project, taskID, targetRole string) ([]Handoff, error) {
+	return tx.HandoffList(ctx, HandoffListParams{Project: project, TaskID: taskID, TargetRole: targetRole, Status: "pending", Max: math.MaxInt32})
 }
 
 // HandoffSupersedePending supersedes every pending handoff of the task to

@@ -171,3 +171,24 @@ var hashOnce = sync.OnceValue(func() string {
 // names its template database by it, so a changed migration gets a fresh
 // template instead of a stale one.
 func MigrationsHash() string { return hashOnce() }
+
+// SealingMigration is the migration that began sealing the audit chains
+// (audit_seals): the process that applies it with the audit key adopts the
+// entries written before it (AdoptChains).
+const SealingMigration = 26
+
+// SealingBegins reports whether the database has yet to apply
+// SealingMigration: asked before migrating, it says whether this process
+// is the one that begins sealing.
+func SealingBegins(ctx context.Context, databaseURL string) (bool, error) {
+	st, err := Migrations(ctx, databaseURL)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range st {
+		if s.Version == SealingMigration {
+			return !s.Applied, nil
+		}
+	}
+	return false, nil
+}

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -240,4 +242,46 @@ func (db DB) ClockNow(ctx context.Context) (time.Time, error) {
 func (db DB) TransactionsBegunBefore(ctx context.Context, t time.Time) (int, error) {
 	n, err := q.TransactionsBegunBefore(ctx, db.ex, t)
 	return int(n), interpret(err)
+}
+
+// RedactionUnchained says why a redaction's row is not one contextd
+// recorded ("" when it is): it must have exactly one entry in its
+// project's chain, whose body is the row as it is now. A row the server's
+// login inserted by itself has none.
+func (db DB) RedactionUnchained(ctx context.Context, r Redaction) (string, error) {
+	es, err := db.AuditEntriesOf(ctx, r.Project, audit.KindRedaction, r.ID)
+	if err != nil {
+		return "", err
+	}
+	if len(es) != 1 {
+		return fmt.Sprintf("redaction %s has %d entries in the chain of %s, not one", r.ID, len(es), r.Project), nil
+	}
+	now, err := db.RedactionBodies(ctx, r.Project, []string{r.ID})
+	if err != nil {
+		return "", err
+	}
+	if e := es[0]; !bytes.Equal(e.Body, now[r.ID]) || !bytes.Equal(audit.Hash(e.Body), e.EntryHash) {
+		return fmt.Sprintf("redaction %s's row is not what its entry at seq %d of %s says", r.ID, e.Seq, r.Project), nil
+	}
+	return "", nil
+}
+
+// PacketTextUnproven says why a redacted packet's text is not the one its
+// last packet_redaction entry vouches for ("" when it is).
+func (db DB) PacketTextUnproven(ctx context.Context, project, id, rendered string) (string, error) {
+	rows, err := q.AuditLatestOf(ctx, db.ex, dbsqlc.AuditLatestOfParams{Chain: project, Kind: audit.KindPacketRedaction, Subject: id})
+	if err != nil {
+		return "", interpret(err)
+	}
+	if len(rows) == 0 {
+		return "no packet_redaction entry vouches for its text", nil
+	}
+	want, err := audit.PacketRedactionBody(project, id, audit.Hash([]byte(rendered)))
+	if err != nil {
+		return "", err
+	}
+	if e := rows[0]; !bytes.Equal(e.Body, want) || !bytes.Equal(audit.Hash(e.Body), e.EntryHash) {
+		return fmt.Sprintf("its text is not the one its packet_redaction entry at seq %d vouches for", e.Seq), nil
+	}
+	return "", nil
 }

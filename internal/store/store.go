@@ -77,6 +77,8 @@ type Store struct {
 	trips atomic.Int64
 	// writes counts what committed transactions wrote (Stats).
 	writes writeStats
+	// sealer signs each transaction's entries (SealWith); nil: none.
+	sealer atomic.Pointer[Sealer]
 	url    string
 	log    *slog.Logger
 }
@@ -206,4 +208,5 @@ type Tx struct {
 	tc     *txConn
 	conn   *pgxpool.Conn
 	writes *writeStats
+	seal   Sealer // nil: entries go unsealed
 }

@@ -91,7 +91,11 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 		return nil, err
 	}
 	tc := &txConn{c: conn, trips: &s.trips, begin: beginStatements(opts)}
-	return &Tx{DB: DB{ex: tc}, tc: tc, conn: conn, writes: &s.writes}, nil
+	t := &Tx{DB: DB{ex: tc}, tc: tc, conn: conn, writes: &s.writes}
+	if sl := s.sealer.Load(); sl != nil {
+		t.seal = *sl
+	}
+	return t, nil
 }
 
 // Pipeline runs fn with the statements it sends without reading an answer

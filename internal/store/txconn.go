@@ -39,7 +39,7 @@ type txConn struct {
 	// atCommit waits for COMMIT itself (Tx.atCommit): the writes of rows
 	// every writer of a project must lock, so the lock is held only as long
 	// as the commit (and a bulk append of the chain's entries before it,
-	// Tx.appendBulk).
+	// Tx.appendSealed).
 	atCommit []queued
 	// entries are the audit chain entries of the transaction's writes,
 	// appended with COMMIT (Tx.Commit), each chain under its head's lock.

@@ -48,6 +48,8 @@ func newEnvOn(t *testing.T, pool *pgxpool.Pool, tls bool) *env {
 	t.Helper()
 	st := store.New(pool, pgtest.AcquireTimeout)
 	a := app.New(st, app.WithKeys(testKeys))
+	_, err := st.AdoptChains(context.Background(), testKeys.Seal) // as serve does when it migrates: the harness migrates without the key
+	require.NoError(t, err)
 	h := server.New(server.Config{App: a})
 	srv := httptest.NewUnstartedServer(h)
 	if tls {

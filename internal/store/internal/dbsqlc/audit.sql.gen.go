@@ -44,6 +44,37 @@ func (q *Queries) AuditBackfillLock(ctx context.Context, db DBTX, chain string) 
 	return err
 }
 
+const auditEntriesInsert = `-- name: AuditEntriesInsert :exec
+INSERT INTO audit_entries (chain, seq, kind, subject, body, entry_hash, chain_hash)
+SELECT $1::text, unnest($2::bigint[]), unnest($3::text[]), unnest($4::text[]),
+       unnest($5::bytea[]), unnest($6::bytea[]), unnest($7::bytea[])
+`
+
+type AuditEntriesInsertParams struct {
+	Chain       string
+	Seqs        []int64
+	Kinds       []string
+	Subjects    []string
+	Bodies      [][]byte
+	EntryHashes [][]byte
+	ChainHashes [][]byte
+}
+
+// A sealed transaction's entries, hashed by the service under its head's
+// lock (store.Tx.appendSealed), sent with COMMIT.
+func (q *Queries) AuditEntriesInsert(ctx context.Context, db DBTX, arg AuditEntriesInsertParams) error {
+	_, err := db.Exec(ctx, auditEntriesInsert,
+		arg.Chain,
+		arg.Seqs,
+		arg.Kinds,
+		arg.Subjects,
+		arg.Bodies,
+		arg.EntryHashes,
+		arg.ChainHashes,
+	)
+	return err
+}
+
 type AuditEntriesInsertManyParams struct {
 	Chain     string
 	Seq       int64
@@ -55,9 +86,12 @@ type AuditEntriesInsertManyParams struct {
 }
 
 const auditEntriesPage = `-- name: AuditEntriesPage :many
-SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
-WHERE chain = $1 AND seq > $2
-ORDER BY seq
+SELECT e.seq, e.kind, e.subject, e.body, e.entry_hash, e.chain_hash,
+       s.first_seq AS seal_first, s.kind AS seal_kind, s.signature AS seal_signature
+FROM audit_entries e
+LEFT JOIN audit_seals s ON s.chain = e.chain AND s.seq = e.seq
+WHERE e.chain = $1 AND e.seq > $2
+ORDER BY e.seq
 LIMIT $3
 `
 
@@ -68,14 +102,18 @@ type AuditEntriesPageParams struct {
 }
 
 type AuditEntriesPageRow struct {
-	Seq       int64
-	Kind      string
-	Subject   string
-	Body      []byte
-	EntryHash []byte
-	ChainHash []byte
+	Seq           int64
+	Kind          string
+	Subject       string
+	Body          []byte
+	EntryHash     []byte
+	ChainHash     []byte
+	SealFirst     *int64
+	SealKind      *string
+	SealSignature []byte
 }
 
+// A page of a chain, each entry with the seal that ends at it, if any.
 func (q *Queries) AuditEntriesPage(ctx context.Context, db DBTX, arg AuditEntriesPageParams) ([]AuditEntriesPageRow, error) {
 	rows, err := db.Query(ctx, auditEntriesPage, arg.Chain, arg.After, arg.Lim)
 	if err != nil {
@@ -85,6 +123,60 @@ func (q *Queries) AuditEntriesPage(ctx context.Context, db DBTX, arg AuditEntrie
 	items := []AuditEntriesPageRow{}
 	for rows.Next() {
 		var i AuditEntriesPageRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.Kind,
+			&i.Subject,
+			&i.Body,
+			&i.EntryHash,
+			&i.ChainHash,
+			&i.SealFirst,
+			&i.SealKind,
+			&i.SealSignature,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditEntryOf = `-- name: AuditEntryOf :many
+SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
+WHERE chain = $1 AND kind = $2 AND subject = $3
+ORDER BY seq
+LIMIT 2
+`
+
+type AuditEntryOfParams struct {
+	Chain   string
+	Kind    string
+	Subject string
+}
+
+type AuditEntryOfRow struct {
+	Seq       int64
+	Kind      string
+	Subject   string
+	Body      []byte
+	EntryHash []byte
+	ChainHash []byte
+}
+
+// The entries of one subject of a kind in a chain, in seq order (a
+// redaction's, for the proof of a packet it overwrote).
+func (q *Queries) AuditEntryOf(ctx context.Context, db DBTX, arg AuditEntryOfParams) ([]AuditEntryOfRow, error) {
+	rows, err := db.Query(ctx, auditEntryOf, arg.Chain, arg.Kind, arg.Subject)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditEntryOfRow{}
+	for rows.Next() {
+		var i AuditEntryOfRow
 		if err := rows.Scan(
 			&i.Seq,
 			&i.Kind,
@@ -131,7 +223,7 @@ type AuditHeadLockRow struct {
 	Hash []byte
 }
 
-// Locks a chain's head for a bulk append (store.Tx.appendBulk), making it
+// Locks a chain's head for a bulk append (store.Tx.appendSealed), making it
 // (0, 32 zero bytes) when the chain has none: the first statement of
 // contextd_audit_append, for a writer that hashes its entries itself.
 func (q *Queries) AuditHeadLock(ctx context.Context, db DBTX, chain string) (AuditHeadLockRow, error) {
@@ -157,6 +249,81 @@ func (q *Queries) AuditHeadSet(ctx context.Context, db DBTX, arg AuditHeadSetPar
 	return err
 }
 
+const auditLatestOf = `-- name: AuditLatestOf :many
+SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
+WHERE chain = $1 AND kind = $2 AND subject = $3
+ORDER BY seq DESC
+LIMIT 1
+`
+
+type AuditLatestOfParams struct {
+	Chain   string
+	Kind    string
+	Subject string
+}
+
+type AuditLatestOfRow struct {
+	Seq       int64
+	Kind      string
+	Subject   string
+	Body      []byte
+	EntryHash []byte
+	ChainHash []byte
+}
+
+// The last entry of one subject of a kind in a chain (a packet's last
+// packet_redaction, for a replay's proof of its text).
+func (q *Queries) AuditLatestOf(ctx context.Context, db DBTX, arg AuditLatestOfParams) ([]AuditLatestOfRow, error) {
+	rows, err := db.Query(ctx, auditLatestOf, arg.Chain, arg.Kind, arg.Subject)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditLatestOfRow{}
+	for rows.Next() {
+		var i AuditLatestOfRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.Kind,
+			&i.Subject,
+			&i.Body,
+			&i.EntryHash,
+			&i.ChainHash,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditSealInsert = `-- name: AuditSealInsert :exec
+INSERT INTO audit_seals (chain, seq, first_seq, kind, signature)
+VALUES ($1, $2, $3, $4, $5)
+`
+
+type AuditSealInsertParams struct {
+	Chain     string
+	Seq       int64
+	FirstSeq  int64
+	Kind      string
+	Signature []byte
+}
+
+func (q *Queries) AuditSealInsert(ctx context.Context, db DBTX, arg AuditSealInsertParams) error {
+	_, err := db.Exec(ctx, auditSealInsert,
+		arg.Chain,
+		arg.Seq,
+		arg.FirstSeq,
+		arg.Kind,
+		arg.Signature,
+	)
+	return err
+}
+
 const auditUnchained = `-- name: AuditUnchained :many
 SELECT p.project FROM projects p
 WHERE NOT EXISTS (SELECT 1 FROM audit_heads h WHERE h.chain = p.project)
@@ -177,6 +344,35 @@ func (q *Queries) AuditUnchained(ctx context.Context, db DBTX) ([]string, error)
 			return nil, err
 		}
 		items = append(items, project)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditUnsealedHeads = `-- name: AuditUnsealedHeads :many
+SELECT h.chain, h.seq, h.hash FROM audit_heads h
+WHERE h.seq > 0 AND NOT EXISTS (SELECT 1 FROM audit_seals s WHERE s.chain = h.chain)
+ORDER BY h.chain
+FOR UPDATE OF h
+`
+
+// The heads of chains that have entries and no seal at all: what a start
+// seal adopts (store.AdoptChains).
+func (q *Queries) AuditUnsealedHeads(ctx context.Context, db DBTX) ([]AuditHead, error) {
+	rows, err := db.Query(ctx, auditUnsealedHeads)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditHead{}
+	for rows.Next() {
+		var i AuditHead
+		if err := rows.Scan(&i.Chain, &i.Seq, &i.Hash); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

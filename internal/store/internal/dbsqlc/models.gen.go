@@ -38,6 +38,14 @@ type AuditHead struct {
 	Hash  []byte
 }
 
+type AuditSeal struct {
+	Chain     string
+	Seq       int64
+	FirstSeq  int64
+	Kind      string
+	Signature []byte
+}
+
 type Handoff struct {
 	Project          string
 	ID               string

@@ -1,0 +1,93 @@
+package audit
+
+import "fmt"
+
+// A Seal is the audit key's signature over the entries one transaction
+// appended to a chain, kept at the last of them: it covers seqs First to
+// that entry's seq, through the chain hash there. The chain's hashes can
+// be recomputed by anyone who can write the database; a seal only by the
+// holder of the audit key. A verifier that requires seals (RequireSeals)
+// accepts a chain only when its seals tile it, each starting right after
+// the one before and the last ending at the head, and each signature
+// verifies: an entry added between two transactions has no seal, and an
+// entry changed anywhere changes the chain hash every later seal signed.
+type Seal struct {
+	First     int64
+	Kind      string // SealWrite or SealStart
+	Signature []byte
+}
+
+// Kinds of seals: a transaction's, and the one that adopts the entries a
+// chain had before it was sealed (only ever a chain's first seal).
+const (
+	SealWrite = "write"
+	SealStart = "start"
+)
+
+// SealMessage is what a seal's signature covers: the UTF-8 bytes of
+// "contextd-seal v1\n{kind}\n{chain}\n{first}\n{last}\n{chain hash hex}\n".
+// Its first line keeps it apart from a checkpoint's, which the same key
+// signs.
+func SealMessage(kind, chain string, first, last int64, head []byte) []byte {
+	return fmt.Appendf(nil, "contextd-seal v1\n%s\n%s\n%d\n%d\n%s\n", kind, chain, first, last, HexHead(head))
+}
+
+// SealCheck verifies a seal's signature over its message.
+type SealCheck func(msg, signature []byte) bool
+
+// RequireSeals makes the verifier accept only entries covered by seals of
+// chain that check verifies. Without it (a deployment without an audit
+// key), seals are not looked at.
+func (v *Verifier) RequireSeals(chain string, check SealCheck) *Verifier {
+	v.chain, v.checkSeal = chain, check
+	return v
+}
+
+// Adopted is the last seq of the entries a start seal adopted (0: none):
+// entries written before the chain was sealed, proven by the checkpoints
+// taken of them rather than by seals of their own.
+func (v *Verifier) Adopted() int64 { return v.adopted }
+
+// seal checks the seal at the entry just checked (e, now v.seq).
+func (v *Verifier) seal(e Entry) bool {
+	s := e.Seal
+	switch {
+	case s.First <= v.sealed:
+		return v.fail(e.Seq, ExtraEntry, "the seal at seq %d claims seqs from %d, which the seal before it covers", e.Seq, s.First)
+	case s.First > v.sealed+1:
+		return v.fail(v.sealed+1, ExtraEntry, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, s.First-1)
+	case s.Kind == SealStart && s.First != 1:
+		return v.fail(e.Seq, ExtraEntry, "a start seal at seq %d follows other seals", e.Seq)
+	case s.Kind != SealWrite && s.Kind != SealStart:
+		return v.fail(e.Seq, ExtraEntry, "the seal at seq %d is of an unknown kind %q", e.Seq, s.Kind)
+	case !v.checkSeal(SealMessage(s.Kind, v.chain, s.First, e.Seq, v.prev), s.Signature):
+		return v.fail(s.First, ContentChanged, "the seal of seqs %d to %d does not verify with the audit key: the chain up to seq %d is not what the key holder wrote", s.First, e.Seq, e.Seq)
+	}
+	if s.Kind == SealStart {
+		v.adopted = e.Seq
+	}
+	v.sealed = e.Seq
+	return true
+}
+
+// Trust takes the entries up to seq, just checked, as proven by a
+// checkpoint of the audit key whose head they lead to: seals are required
+// after it (entries written before the deployment had a key have none).
+func (v *Verifier) Trust(seq int64) {
+	if seq == v.seq && seq > v.sealed {
+		v.sealed = seq
+	}
+}
+
+// SealedToEnd checks, after every other check (a more precise problem,
+// such as a row without its entry, comes first), that seals cover the
+// chain to its last entry.
+func (v *Verifier) SealedToEnd() bool {
+	if v.problem != nil {
+		return false
+	}
+	if v.checkSeal == nil || v.sealed == v.seq {
+		return true
+	}
+	return v.fail(v.sealed+1, ExtraEntry, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, v.seq)
+}

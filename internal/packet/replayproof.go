@@ -1,0 +1,46 @@
+package packet
+
+import (
+	"context"
+
+	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/audit"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// redactionsProven reports whether the redactions of versions the packet
+// included (reds) are what changed its stored text: each is a redaction
+// contextd recorded (its id of contextd's form, its row the body of its
+// one chain entry), the stored text holds its marker at every span of the
+// version it removed, and the text is the one the packet's last
+// packet_redaction entry vouches for. A replay says redacted only then:
+// a text changed any other way is not one a redaction explains.
+func (s *Service) redactionsProven(ctx context.Context, p *Packet, reds []store.Redaction) (bool, error) {
+	for _, r := range reds {
+		if !audit.ValidRedactionID(r.ID) || !markersIn(p.Rendered, p.Records, r) {
+			return false, nil
+		}
+		why, err := s.store.RedactionUnchained(ctx, r)
+		if err != nil || why != "" {
+			return false, err
+		}
+	}
+	why, err := s.store.PacketTextUnproven(ctx, p.Project, p.ID, p.Rendered)
+	return why == "" && err == nil, err
+}
+
+// markersIn reports whether text holds r's marker at every span of the
+// version r removed.
+func markersIn(text string, recs []assemble.Record, r store.Redaction) bool {
+	for _, rec := range recs {
+		if rec.SubjectKind != assemble.SubjectItem || rec.Decision != "included" || rec.Span == nil ||
+			rec.SubjectProject != r.Project || rec.SubjectKey != r.Key || rec.SubjectVersion != r.Version {
+			continue
+		}
+		s, e := rec.Span.Start, rec.Span.End
+		if s < 0 || e > len(text) || s > e || text[s:e] != string(audit.RedactionMarker(r.ID, e-s)) {
+			return false
+		}
+	}
+	return true
+}
