@@ -189,17 +189,27 @@ ORDER BY h.chain
 FOR UPDATE OF h;
 
 -- name: AuditEntryOf :many
--- The entries of one subject of a kind in a chain, in seq order (a
--- redaction's, for the proof of a packet it overwrote).
-SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
-WHERE chain = @chain AND kind = @kind AND subject = @subject
-ORDER BY seq
+-- The entries of one subject of a kind in a chain up to its head, in seq
+-- order (a redaction's, for the proof of a packet it overwrote).
+SELECT e.seq, e.kind, e.subject, e.body, e.entry_hash, e.chain_hash FROM audit_entries e
+WHERE e.chain = @chain::text AND e.kind = @kind AND e.subject = @subject
+  AND e.seq <= (SELECT h.seq FROM audit_heads h WHERE h.chain = @chain::text)
+ORDER BY e.seq
 LIMIT 2;
 
 -- name: AuditLatestOf :many
--- The last entry of one subject of a kind in a chain (a packet's last
--- packet_redaction, for a replay's proof of its text).
-SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
-WHERE chain = @chain AND kind = @kind AND subject = @subject
-ORDER BY seq DESC
+-- The last entry of one subject of a kind in a chain up to its head (a
+-- packet's last packet_redaction, for a replay's proof of its text).
+SELECT e.seq, e.kind, e.subject, e.body, e.entry_hash, e.chain_hash FROM audit_entries e
+WHERE e.chain = @chain::text AND e.kind = @kind AND e.subject = @subject
+  AND e.seq <= (SELECT h.seq FROM audit_heads h WHERE h.chain = @chain::text)
+ORDER BY e.seq DESC
+LIMIT 1;
+
+-- name: AuditSealCovering :many
+-- The seal that covers seq: the first at or after it, up to the head.
+SELECT s.seq, s.first_seq, s.kind, s.signature FROM audit_seals s
+WHERE s.chain = @chain::text AND s.seq >= @seq::bigint
+  AND s.seq <= (SELECT h.seq FROM audit_heads h WHERE h.chain = @chain::text)
+ORDER BY s.seq
 LIMIT 1;

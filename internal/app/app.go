@@ -65,6 +65,9 @@ func New(st *store.Store, opts ...Option) *App {
 	handoffs := handoff.NewService(st, projects, handoff.NewHub(st))
 	packets := packet.NewService(st, projects, handoffs)
 	packets.ObserveStages(o.Obs.Stages())
+	if o.Keys != nil {
+		packets.ProveWith(evidence.SealCheck(o.Keys.PublicKey()))
+	}
 	return &App{
 		Obs:      o.Obs,
 		Keys:     o.Keys,

@@ -31,6 +31,7 @@ const (
 	OrderChanged   = "order_changed"   // an entry is out of its place in the chain
 	ExtraEntry     = "extra_entry"     // an entry past the head, or one no write made
 	StateMismatch  = "state_mismatch"  // a mutable row disagrees with the entries that changed it
+	Unsealed       = "unsealed"        // entries no seal of the audit key covers, or whose seal does not verify
 )
 
 // Entry is one link of a chain as stored.

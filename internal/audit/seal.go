@@ -48,46 +48,75 @@ func (v *Verifier) RequireSeals(chain string, check SealCheck) *Verifier {
 // taken of them rather than by seals of their own.
 func (v *Verifier) Adopted() int64 { return v.adopted }
 
-// seal checks the seal at the entry just checked (e, now v.seq).
-func (v *Verifier) seal(e Entry) bool {
+// seal checks the seal at the entry just checked (e, now v.seq). A seal
+// problem is kept aside and reported by SealedToEnd, after every other
+// check ran: a caller that proves some entries another way (a checkpoint)
+// still gets the rows checked.
+func (v *Verifier) seal(e Entry) {
 	s := e.Seal
+	defer func() { v.sealed, v.seals = e.Seq, v.seals+1 }()
 	switch {
-	case s.First <= v.sealed:
-		return v.fail(e.Seq, ExtraEntry, "the seal at seq %d claims seqs from %d, which the seal before it covers", e.Seq, s.First)
-	case s.First > v.sealed+1:
-		return v.fail(v.sealed+1, ExtraEntry, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, s.First-1)
-	case s.Kind == SealStart && s.First != 1:
-		return v.fail(e.Seq, ExtraEntry, "a start seal at seq %d follows other seals", e.Seq)
 	case s.Kind != SealWrite && s.Kind != SealStart:
-		return v.fail(e.Seq, ExtraEntry, "the seal at seq %d is of an unknown kind %q", e.Seq, s.Kind)
-	case !v.checkSeal(SealMessage(s.Kind, v.chain, s.First, e.Seq, v.prev), s.Signature):
-		return v.fail(s.First, ContentChanged, "the seal of seqs %d to %d does not verify with the audit key: the chain up to seq %d is not what the key holder wrote", s.First, e.Seq, e.Seq)
+		v.sealFail(e.Seq, "the seal at seq %d is of an unknown kind %q", e.Seq, s.Kind)
+		return
+	case s.Kind == SealStart && (s.First != 1 || v.seals > 0):
+		v.sealFail(e.Seq, "a start seal at seq %d is not the chain's first seal from seq 1", e.Seq)
+		return
+	case s.Kind == SealWrite && s.First <= v.sealed:
+		v.sealFail(e.Seq, "the seal at seq %d claims seqs from %d, which what comes before it covers", e.Seq, s.First)
+		return
+	case s.Kind == SealWrite && s.First > v.sealed+1:
+		v.sealFail(v.sealed+1, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, s.First-1)
+	}
+	if !v.checkSeal(SealMessage(s.Kind, v.chain, s.First, e.Seq, v.prev), s.Signature) {
+		v.sealFail(s.First, "the seal of seqs %d to %d does not verify with the audit key: the chain up to seq %d is not what the key holder wrote", s.First, e.Seq, e.Seq)
+		return
 	}
 	if s.Kind == SealStart {
 		v.adopted = e.Seq
 	}
-	v.sealed = e.Seq
-	return true
+}
+
+func (v *Verifier) sealFail(seq int64, format string, args ...any) {
+	if v.sealProblem == nil {
+		v.sealProblem = &Problem{Seq: seq, Code: Unsealed, Detail: fmt.Sprintf(format, args...)}
+	}
 }
 
 // Trust takes the entries up to seq, just checked, as proven by a
 // checkpoint of the audit key whose head they lead to: seals are required
-// after it (entries written before the deployment had a key have none).
+// after it (entries written before the deployment had a key have none). A
+// seal problem found before it is forgotten: the checkpoint proves those
+// entries.
 func (v *Verifier) Trust(seq int64) {
-	if seq == v.seq && seq > v.sealed {
+	if seq != v.seq {
+		return
+	}
+	if v.sealProblem != nil && v.sealProblem.Seq <= seq {
+		v.sealProblem = nil
+	}
+	if seq > v.sealed {
 		v.sealed = seq
 	}
 }
 
 // SealedToEnd checks, after every other check (a more precise problem,
-// such as a row without its entry, comes first), that seals cover the
-// chain to its last entry.
+// such as a row without its entry, comes first), that seals of the audit
+// key cover the chain to its last entry, each right after the one before,
+// and verify: the first problem with them is "unsealed".
 func (v *Verifier) SealedToEnd() bool {
 	if v.problem != nil {
 		return false
 	}
-	if v.checkSeal == nil || v.sealed == v.seq {
+	if v.checkSeal == nil {
 		return true
 	}
-	return v.fail(v.sealed+1, ExtraEntry, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, v.seq)
+	if v.sealed < v.seq {
+		v.sealFail(v.sealed+1, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, v.seq)
+	}
+	if v.sealProblem != nil {
+		v.problem = v.sealProblem
+		return false
+	}
+	return true
 }

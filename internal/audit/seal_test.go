@@ -60,31 +60,31 @@ func TestSealsMustTileTheChain(t *testing.T) {
 	es = append(es, forged)
 	p := verifySealed(pub, es, 0)
 	require.NotNil(t, p)
-	require.Equal(t, ExtraEntry, p.Code)
+	require.Equal(t, Unsealed, p.Code)
 	require.Equal(t, int64(4), p.Seq)
 
 	// A genuine seal after them does not cover them: its first is its own.
 	es = chainOf(key, 2, 1, 1, 2)
 	es[3].Seal = nil
 	p = verifySealed(pub, es, 0)
-	require.Equal(t, ExtraEntry, p.Code)
+	require.Equal(t, Unsealed, p.Code)
 	require.Equal(t, int64(4), p.Seq)
 
 	// A seal by another key, or over another chain hash, does not verify.
 	es = chainOf(other, 2, 1)
 	p = verifySealed(pub, es, 0)
-	require.Equal(t, ContentChanged, p.Code)
+	require.Equal(t, Unsealed, p.Code)
 	require.Equal(t, int64(1), p.Seq)
 	es = chainOf(key, 2, 1)
 	es[2].Seal.First = 2 // claims to cover what the first seal covered
 	p = verifySealed(pub, es, 0)
-	require.Equal(t, ExtraEntry, p.Code)
+	require.Equal(t, Unsealed, p.Code)
 
 	// A start seal is only ever the first.
 	es = chainOf(key, 2, 1)
 	es[2].Seal = &Seal{First: 3, Kind: SealStart, Signature: ed25519.Sign(key, SealMessage(SealStart, "acme", 3, 3, es[2].ChainHash))}
 	p = verifySealed(pub, es, 0)
-	require.Equal(t, ExtraEntry, p.Code)
+	require.Equal(t, Unsealed, p.Code)
 
 	// Entries before a checkpoint the caller trusts need no seal; after
 	// it they do.

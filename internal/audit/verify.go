@@ -41,11 +41,15 @@ type Verifier struct {
 	// redactedPackets are the packets whose entries are redacted.
 	redactedPackets []RedactedPacket
 	// chain and checkSeal are set by RequireSeals; sealed is the last seq
-	// a seal covered, adopted the last a start seal did.
-	chain     string
-	checkSeal SealCheck
-	sealed    int64
-	adopted   int64
+	// a seal (or a checkpoint, Trust) covered, seals how many seals were
+	// seen, adopted the last seq a start seal covered, sealProblem the
+	// first problem with them (reported last, by SealedToEnd).
+	chain       string
+	checkSeal   SealCheck
+	sealed      int64
+	seals       int
+	adopted     int64
+	sealProblem *Problem
 }
 
 type latestEntry struct {
@@ -154,7 +158,7 @@ func (v *Verifier) Entry(e Entry, now []byte) bool {
 		return false
 	}
 	if v.checkSeal != nil && e.Seal != nil {
-		return v.seal(e)
+		v.seal(e)
 	}
 	return true
 }

@@ -24,7 +24,7 @@ import (
 
 func newAudit() *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Verify a project's audit chain and keep checkpoints of it"}
-	cmd.AddCommand(newAuditVerify(), newAuditCheckpoint())
+	cmd.AddCommand(newAuditVerify(), newAuditCheckpoint(), newAuditAdopt())
 	return cmd
 }
 
@@ -288,11 +288,11 @@ func verifyRemote(ctx context.Context, c *client, project string, cp *evidence.C
 	if err := c.ReadAnswer(res, err, &server); err != nil {
 		return evidence.Result{}, err
 	}
-	// The server's extra_entry is an entry past the head or one without a
-	// seal: both checked here already, with a checkpoint taken into
-	// account, which the server does not know of (entries written before
-	// the deployment had a key are proven by it).
-	sealsHere := pub != nil && server.Problem != nil && *server.Problem == audit.ExtraEntry
+	// With a checkpoint, the seals were checked here with what it proves
+	// (entries written before the deployment had a key); the server, which
+	// knows of no checkpoint, reports those entries unsealed, and only
+	// after every other check passed.
+	sealsHere := cp != nil && pub != nil && server.Problem != nil && *server.Problem == audit.Unsealed
 	if !server.Ok && server.Problem != nil && !sealsHere {
 		// What only the database can show (mutable rows, rows without an
 		// entry); the hashes above were recomputed here.

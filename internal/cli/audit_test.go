@@ -112,7 +112,7 @@ func TestAuditVerifyCatchesAChainRewrittenWhole(t *testing.T) {
 	args = []string{"--project", "acme", "--url", base, "--key", key}
 	stdout, _, code := run(t, append([]string{"audit", "verify", "--rows=false"}, args...)...)
 	require.NotEqual(t, 0, code, "entries written without the key have no seal: %s", stdout)
-	require.Contains(t, stdout, "bad seq=1 problem=extra_entry")
+	require.Contains(t, stdout, "bad seq=1 problem=unsealed")
 	cpFile := filepath.Join(t.TempDir(), "cp.json")
 	_, errs, code = run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
 	require.Equal(t, 0, code, errs)
@@ -127,7 +127,7 @@ func TestAuditVerifyCatchesAChainRewrittenWhole(t *testing.T) {
 	rehash(t, dbURL, "acme")
 	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=false"}, args...)...)
 	require.NotEqual(t, 0, code, "the seal of seq 4 signed the chain hash the rehash changed: %s", stdout)
-	require.Contains(t, stdout, "bad seq=1 problem=extra_entry", "seqs 1 to 3 are unsealed, and nothing here proves them")
+	require.Contains(t, stdout, "bad seq=1 problem=unsealed", "seqs 1 to 3 are unsealed, and nothing here proves them")
 	stdout, _, code = run(t, append([]string{"audit", "verify", "--rows=false", "--checkpoint", cpFile}, args...)...)
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stdout, "bad seq=3 problem=content_changed")
@@ -138,9 +138,16 @@ func TestAuditVerifyCatchesAChainRewrittenWhole(t *testing.T) {
 // hash and the head, the whole rewrite a checkpoint exists to catch.
 func rehash(t *testing.T, dbURL, chain string) {
 	t.Helper()
+	rehashItem(t, dbURL, chain, "b@1")
+}
+
+// rehashItem puts the title "rewritten" into the entry of an item version
+// (subject KEY@N) and recomputes every hash of the chain.
+func rehashItem(t *testing.T, dbURL, chain, subject string) {
+	t.Helper()
 	tamper(t, dbURL, `
 		UPDATE audit_entries e SET body = convert_to(replace(convert_from(e.body, 'UTF8'), '"title":""', '"title":"rewritten"'), 'UTF8')
-		WHERE chain = '`+chain+`' AND kind = 'item_version' AND subject = 'b@1';
+		WHERE chain = '`+chain+`' AND kind = 'item_version' AND subject = '`+subject+`';
 		DO $$
 		DECLARE r record; h bytea := '\x0000000000000000000000000000000000000000000000000000000000000000';
 		BEGIN
@@ -283,6 +290,99 @@ func TestAuditVerifyRefusesEntriesAppendedWithoutTheKey(t *testing.T) {
 	for _, extra := range [][]string{nil, {"--checkpoint", cpFile}, {"--rows=false"}} {
 		stdout, _, code = run(t, append(append([]string{"audit", "verify"}, extra...), args...)...)
 		require.NotEqual(t, 0, code, "%v: %s", extra, stdout)
-		require.Contains(t, stdout, "bad seq=3 problem=extra_entry", "%v", extra)
+		require.Contains(t, stdout, "bad seq=3 problem=unsealed", "%v", extra)
 	}
+}
+
+// TestAuditAdoptSealsWhatWasWrittenWithoutTheKey: entries a server wrote
+// without a key have no seal, and verify refuses them until an operator
+// with the key adopts them; a fresh database's own entries are adopted by
+// the server that made its schema. A database writer who drops the seals
+// and has the sealing migration applied again gets nothing adopted: only
+// a fresh database is.
+func TestAuditAdoptSealsWhatWasWrittenWithoutTheKey(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+
+	fresh := pgtest.Empty(t)
+	base, out, stop := serve(t, "--database-url", fresh, "--audit-key-file", keyFile)
+	key := keyRE.FindString(out.String())
+	stdout, _, code := run(t, "audit", "verify", "--project", "_shared", "--url", base, "--key", key)
+	require.Equal(t, 0, code, "a fresh database's _shared entry is adopted by the server that made it: %s", stdout)
+	require.Equal(t, 0, stop())
+
+	dbURL := pgtest.NewURL(t)
+	base, out, stop = serve(t, "--database-url", dbURL)
+	key = keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/a", key, `{"content":"first"}`)
+	require.Equal(t, 0, stop())
+	base, _, stop = serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	args := []string{"--project", "acme", "--url", base, "--key", key}
+	stdout, _, code = run(t, append([]string{"audit", "verify"}, args...)...)
+	require.NotEqual(t, 0, code, stdout)
+	require.Contains(t, stdout, "bad seq=1 problem=unsealed")
+
+	cpFile := filepath.Join(t.TempDir(), "cp.json")
+	_, errs, code := run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
+	require.Equal(t, 0, code, errs)
+
+	stdout, errs, code = run(t, "audit", "adopt", "--database-url", dbURL, "--audit-key-file", keyFile)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, stdout, `adopted chain "acme" through seq 2`)
+	stdout, _, code = run(t, append([]string{"audit", "verify"}, args...)...)
+	require.Equal(t, 0, code, stdout)
+	require.Contains(t, stdout, "ok entries=2 ")
+	stdout, _, code = run(t, append([]string{"audit", "verify", "--checkpoint", cpFile}, args...)...)
+	require.Equal(t, 0, code, "a checkpoint taken before the adoption agrees with it: %s", stdout)
+	stdout, _, code = run(t, "audit", "adopt", "--database-url", dbURL, "--audit-key-file", keyFile)
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "every chain with entries has a seal already")
+	require.Equal(t, 0, stop())
+
+	// The attack: the seals dropped, the sealing migration made pending
+	// again, an entry rewritten with every hash recomputed, the server
+	// restarted (it migrates).
+	tamper(t, dbURL, `DROP TABLE audit_seals; DELETE FROM goose_db_version WHERE version_id >= 26;
+		UPDATE item_versions SET title = 'rewritten' WHERE key = 'a'`)
+	rehashItem(t, dbURL, "acme", "a@1")
+	base, _, stop = serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	defer stop()
+	args = []string{"--project", "acme", "--url", base, "--key", key}
+	stdout, _, code = run(t, append([]string{"audit", "verify"}, args...)...)
+	require.NotEqual(t, 0, code, "nothing adopted the rewritten chain: %s", stdout)
+	require.Contains(t, stdout, "bad seq=1 problem=unsealed")
+}
+
+// TestAuditVerifyCatchesAnEntryPastTheHead: an entry put past the chain's
+// head (the server's check of it stops its walk there) hides no other
+// change from `contextd audit verify`: the server's extra_entry is
+// reported, with a checkpoint or without.
+func TestAuditVerifyCatchesAnEntryPastTheHead(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+	base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	defer stop()
+	key := keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/a", key, `{"content":"first"}`)
+	args := []string{"--project", "acme", "--url", base, "--key", key}
+	cpFile := filepath.Join(t.TempDir(), "cp.json")
+	_, errs, code := run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
+	require.Equal(t, 0, code, errs)
+
+	tamper(t, dbURL, `UPDATE projects SET description = 'EVIL' WHERE project = 'acme';
+		INSERT INTO audit_entries VALUES ('acme', 999999999999, 'project', 'acme', '\x7b7d', sha256('\x7b7d'), sha256('\x00'))`)
+	for _, extra := range [][]string{nil, {"--checkpoint", cpFile}} {
+		stdout, _, code := run(t, append(append([]string{"audit", "verify"}, extra...), args...)...)
+		require.NotEqual(t, 0, code, "%v: %s", extra, stdout)
+		require.Contains(t, stdout, "problem=extra_entry", "%v", extra)
+	}
+	tamper(t, dbURL, `DELETE FROM audit_entries WHERE seq = 999999999999`)
+	stdout, _, code := run(t, append([]string{"audit", "verify", "--checkpoint", cpFile}, args...)...)
+	require.NotEqual(t, 0, code, stdout)
+	require.Contains(t, stdout, "problem=state_mismatch")
 }

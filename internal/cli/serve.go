@@ -74,7 +74,7 @@ func newServe() *cobra.Command {
 // runServer migrates, opens the store, builds the services once (package app)
 // and runs the HTTP transport over them until ctx ends.
 func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster *pgcluster.Cluster, log *slog.Logger) error {
-	adopt, err := store.SealingBegins(ctx, cmp.Or(cfg.MigrateURL, cfg.Store.URL))
+	fresh, err := store.FreshDatabase(ctx, cmp.Or(cfg.MigrateURL, cfg.Store.URL))
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	if err != nil {
 		return err
 	}
-	if err := adoptChains(ctx, st, keys, adopt && cfg.Migrate, log); err != nil {
+	if err := adoptChains(ctx, st, keys, fresh && cfg.Migrate, log); err != nil {
 		return err
 	}
 	a := app.New(st, app.WithKeys(keys), app.WithObs(obs.New(st.Stats, tracing.TracerProvider())))
@@ -230,21 +230,23 @@ func migrateAndLogin(ctx context.Context, cfg app.Config, cluster *pgcluster.Clu
 	return url, nil
 }
 
-// adoptChains seals, with a start seal each, the chains written before
-// this process applied the migration that began sealing (when it did, and
-// holds the key): every later write seals its own entries. Nothing else
-// adopts a chain, so rows of audit_seals removed later are not signed
-// again.
-func adoptChains(ctx context.Context, st *store.Store, keys *evidence.Keys, began bool, log *slog.Logger) error {
-	if !began || keys == nil {
+// adoptChains seals, with a start seal each, the chains this process's
+// migrations wrote on a fresh database (the _shared project's entry): the
+// only entries written before a key could seal them. On any other
+// database the chains stay as they are: a database writer could have
+// dropped the seals and rewritten the entries, and a server that adopted
+// what it finds would sign the forgery. Chains written while a server had
+// no key are adopted by an operator (`contextd audit adopt`).
+func adoptChains(ctx context.Context, st *store.Store, keys *evidence.Keys, fresh bool, log *slog.Logger) error {
+	if !fresh || keys == nil {
 		return nil
 	}
-	n, err := st.AdoptChains(ctx, keys.Seal)
+	adopted, err := st.AdoptChains(ctx, keys.Seal)
 	if err != nil {
-		return fmt.Errorf("seal the chains written before sealing began: %w", err)
+		return fmt.Errorf("seal the chains the migrations wrote: %w", err)
 	}
-	if n > 0 {
-		log.Info("sealed the audit chains written before sealing began with a start seal each", slog.Int("chains", n))
+	if len(adopted) > 0 {
+		log.Debug("sealed the chains the migrations wrote", slog.Int("chains", len(adopted)))
 	}
 	return nil
 }
@@ -268,7 +270,7 @@ func auditKeys(cmd *cobra.Command, cfg app.Config, cluster *pgcluster.Cluster, l
 		}
 		return k, err
 	}
-	log.Warn("no audit key (--audit-key-file or CONTEXTD_AUDIT_KEY): checkpoints are refused and idempotency answers are stored without an HMAC")
+	log.Warn("no audit key (--audit-key-file or CONTEXTD_AUDIT_KEY): entries are written without a seal, checkpoints are refused and idempotency answers are stored without an HMAC")
 	return nil, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
@@ -132,6 +133,9 @@ type Service struct {
 	// stages is told each stage of an assembly (metrics and traces); nil:
 	// no one.
 	stages assemble.StageHook
+	// sealCheck verifies the seals of the entries that prove a redaction
+	// to a replay (ProveWith); nil: no audit key, entries alone.
+	sealCheck audit.SealCheck
 }
 
 // textCacheBytes bounds the process's cache of version texts.

@@ -13,19 +13,21 @@ import (
 // contextd recorded (its id of contextd's form, its row the body of its
 // one chain entry), the stored text holds its marker at every span of the
 // version it removed, and the text is the one the packet's last
-// packet_redaction entry vouches for. A replay says redacted only then:
-// a text changed any other way is not one a redaction explains.
+// packet_redaction entry vouches for, both entries within the head and,
+// on a deployment with an audit key, sealed by it (the server's login can
+// append entries, not seal them). A replay says redacted only then: a
+// text changed any other way is not one a redaction explains.
 func (s *Service) redactionsProven(ctx context.Context, p *Packet, reds []store.Redaction) (bool, error) {
 	for _, r := range reds {
 		if !audit.ValidRedactionID(r.ID) || !markersIn(p.Rendered, p.Records, r) {
 			return false, nil
 		}
-		why, err := s.store.RedactionUnchained(ctx, r)
+		why, err := s.store.RedactionUnchained(ctx, r, s.sealCheck)
 		if err != nil || why != "" {
 			return false, err
 		}
 	}
-	why, err := s.store.PacketTextUnproven(ctx, p.Project, p.ID, p.Rendered)
+	why, err := s.store.PacketTextUnproven(ctx, p.Project, p.ID, p.Rendered, s.sealCheck)
 	return why == "" && err == nil, err
 }
 
@@ -44,3 +46,8 @@ func markersIn(text string, recs []assemble.Record, r store.Redaction) bool {
 	}
 	return true
 }
+
+// ProveWith makes replays require the seals of the audit key that check
+// verifies (evidence.SealCheck of the deployment's public key) on the
+// entries that prove a redaction: call it once, before serving.
+func (s *Service) ProveWith(check audit.SealCheck) { s.sealCheck = check }

@@ -373,9 +373,8 @@ func TestGlobalChainCoversAgents(t *testing.T) {
 // TestBackfillChainsDataOlderThanTheChain: rows written before the chain
 // existed (here: their entries and seals removed, as before migration
 // 00011) get their entries at the next migration, and verify then holds
-// once the process that began sealing adopted them (as `serve` does when
-// it applies that migration with the key); before, the unsealed entries
-// are refused.
+// once an operator with the key adopted them (`contextd audit adopt`);
+// before, the unsealed entries are refused.
 func TestBackfillChainsDataOlderThanTheChain(t *testing.T) {
 	e := auditFixture(t)
 	critic := e.agent("critic", "edit", "acme")
@@ -391,7 +390,7 @@ func TestBackfillChainsDataOlderThanTheChain(t *testing.T) {
 	require.NoError(t, store.MigrateUp(context.Background(), e.pool.Config().ConnString()))
 	r = e.verify()
 	require.Equal(t, false, r.json["ok"], r.text)
-	require.Equal(t, "extra_entry", r.json["problem"], "the backfill's entries have no seal until a process with the key adopts them: %s", r.text)
+	require.Equal(t, "unsealed", r.json["problem"], "the backfill's entries have no seal until a process with the key adopts them: %s", r.text)
 	adoptChains(t, e.app.Store)
 	r = e.verify()
 	require.Equal(t, true, r.json["ok"], r.text)

@@ -32,8 +32,8 @@ func TestEntriesWrittenWithoutTheKeyAreRefused(t *testing.T) {
 		keys    *evidence.Keys
 		problem string
 	}{
-		{"no key", nil, "extra_entry"},
-		{"a key of its own", forger, "content_changed"},
+		{"no key", nil, "unsealed"},
+		{"a key of its own", forger, "unsealed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t)

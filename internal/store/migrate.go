@@ -172,23 +172,21 @@ var hashOnce = sync.OnceValue(func() string {
 // template instead of a stale one.
 func MigrationsHash() string { return hashOnce() }
 
-// SealingMigration is the migration that began sealing the audit chains
-// (audit_seals): the process that applies it with the audit key adopts the
-// entries written before it (AdoptChains).
-const SealingMigration = 26
-
-// SealingBegins reports whether the database has yet to apply
-// SealingMigration: asked before migrating, it says whether this process
-// is the one that begins sealing.
-func SealingBegins(ctx context.Context, databaseURL string) (bool, error) {
+// FreshDatabase reports whether no migration has been applied to the
+// database yet: asked before migrating, it says whether this process is
+// the one that makes the schema, and with it the only entries written
+// without a seal (the backfill's, of the _shared project), which it may
+// then adopt (AdoptChains). Any other state of the database is one a
+// database writer could have arranged, so nothing adopts it on its own.
+func FreshDatabase(ctx context.Context, databaseURL string) (bool, error) {
 	st, err := Migrations(ctx, databaseURL)
 	if err != nil {
 		return false, err
 	}
 	for _, s := range st {
-		if s.Version == SealingMigration {
-			return !s.Applied, nil
+		if s.Applied {
+			return false, nil
 		}
 	}
-	return false, nil
+	return true, nil
 }

@@ -246,9 +246,10 @@ func (db DB) TransactionsBegunBefore(ctx context.Context, t time.Time) (int, err
 
 // RedactionUnchained says why a redaction's row is not one contextd
 // recorded ("" when it is): it must have exactly one entry in its
-// project's chain, whose body is the row as it is now. A row the server's
+// project's chain up to the head, whose body is the row as it is now, and
+// (given check) a seal of the audit key covering it. A row the server's
 // login inserted by itself has none.
-func (db DB) RedactionUnchained(ctx context.Context, r Redaction) (string, error) {
+func (db DB) RedactionUnchained(ctx context.Context, r Redaction, check audit.SealCheck) (string, error) {
 	es, err := db.AuditEntriesOf(ctx, r.Project, audit.KindRedaction, r.ID)
 	if err != nil {
 		return "", err
@@ -263,12 +264,26 @@ func (db DB) RedactionUnchained(ctx context.Context, r Redaction) (string, error
 	if e := es[0]; !bytes.Equal(e.Body, now[r.ID]) || !bytes.Equal(audit.Hash(e.Body), e.EntryHash) {
 		return fmt.Sprintf("redaction %s's row is not what its entry at seq %d of %s says", r.ID, e.Seq, r.Project), nil
 	}
-	return "", nil
+	return db.unsealed(ctx, r.Project, es[0].Seq, check)
+}
+
+// unsealed says why the entry at seq is not sealed ("" when it is, or
+// when check is nil).
+func (db DB) unsealed(ctx context.Context, chain string, seq int64, check audit.SealCheck) (string, error) {
+	if check == nil {
+		return "", nil
+	}
+	ok, err := db.EntrySealed(ctx, chain, seq, check)
+	if err != nil || ok {
+		return "", err
+	}
+	return fmt.Sprintf("no seal of the audit key covers seq %d of %q", seq, chain), nil
 }
 
 // PacketTextUnproven says why a redacted packet's text is not the one its
-// last packet_redaction entry vouches for ("" when it is).
-func (db DB) PacketTextUnproven(ctx context.Context, project, id, rendered string) (string, error) {
+// last packet_redaction entry up to the head vouches for ("" when it is),
+// that entry sealed (given check).
+func (db DB) PacketTextUnproven(ctx context.Context, project, id, rendered string, check audit.SealCheck) (string, error) {
 	rows, err := q.AuditLatestOf(ctx, db.ex, dbsqlc.AuditLatestOfParams{Chain: project, Kind: audit.KindPacketRedaction, Subject: id})
 	if err != nil {
 		return "", interpret(err)
@@ -283,5 +298,5 @@ func (db DB) PacketTextUnproven(ctx context.Context, project, id, rendered strin
 	if e := rows[0]; !bytes.Equal(e.Body, want) || !bytes.Equal(audit.Hash(e.Body), e.EntryHash) {
 		return fmt.Sprintf("its text is not the one its packet_redaction entry at seq %d vouches for", e.Seq), nil
 	}
-	return "", nil
+	return db.unsealed(ctx, project, rows[0].Seq, check)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/contextd/contextd/internal/audit"
@@ -83,15 +84,22 @@ func (tx *Tx) insertEntries(ctx context.Context, bulk bool, rows []dbsqlc.AuditE
 	return interpret(q.AuditEntriesInsert(ctx, atCommitExec{tx.tc}, p))
 }
 
+// Adopted is a chain a start seal adopted, through its head's seq.
+type Adopted struct {
+	Chain string
+	Seq   int64
+}
+
 // AdoptChains gives every chain that has entries and no seal a start seal
-// over them (audit.SealStart), and reports how many it sealed. It is for
-// the process that applied the migration that began sealing (or an
-// operator with the key, `contextd audit adopt`): anything else would
-// sign whatever the database holds.
-func (s *Store) AdoptChains(ctx context.Context, seal Sealer) (int, error) {
-	n := 0
+// over them (audit.SealStart), and reports the chains it sealed. It signs
+// whatever the database holds, so only two callers may: `serve`, in the
+// process that made the schema of a fresh database (FreshDatabase), and
+// an operator holding the key, `contextd audit adopt`, after checking the
+// chains (best against a checkpoint taken before).
+func (s *Store) AdoptChains(ctx context.Context, seal Sealer) ([]Adopted, error) {
+	var out []Adopted
 	err := s.InTx(ctx, func(tx *Tx) error {
-		n = 0
+		out = nil
 		heads, err := q.AuditUnsealedHeads(ctx, tx.ex)
 		if err != nil {
 			return interpret(err)
@@ -102,9 +110,46 @@ func (s *Store) AdoptChains(ctx context.Context, seal Sealer) (int, error) {
 				Chain: h.Chain, Seq: h.Seq, FirstSeq: 1, Kind: audit.SealStart, Signature: sig}); err != nil {
 				return interpret(err)
 			}
-			n++
+			out = append(out, Adopted{Chain: h.Chain, Seq: h.Seq})
 		}
 		return nil
 	})
-	return n, err
+	return out, err
+}
+
+// EntrySealed reports whether the entry at seq of chain (within its head)
+// is covered by a seal that check verifies: the seal at or after it whose
+// first seq is at most seq, the chain hashes recomputed from the one
+// before the entry through the entry's own body and the entry hashes up
+// to the seal, and the signature over the last. A forged entry cannot
+// lead to the chain hash a genuine seal signed. It proves one entry
+// without walking the chain (a replay's proof of a redaction).
+func (db DB) EntrySealed(ctx context.Context, chain string, seq int64, check audit.SealCheck) (bool, error) {
+	seals, err := q.AuditSealCovering(ctx, db.ex, dbsqlc.AuditSealCoveringParams{Chain: chain, Seq: seq})
+	if err != nil || len(seals) == 0 {
+		return false, interpret(err)
+	}
+	s := seals[0]
+	if s.FirstSeq > seq || s.Seq-seq >= 50_000 {
+		return false, nil
+	}
+	es, err := db.AuditEntries(ctx, chain, max(seq-2, 0), int(s.Seq-max(seq-2, 0)))
+	if err != nil {
+		return false, err
+	}
+	prev := audit.Genesis
+	for _, e := range es {
+		switch {
+		case e.Seq < seq:
+			prev = e.ChainHash
+		case e.Seq == seq && !bytes.Equal(audit.Hash(e.Body), e.EntryHash):
+			return false, nil
+		default:
+			prev = audit.Link(prev, e.EntryHash)
+		}
+	}
+	if len(es) == 0 || es[len(es)-1].Seq != s.Seq || (seq > 1 && es[0].Seq != seq-1) {
+		return false, nil
+	}
+	return check(audit.SealMessage(s.Kind, chain, s.FirstSeq, s.Seq, prev), s.Signature), nil
 }

@@ -145,9 +145,10 @@ func (q *Queries) AuditEntriesPage(ctx context.Context, db DBTX, arg AuditEntrie
 }
 
 const auditEntryOf = `-- name: AuditEntryOf :many
-SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
-WHERE chain = $1 AND kind = $2 AND subject = $3
-ORDER BY seq
+SELECT e.seq, e.kind, e.subject, e.body, e.entry_hash, e.chain_hash FROM audit_entries e
+WHERE e.chain = $1::text AND e.kind = $2 AND e.subject = $3
+  AND e.seq <= (SELECT h.seq FROM audit_heads h WHERE h.chain = $1::text)
+ORDER BY e.seq
 LIMIT 2
 `
 
@@ -166,8 +167,8 @@ type AuditEntryOfRow struct {
 	ChainHash []byte
 }
 
-// The entries of one subject of a kind in a chain, in seq order (a
-// redaction's, for the proof of a packet it overwrote).
+// The entries of one subject of a kind in a chain up to its head, in seq
+// order (a redaction's, for the proof of a packet it overwrote).
 func (q *Queries) AuditEntryOf(ctx context.Context, db DBTX, arg AuditEntryOfParams) ([]AuditEntryOfRow, error) {
 	rows, err := db.Query(ctx, auditEntryOf, arg.Chain, arg.Kind, arg.Subject)
 	if err != nil {
@@ -250,9 +251,10 @@ func (q *Queries) AuditHeadSet(ctx context.Context, db DBTX, arg AuditHeadSetPar
 }
 
 const auditLatestOf = `-- name: AuditLatestOf :many
-SELECT seq, kind, subject, body, entry_hash, chain_hash FROM audit_entries
-WHERE chain = $1 AND kind = $2 AND subject = $3
-ORDER BY seq DESC
+SELECT e.seq, e.kind, e.subject, e.body, e.entry_hash, e.chain_hash FROM audit_entries e
+WHERE e.chain = $1::text AND e.kind = $2 AND e.subject = $3
+  AND e.seq <= (SELECT h.seq FROM audit_heads h WHERE h.chain = $1::text)
+ORDER BY e.seq DESC
 LIMIT 1
 `
 
@@ -271,8 +273,8 @@ type AuditLatestOfRow struct {
 	ChainHash []byte
 }
 
-// The last entry of one subject of a kind in a chain (a packet's last
-// packet_redaction, for a replay's proof of its text).
+// The last entry of one subject of a kind in a chain up to its head (a
+// packet's last packet_redaction, for a replay's proof of its text).
 func (q *Queries) AuditLatestOf(ctx context.Context, db DBTX, arg AuditLatestOfParams) ([]AuditLatestOfRow, error) {
 	rows, err := db.Query(ctx, auditLatestOf, arg.Chain, arg.Kind, arg.Subject)
 	if err != nil {
@@ -289,6 +291,52 @@ func (q *Queries) AuditLatestOf(ctx context.Context, db DBTX, arg AuditLatestOfP
 			&i.Body,
 			&i.EntryHash,
 			&i.ChainHash,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditSealCovering = `-- name: AuditSealCovering :many
+SELECT s.seq, s.first_seq, s.kind, s.signature FROM audit_seals s
+WHERE s.chain = $1::text AND s.seq >= $2::bigint
+  AND s.seq <= (SELECT h.seq FROM audit_heads h WHERE h.chain = $1::text)
+ORDER BY s.seq
+LIMIT 1
+`
+
+type AuditSealCoveringParams struct {
+	Chain string
+	Seq   int64
+}
+
+type AuditSealCoveringRow struct {
+	Seq       int64
+	FirstSeq  int64
+	Kind      string
+	Signature []byte
+}
+
+// The seal that covers seq: the first at or after it, up to the head.
+func (q *Queries) AuditSealCovering(ctx context.Context, db DBTX, arg AuditSealCoveringParams) ([]AuditSealCoveringRow, error) {
+	rows, err := db.Query(ctx, auditSealCovering, arg.Chain, arg.Seq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AuditSealCoveringRow{}
+	for rows.Next() {
+		var i AuditSealCoveringRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.FirstSeq,
+			&i.Kind,
+			&i.Signature,
 		); err != nil {
 			return nil, err
 		}
