@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -66,15 +67,30 @@ default's audit.key in --data-dir.`,
 	return cmd
 }
 
-// adoptKeys finds the audit key as serve does.
+// adoptKeys finds the audit key as serve does; adopt needs one.
 func adoptKeys(keyFile string, db dbFlags) (*evidence.Keys, error) {
+	k, err := localKeys(keyFile, db)
+	if err == nil && k == nil {
+		err = errors.New("adopt needs the audit key: --audit-key-file or CONTEXTD_AUDIT_KEY")
+	}
+	return k, err
+}
+
+// localKeys is the audit key of a command that writes to the database
+// itself: --audit-key-file, else CONTEXTD_AUDIT_KEY, else the embedded
+// default's audit.key when it has one; nil when none is given.
+func localKeys(keyFile string, db dbFlags) (*evidence.Keys, error) {
 	switch {
 	case keyFile != "":
 		return evidence.LoadKeyFile(keyFile)
 	case os.Getenv("CONTEXTD_AUDIT_KEY") != "":
 		return evidence.ParseKey(os.Getenv("CONTEXTD_AUDIT_KEY"))
 	case db.url == "":
-		return evidence.LoadKeyFile(filepath.Join(db.dataDir, "audit.key"))
+		k, err := evidence.LoadKeyFile(filepath.Join(db.dataDir, "audit.key"))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return k, err
 	}
-	return nil, errors.New("adopt needs the audit key: --audit-key-file or CONTEXTD_AUDIT_KEY")
+	return nil, nil
 }

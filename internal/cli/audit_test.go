@@ -386,3 +386,31 @@ func TestAuditVerifyCatchesAnEntryPastTheHead(t *testing.T) {
 	require.NotEqual(t, 0, code, stdout)
 	require.Contains(t, stdout, "problem=state_mismatch")
 }
+
+// TestAgentsCreateSealsWithTheKey: an agent made straight in the database
+// gets its global-chain entry sealed when the command has the audit key,
+// and says so when it has none (verify then reports the chain unsealed).
+func TestAgentsCreateSealsWithTheKey(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewURL(t)
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+	out, errs, code := run(t, "agents", "create", "--database-url", dbURL, "--audit-key-file", keyFile, "--name", "root", "--role", "admin", "--permission", "admin", "--projects", "*", "--json")
+	require.Equal(t, 0, code, errs)
+	require.NotContains(t, errs, "not sealed")
+	var made struct{ Key string }
+	require.NoError(t, json.Unmarshal([]byte(out), &made))
+	key := made.Key
+	base, _, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	defer stop()
+	stdout, errs, code := run(t, "audit", "verify", "--global", "--url", base, "--key", key)
+	require.Equal(t, 0, code, stdout+errs)
+	require.Contains(t, stdout, "ok entries=1 ")
+
+	_, errs, code = run(t, "agents", "create", "--database-url", dbURL, "--name", "u", "--role", "r", "--permission", "edit", "--projects", "*")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, errs, "not sealed")
+	stdout, _, code = run(t, "audit", "verify", "--global", "--url", base, "--key", key)
+	require.NotEqual(t, 0, code, stdout)
+	require.Contains(t, stdout, "bad seq=2 problem=unsealed")
+}

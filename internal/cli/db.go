@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -82,6 +83,7 @@ func newAgents() *cobra.Command {
 	var (
 		db                                     dbFlags
 		name, role, permission, projs, maxAuth string
+		keyFile                                string
 		asJSON                                 bool
 	)
 	create := &cobra.Command{
@@ -89,6 +91,10 @@ func newAgents() *cobra.Command {
 		Short: "Create an agent straight in the database and print its key once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			keys, err := localKeys(keyFile, db)
+			if err != nil {
+				return err
+			}
 			return withDB(cmd, &db, func(ctx context.Context, url string) error {
 				if err := store.MigrateUp(ctx, url); err != nil {
 					return err
@@ -98,6 +104,11 @@ func newAgents() *cobra.Command {
 					return err
 				}
 				defer st.Close()
+				if keys != nil {
+					st.SealWith(keys.Seal) // the agent's entry in the global chain, as serve would seal it
+				} else {
+					fmt.Fprintln(cmd.ErrOrStderr(), "contextd: no audit key (--audit-key-file or CONTEXTD_AUDIT_KEY): the agent's entry is not sealed, and verify reports the global chain unsealed until `contextd audit adopt`")
+				}
 				var projects []string
 				for _, p := range strings.Split(projs, ",") {
 					if p = strings.TrimSpace(p); p != "" {
@@ -129,6 +140,7 @@ func newAgents() *cobra.Command {
 	create.Flags().StringVar(&permission, "permission", "read-only", "read-only, edit or admin")
 	create.Flags().StringVar(&projs, "projects", "", "comma-separated projects, or *")
 	create.Flags().StringVar(&maxAuth, "max-authority", "", "highest authority the agent's items may claim: policy, instruction, evidence or hypothesis (default: policy for admins, instruction otherwise)")
+	create.Flags().StringVar(&keyFile, "audit-key-file", os.Getenv("CONTEXTD_AUDIT_KEY_FILE"), "the audit key, to seal the agent's entry (env CONTEXTD_AUDIT_KEY_FILE or CONTEXTD_AUDIT_KEY; default: the embedded default's audit.key)")
 	create.Flags().BoolVar(&asJSON, "json", false, "print {id,name,role,permission,projects,max_authority,key} as JSON")
 	cmd.AddCommand(create)
 	cmd.AddCommand(agentsRemote()...)
