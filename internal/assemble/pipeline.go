@@ -1,6 +1,8 @@
 package assemble
 
 import (
+	"slices"
+
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/render"
@@ -123,4 +125,29 @@ func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) Record
 		Decision: decision, Reason: reason, Detail: detail, Rule: c.rule, Layer: c.layer, AdminOnly: adminOnly,
 		Kind: c.v.Kind, Source: c.v.Source,
 	}
+}
+
+// personWords is every distinct word a person said and, each marked with
+// keyword.StemMark, every distinct stem of them, in byte order: the
+// keyword lane finds keyword items by the terms of their keywords (the
+// first word, or for stem-mode items the marked stem of the first word).
+func (p *pipeline) personWords() []string {
+	out := p.keywordIndex().Words()
+	for _, s := range p.stemIndex().Words() {
+		out = append(out, keyword.StemMark+s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fill gives a template candidate its filled title and content and
+// returns the placeholders nothing filled.
+func (p *pipeline) fill(c *cand) []string {
+	if p.vars == nil {
+		p.vars = templateVars(p.in, p.req)
+	}
+	var missing []string
+	c.title, missing = fillTemplate(c.v.Title, p.vars, missing)
+	c.content, missing = fillTemplate(c.v.Content, p.vars, missing)
+	return missing
 }

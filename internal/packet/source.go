@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -302,4 +303,25 @@ func (c *textCache) put(k textKey, t store.VersionText) {
 	}
 	c.items[k] = t
 	c.size += n
+}
+
+// snapshotSource is pipeline 2's source as of a packet's snapshot: every
+// current version it saw, and the relevance weights of its relevance
+// items, computed as the write path computes them.
+func (s *Service) snapshotSource(ctx context.Context, proj string, p *Packet) (*assemble.MemorySource, error) {
+	layers := []string{proj, assemble.SharedProject}
+	vs, err := s.store.SnapshotVersions(ctx, layers, "", p.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	src := &assemble.MemorySource{Versions: vs}
+	if strings.TrimSpace(p.Request.Query) != "" {
+		if src.Lexemes, err = s.store.QueryLexemes(ctx, p.Request.Query, assemble.MaxQueryLexemes); err != nil {
+			return nil, err
+		}
+		if src.Weights, err = s.store.SnapshotTerms(ctx, layers, p.Snapshot); err != nil {
+			return nil, err
+		}
+	}
+	return src, nil
 }
