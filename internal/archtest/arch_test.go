@@ -1,8 +1,9 @@
 // Package archtest checks the structure the code must keep, where a check
 // can see it: the store is the only door to PostgreSQL, the assembly core is
 // pure by construction, every operation of the contract declares its
-// permission, and no hand-written function grows past 100 lines. It runs
-// with the rest of the suite, so a change that breaks a rule fails CI.
+// permission, no hand-written function grows past 100 lines, and no package
+// re-exports another's names under aliases. It runs with the rest of the
+// suite, so a change that breaks a rule fails CI.
 package archtest
 
 import (

@@ -35,10 +35,10 @@ type Input struct {
 	// PacketID is the id the packet will be stored under (a replay passes
 	// the stored one): the kxm format writes it, with Now, into the text.
 	PacketID   string
-	Request    *Request
+	Request    *ctxtype.Request
 	Candidates []Candidate
 	// Predecessors are the request's predecessor handoffs, in its order.
-	Predecessors []Predecessor
+	Predecessors []ctxtype.Predecessor
 	// Now is the packet's own time: validity windows are judged at it and
 	// the {{now}} built-in renders it.
 	Now time.Time
@@ -64,7 +64,7 @@ type Result struct {
 	Rendered  string
 	Allocated int
 	Used      int
-	Gaps      []Gap
+	Gaps      []ctxtype.Gap
 	// GapsMore counts the budget exclusions Gaps does not list (pipeline
 	// 2 lists at most MaxGaps), the untried ones included.
 	GapsMore int
@@ -73,7 +73,7 @@ type Result struct {
 	// Cutoff is where pipeline 2's budget stopped trying, nil when it
 	// tried every candidate.
 	Cutoff  *Cutoff
-	Records []Record
+	Records []ctxtype.Record
 }
 
 // Assemble builds a packet from candidates. It does no I/O, so the same

@@ -48,8 +48,8 @@ func cands(vs ...*ctxtype.Version) []Candidate {
 	return out
 }
 
-func req(mods ...func(*Request)) *Request {
-	r := &Request{TargetRole: "implementer"}
+func req(mods ...func(*ctxtype.Request)) *ctxtype.Request {
+	r := &ctxtype.Request{TargetRole: "implementer"}
 	for _, m := range mods {
 		m(r)
 	}
@@ -59,7 +59,7 @@ func req(mods ...func(*Request)) *Request {
 	return r
 }
 
-func run(t *testing.T, r *Request, cs []Candidate) *Result {
+func run(t *testing.T, r *ctxtype.Request, cs []Candidate) *Result {
 	t.Helper()
 	res, err := Assemble(Input{Project: "acme", Request: r, Candidates: cs, Now: t0})
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func run(t *testing.T, r *Request, cs []Candidate) *Result {
 // checkInvariants holds for every packet: the budget is kept unless the
 // inviolable parts alone exceed it, spans are disjoint and inside the text,
 // the used count is the exact count of the text.
-func checkInvariants(t *testing.T, r *Request, res *Result) {
+func checkInvariants(t *testing.T, r *ctxtype.Request, res *Result) {
 	t.Helper()
 	n, err := token.Count(r.Tokenizer, res.Rendered)
 	require.NoError(t, err)
@@ -82,13 +82,13 @@ func checkInvariants(t *testing.T, r *Request, res *Result) {
 	if !inviolable {
 		require.LessOrEqual(t, res.Used, res.Allocated)
 	}
-	var spans []Span
+	var spans []ctxtype.Span
 	for _, rec := range res.Records {
 		if rec.Span != nil {
 			require.True(t, rec.Span.Start < rec.Span.End && rec.Span.End <= len(res.Rendered), "span %v", rec.Span)
 			spans = append(spans, *rec.Span)
 		}
-		if rec.Decision == Included {
+		if rec.Decision == ctxtype.Included {
 			require.NotNil(t, rec.Span, "an included record has a span: %+v", rec)
 		}
 	}
@@ -98,9 +98,9 @@ func checkInvariants(t *testing.T, r *Request, res *Result) {
 	}
 }
 
-func find(res *Result, key string) *Record {
+func find(res *Result, key string) *ctxtype.Record {
 	for i := range res.Records {
-		if res.Records[i].SubjectKind == SubjectItem && res.Records[i].SubjectKey == key {
+		if res.Records[i].SubjectKind == ctxtype.SubjectItem && res.Records[i].SubjectKey == key {
 			return &res.Records[i]
 		}
 	}
@@ -120,15 +120,15 @@ func golden(t *testing.T, name, got string) {
 
 // richScenario has a bit of everything: task, criteria, plan, host state,
 // shared and project items, a skill, a tool, a message slot, a contradiction.
-func richScenario() (*Request, []Candidate) {
-	r := req(func(r *Request) {
+func richScenario() (*ctxtype.Request, []Candidate) {
+	r := req(func(r *ctxtype.Request) {
 		r.TargetRole = "critic"
-		r.Task = &Task{TaskID: "T-42", StepID: "review", StepAttempt: 2, Objective: "Review the refund patch.\nCheck the edge cases.",
+		r.Task = &ctxtype.Task{TaskID: "T-42", StepID: "review", StepAttempt: 2, Objective: "Review the refund patch.\nCheck the edge cases.",
 			AllowedOutcomes: []string{"approve", "reject"}, PermissionCeiling: "read-only"}
-		r.AcceptanceCriteria = []Criterion{{ID: "AC1", Description: "Refunds over 500 EUR need approval", VerificationKind: "critic", TargetRef: "src/refund.go", Required: true}}
-		r.Plan = &Plan{PlanHash: "abc123", ActiveStepIndex: 1, TotalSteps: 3, SettledDecisions: []string{"Use the ledger API"}}
-		r.History = []Message{{Role: "user", Author: "person", Content: "Please check the refund flow."}}
-		r.ToolResults = []ToolResult{{Tool: "run_tests", Status: "ok", Content: "PASS"}}
+		r.AcceptanceCriteria = []ctxtype.Criterion{{ID: "AC1", Description: "Refunds over 500 EUR need approval", VerificationKind: "critic", TargetRef: "src/refund.go", Required: true}}
+		r.Plan = &ctxtype.Plan{PlanHash: "abc123", ActiveStepIndex: 1, TotalSteps: 3, SettledDecisions: []string{"Use the ledger API"}}
+		r.History = []ctxtype.Message{{Role: "user", Author: "person", Content: "Please check the refund flow."}}
+		r.ToolResults = []ctxtype.ToolResult{{Tool: "run_tests", Status: "ok", Content: "PASS"}}
 		r.AgentContext = map[string]any{"branch": "feat/refunds", "openFiles": []any{}, "ci": map[string]any{"status": "green"}}
 	})
 	cs := cands(
@@ -155,18 +155,18 @@ func ptr[T any](v T) *T { return &v }
 
 func TestGoldenFormats(t *testing.T) {
 	t.Parallel()
-	for _, f := range []render.Format{render.Markdown, render.Blocks, render.JSON} {
+	for _, f := range []ctxtype.Format{ctxtype.Markdown, ctxtype.Blocks, ctxtype.JSON} {
 		r, cs := richScenario()
 		r.Format = f
 		res := run(t, r, cs)
 		golden(t, "rich."+string(f), res.Rendered)
-		if f == render.JSON {
+		if f == ctxtype.JSON {
 			var doc map[string]any
 			require.NoError(t, json.Unmarshal([]byte(res.Rendered), &doc), "the json format is one JSON document")
 		}
 		// Every included item's span is exactly its block in the text.
 		for _, rec := range res.Records {
-			if rec.SubjectKind == SubjectItem && rec.Decision == Included {
+			if rec.SubjectKind == ctxtype.SubjectItem && rec.Decision == ctxtype.Included {
 				block := res.Rendered[rec.Span.Start:rec.Span.End]
 				require.NotEmpty(t, block)
 			}
@@ -179,13 +179,13 @@ func TestPipelineDecisions(t *testing.T) {
 	r, cs := richScenario()
 	res := run(t, r, cs)
 	rec := find(res, "refund.rules")
-	require.Equal(t, Included, rec.Decision)
+	require.Equal(t, ctxtype.Included, rec.Decision)
 	require.Equal(t, `keyword:"refund"@history[0]`, rec.Rule)
 	require.Equal(t, render.ProjectKnowledge, rec.Section)
 	require.Equal(t, "- Refunds over 500 EUR need a manager.\n  Log every refund.\n", res.Rendered[rec.Span.Start:rec.Span.End])
 	old := find(res, "refund.window.old")
-	require.Equal(t, Excluded, old.Decision)
-	require.Equal(t, ReasonContradicted, old.Reason)
+	require.Equal(t, ctxtype.Excluded, old.Decision)
+	require.Equal(t, ctxtype.ReasonContradicted, old.Reason)
 	require.Contains(t, old.Detail, "refund.window v1")
 	line := res.Rendered[old.Span.Start:old.Span.End]
 	require.Equal(t, "- ⚠️ state \"refund.window\": kept: \"Refunds within 30 days.\" (policy) over \"Refunds within 14 days.\" (evidence) [`refund.window` v1 over `refund.window.old` v1]\n", line,
@@ -218,19 +218,19 @@ func TestKeywordsFireOnlyOnWhatAPersonSaid(t *testing.T) {
 	kw := ver("acme", "refunds", "Refund policy.", func(v *ctxtype.Version) { v.Trigger = ctxtype.Trigger{Keywords: []string{"refund", "money back"}} })
 	for _, tc := range []struct {
 		name    string
-		history []Message
+		history []ctxtype.Message
 		rule    string
 	}{
-		{"person", []Message{{Role: "user", Author: "person", Content: "hi"}, {Role: "user", Author: "person", Content: "I want a Refund!"}}, `keyword:"refund"@history[1]`},
-		{"phrase", []Message{{Role: "user", Author: "person", Content: "Can I get my money back?"}}, `keyword:"money back"@history[0]`},
-		{"agent in a user message", []Message{{Role: "user", Author: "agent", Content: "refund"}}, ""},
-		{"library summary", []Message{{Role: "user", Author: "library", Content: "Summary: the user asked for a refund."}}, ""},
-		{"assistant", []Message{{Role: "assistant", Author: "agent", Content: "I can refund that."}}, ""},
-		{"not a whole word", []Message{{Role: "user", Author: "person", Content: "refunds and prerefund"}}, ""},
-		{"first matching message wins", []Message{{Role: "user", Author: "agent", Content: "refund"}, {Role: "user", Author: "person", Content: "money back please"}, {Role: "user", Author: "person", Content: "refund"}}, `keyword:"money back"@history[1]`},
+		{"person", []ctxtype.Message{{Role: "user", Author: "person", Content: "hi"}, {Role: "user", Author: "person", Content: "I want a Refund!"}}, `keyword:"refund"@history[1]`},
+		{"phrase", []ctxtype.Message{{Role: "user", Author: "person", Content: "Can I get my money back?"}}, `keyword:"money back"@history[0]`},
+		{"agent in a user message", []ctxtype.Message{{Role: "user", Author: "agent", Content: "refund"}}, ""},
+		{"library summary", []ctxtype.Message{{Role: "user", Author: "library", Content: "Summary: the user asked for a refund."}}, ""},
+		{"assistant", []ctxtype.Message{{Role: "assistant", Author: "agent", Content: "I can refund that."}}, ""},
+		{"not a whole word", []ctxtype.Message{{Role: "user", Author: "person", Content: "refunds and prerefund"}}, ""},
+		{"first matching message wins", []ctxtype.Message{{Role: "user", Author: "agent", Content: "refund"}, {Role: "user", Author: "person", Content: "money back please"}, {Role: "user", Author: "person", Content: "refund"}}, `keyword:"money back"@history[1]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := run(t, req(func(r *Request) { r.History = tc.history }), cands(kw))
+			res := run(t, req(func(r *ctxtype.Request) { r.History = tc.history }), cands(kw))
 			rec := find(res, "refunds")
 			if tc.rule == "" {
 				require.Nil(t, rec, "did not fire, so not recorded")
@@ -266,7 +266,9 @@ func TestKeywordsMatchByStems(t *testing.T) {
 		{"other stem", "chargebackish", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := req(func(r *Request) { r.History = []Message{{Role: "user", Author: "person", Content: tc.said}} })
+			r := req(func(r *ctxtype.Request) {
+				r.History = []ctxtype.Message{{Role: "user", Author: "person", Content: tc.said}}
+			})
 			res := run(t, r, cands(stem, word))
 			for key, want := range map[string]string{"cb.stem": tc.stemRule, "cb.word": tc.wordRule} {
 				rec := find(res, key)
@@ -290,9 +292,9 @@ func TestTemplates(t *testing.T) {
 	tmpl := func(key, content string) *ctxtype.Version {
 		return ver("acme", key, content, func(v *ctxtype.Version) { v.Template = true })
 	}
-	r := req(func(r *Request) {
+	r := req(func(r *ctxtype.Request) {
 		r.Variables = map[string]any{"customer": "Ada", "limit": json.Number("5e2")}
-		r.Task = &Task{Objective: "Ship it"}
+		r.Task = &ctxtype.Task{Objective: "Ship it"}
 	})
 	res := run(t, r, cands(
 		tmpl("ok", "Hello {{customer}} in {{ project }} as {{target_role}} at {{now}}: {{task.objective}}, limit {{limit}}."),
@@ -300,7 +302,7 @@ func TestTemplates(t *testing.T) {
 	))
 	require.Contains(t, res.Rendered, "- Hello Ada in acme as implementer at 2026-11-29T12:00:00Z: Ship it, limit 500.\n")
 	hole := find(res, "hole")
-	require.Equal(t, ReasonTemplateUnresolved, hole.Reason)
+	require.Equal(t, ctxtype.ReasonTemplateUnresolved, hole.Reason)
 	require.Contains(t, hole.Detail, "order_id")
 	require.NotContains(t, res.Rendered, "{{")
 	require.NotContains(t, res.Rendered, "Dear")
@@ -313,14 +315,14 @@ func TestSharedOverriddenByProject(t *testing.T) {
 		ver("acme", "tone", "Be friendly.", func(v *ctxtype.Version) { v.Trigger = ctxtype.Trigger{PinnedOnly: true} }),
 		ver("_shared", "lang", "Answer in English."),
 	))
-	var over *Record
+	var over *ctxtype.Record
 	for i := range res.Records {
 		if res.Records[i].SubjectKey == "tone" && res.Records[i].SubjectProject == "_shared" {
 			over = &res.Records[i]
 		}
 	}
 	require.NotNil(t, over)
-	require.Equal(t, ReasonOverridden, over.Reason)
+	require.Equal(t, ctxtype.ReasonOverridden, over.Reason)
 	require.Contains(t, over.Detail, "project item tone v1")
 	require.NotContains(t, res.Rendered, "Be formal.")
 	require.NotContains(t, res.Rendered, "Be friendly.", "the project item overrides even when it does not fire")
@@ -347,15 +349,15 @@ func TestContradictionsResolvedByAuthorityThenConfidenceThenPriorityThenAge(t *t
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(t, req(), cands(tc.a, tc.b))
 			loser := map[string]string{"a": "b", "b": "a"}[tc.winner]
-			require.Equal(t, Included, find(res, tc.winner).Decision)
-			require.Equal(t, ReasonContradicted, find(res, loser).Reason)
+			require.Equal(t, ctxtype.Included, find(res, tc.winner).Decision)
+			require.Equal(t, ctxtype.ReasonContradicted, find(res, loser).Reason)
 			require.Contains(t, res.Rendered, "### Active Contradictions\n")
 		})
 	}
 	// The same content under one state key is no contradiction.
 	res := run(t, req(), cands(mk("a", "Same", "evidence", "probable", 0, 0), mk("b", "Same", "policy", "probable", 0, 0)))
-	require.Equal(t, Included, find(res, "a").Decision)
-	require.Equal(t, Included, find(res, "b").Decision)
+	require.Equal(t, ctxtype.Included, find(res, "a").Decision)
+	require.Equal(t, ctxtype.Included, find(res, "b").Decision)
 }
 
 func TestVisibilityAndValidity(t *testing.T) {
@@ -367,12 +369,12 @@ func TestVisibilityAndValidity(t *testing.T) {
 		ver("acme", "now", "Current rule.", func(v *ctxtype.Version) { v.ValidFrom, v.ValidUntil = ptr(t0), ptr(t0.Add(time.Second)) }),
 	))
 	hidden := find(res, "secret")
-	require.Equal(t, ReasonHidden, hidden.Reason)
+	require.Equal(t, ctxtype.ReasonHidden, hidden.Reason)
 	require.True(t, hidden.AdminOnly)
 	require.NotContains(t, res.Rendered, "Rubric")
 	require.Nil(t, find(res, "notyet"))
 	require.Nil(t, find(res, "expired"))
-	require.Equal(t, Included, find(res, "now").Decision)
+	require.Equal(t, ctxtype.Included, find(res, "now").Decision)
 }
 
 func TestBudget(t *testing.T) {
@@ -382,21 +384,21 @@ func TestBudget(t *testing.T) {
 		ver("acme", "a.big", big, func(v *ctxtype.Version) { v.Priority = 9 }),
 		ver("acme", "b.small", "Short fact.", func(v *ctxtype.Version) { v.Priority = 1 }),
 	)
-	res := run(t, req(func(r *Request) { r.TokenBudget = 60 }), cs)
-	require.Equal(t, ReasonBudget, find(res, "a.big").Reason)
-	require.Equal(t, Included, find(res, "b.small").Decision, "a smaller later item still fits")
-	require.Equal(t, []Gap{{Key: "a.big", Version: 1, Tokens: find(res, "a.big").Tokens, Reason: "budget"}}, res.Gaps)
+	res := run(t, req(func(r *ctxtype.Request) { r.TokenBudget = 60 }), cs)
+	require.Equal(t, ctxtype.ReasonBudget, find(res, "a.big").Reason)
+	require.Equal(t, ctxtype.Included, find(res, "b.small").Decision, "a smaller later item still fits")
+	require.Equal(t, []ctxtype.Gap{{Key: "a.big", Version: 1, Tokens: find(res, "a.big").Tokens, Reason: "budget"}}, res.Gaps)
 	require.Greater(t, find(res, "a.big").Tokens, 250)
 
 	// Inviolable parts alone over the budget: still a packet, with the gap.
-	res = run(t, req(func(r *Request) {
+	res = run(t, req(func(r *ctxtype.Request) {
 		r.TokenBudget = 10
-		r.Task = &Task{Objective: big}
+		r.Task = &ctxtype.Task{Objective: big}
 	}), cs)
 	require.Greater(t, res.Used, res.Allocated)
 	require.Equal(t, "budget_exceeded_by_inviolable", res.Gaps[0].Reason)
 	require.Contains(t, res.Rendered, big[:100])
-	require.Equal(t, ReasonBudget, find(res, "b.small").Reason)
+	require.Equal(t, ctxtype.ReasonBudget, find(res, "b.small").Reason)
 }
 
 // TestEditorBridge is the editor seed's example: the host's state reaches
@@ -407,7 +409,7 @@ func TestEditorBridge(t *testing.T) {
 	tool := ver("acme", "tool.transcribe", "Transcribe a video asset to text. Arguments: asset id.", func(v *ctxtype.Version) {
 		v.Slot, v.Kind, v.Title = "tools", "tool", "transcribe_video"
 	})
-	withMedia := req(func(r *Request) {
+	withMedia := req(func(r *ctxtype.Request) {
 		r.AgentContext = map[string]any{"projectId": "proj-1", "activeSceneId": "scene-1", "playbackTimeMs": json.Number("1200"),
 			"mediaAssets": []any{
 				map[string]any{"id": "v1", "name": "clip.mp4", "type": "video", "duration": json.Number("30")},
@@ -420,7 +422,7 @@ func TestEditorBridge(t *testing.T) {
 	require.Contains(t, res.Rendered, "  - duration: 12.5, id: v2, name: intro.mov, type: video\n")
 	require.Contains(t, res.Rendered, "## 6. Tools\n- transcribe_video: Transcribe a video asset")
 
-	empty := req(func(r *Request) {
+	empty := req(func(r *ctxtype.Request) {
 		r.AgentContext = map[string]any{"projectId": nil, "activeSceneId": nil, "mediaAssets": []any{}, "playbackTimeMs": json.Number("0")}
 	})
 	res = run(t, empty, cands(tool))
@@ -468,13 +470,13 @@ func TestProperties(t *testing.T) {
 				}
 			}))
 		}
-		r := req(func(r *Request) {
+		r := req(func(r *ctxtype.Request) {
 			r.TokenBudget = 40 + rng.IntN(600)
-			r.Format = []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[rng.IntN(4)]
+			r.Format = []ctxtype.Format{ctxtype.Markdown, ctxtype.Blocks, ctxtype.JSON, ctxtype.Navi}[rng.IntN(4)]
 			r.Tokenizer = []token.Tokenizer{token.O200kBase, token.Cl100kBase}[rng.IntN(2)]
-			r.History = []Message{{Role: "user", Author: "person", Content: text(5)}}
+			r.History = []ctxtype.Message{{Role: "user", Author: "person", Content: text(5)}}
 			if rng.IntN(2) == 0 {
-				r.Task = &Task{Objective: text(1 + rng.IntN(40))}
+				r.Task = &ctxtype.Task{Objective: text(1 + rng.IntN(40))}
 			}
 		})
 		res1 := run(t, r, cands(vs...))
@@ -487,7 +489,7 @@ func TestProperties(t *testing.T) {
 			}
 		}
 		for _, rec := range res1.Records {
-			if rec.SubjectKind == SubjectItem && rec.Decision == Included {
+			if rec.SubjectKind == ctxtype.SubjectItem && rec.Decision == ctxtype.Included {
 				marker := "marker" + strings.TrimPrefix(rec.SubjectKey, "k")
 				require.Contains(t, res1.Rendered[rec.Span.Start:rec.Span.End], marker, "iteration %d: the span holds the item", iter)
 			}
@@ -513,8 +515,8 @@ func BenchmarkPipeline(b *testing.B) {
 			}
 		}))
 	}
-	r := req(func(r *Request) {
-		r.History = []Message{{Role: "user", Author: "person", Content: "my refund for the order failed"}}
+	r := req(func(r *ctxtype.Request) {
+		r.History = []ctxtype.Message{{Role: "user", Author: "person", Content: "my refund for the order failed"}}
 	})
 	cs := cands(vs...)
 	for b.Loop() {
@@ -544,9 +546,9 @@ func TestExactFitIncludesEverything(t *testing.T) {
 				}
 			}))
 		}
-		format := []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[rng.IntN(4)]
-		all := run(t, req(func(r *Request) { r.Format = format; r.TokenBudget = MaxBudget }), cands(vs...))
-		exact := run(t, req(func(r *Request) { r.Format = format; r.TokenBudget = all.Used }), cands(vs...))
+		format := []ctxtype.Format{ctxtype.Markdown, ctxtype.Blocks, ctxtype.JSON, ctxtype.Navi}[rng.IntN(4)]
+		all := run(t, req(func(r *ctxtype.Request) { r.Format = format; r.TokenBudget = ctxtype.MaxBudget }), cands(vs...))
+		exact := run(t, req(func(r *ctxtype.Request) { r.Format = format; r.TokenBudget = all.Used }), cands(vs...))
 		require.Empty(t, exact.Gaps, "iteration %d (%s): budget %d fits everything", iter, format, all.Used)
 		require.Equal(t, all.Rendered, exact.Rendered)
 	}
@@ -559,13 +561,13 @@ func TestContradictionWinnerFitsWithoutItsPairLines(t *testing.T) {
 	big := strings.Repeat("policy text ", 40)
 	w := ver("acme", "w", big, func(v *ctxtype.Version) { v.StateKey, v.Authority = "s", "policy" })
 	l := ver("acme", "l", "Loser short", func(v *ctxtype.Version) { v.StateKey = "s" })
-	alone := run(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cands(w))
-	res := run(t, req(func(r *Request) { r.TokenBudget = alone.Used + 2 }), cands(w, l))
-	require.Equal(t, Included, find(res, "w").Decision)
-	require.Equal(t, ReasonContradicted, find(res, "l").Reason)
+	alone := run(t, req(func(r *ctxtype.Request) { r.TokenBudget = ctxtype.MaxBudget }), cands(w))
+	res := run(t, req(func(r *ctxtype.Request) { r.TokenBudget = alone.Used + 2 }), cands(w, l))
+	require.Equal(t, ctxtype.Included, find(res, "w").Decision)
+	require.Equal(t, ctxtype.ReasonContradicted, find(res, "l").Reason)
 	require.Nil(t, find(res, "l").Span, "the pair line did not fit")
 	require.Empty(t, res.Gaps)
-	roomy := run(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cands(w, l))
+	roomy := run(t, req(func(r *ctxtype.Request) { r.TokenBudget = ctxtype.MaxBudget }), cands(w, l))
 	require.NotNil(t, find(roomy, "l").Span, "with room, the pair is listed")
 }
 
@@ -588,11 +590,11 @@ func TestHiddenProjectItemDoesNotShadowShared(t *testing.T) {
 	require.NotContains(t, res.Rendered, "Project secret.")
 	for _, r := range res.Records {
 		if r.SubjectKey == "ovr" && r.SubjectProject == "acme" {
-			require.Equal(t, ReasonHidden, r.Reason)
+			require.Equal(t, ctxtype.ReasonHidden, r.Reason)
 			require.True(t, r.AdminOnly)
 		}
-		if r.SubjectKey == "ovr" && r.SubjectProject == SharedProject {
-			require.Equal(t, Included, r.Decision)
+		if r.SubjectKey == "ovr" && r.SubjectProject == ctxtype.SharedProject {
+			require.Equal(t, ctxtype.Included, r.Decision)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*R
 	err := b.stage(ctx, StagePlan, func(context.Context) error {
 		b.words = p.personWords()
 		for _, lane := range lanes(in.Request, b.words) {
-			for _, layer := range []string{in.Project, SharedProject} {
+			for _, layer := range []string{in.Project, ctxtype.SharedProject} {
 				b.streams = append(b.streams, &stream{layer: layer, lane: lane, cursor: StartPos, read: StartPos})
 			}
 		}

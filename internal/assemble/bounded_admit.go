@@ -38,19 +38,19 @@ func (b *bounded) early(ctx context.Context, c *cand) (bool, error) {
 	}
 	c.earlyDone = true
 	p := b.p
-	if c.v.Project == SharedProject {
+	if c.v.Project == ctxtype.SharedProject {
 		if err := b.readShadows(ctx, []string{c.v.Key}); err != nil {
 			return false, err
 		}
 		if over := b.shadows[c.v.Key]; over != nil {
-			p.exclude(c, ReasonOverridden, fmt.Sprintf("overridden by project item %s v%d", over.Key, over.Version),
+			p.exclude(c, ctxtype.ReasonOverridden, fmt.Sprintf("overridden by project item %s v%d", over.Key, over.Version),
 				!c.v.Roles.Visible(p.req.TargetRole))
 			c.handled = true
 			return false, nil
 		}
 	}
 	if !c.v.Roles.Visible(p.req.TargetRole) {
-		p.exclude(c, ReasonHidden, fmt.Sprintf("not visible to role %q (visible_to %v, hidden_from %v)",
+		p.exclude(c, ctxtype.ReasonHidden, fmt.Sprintf("not visible to role %q (visible_to %v, hidden_from %v)",
 			p.req.TargetRole, c.v.Roles.VisibleTo, c.v.Roles.HiddenFrom), true)
 		c.handled = true
 		return false, nil
@@ -60,7 +60,7 @@ func (b *bounded) early(ctx context.Context, c *cand) (bool, error) {
 			return false, err
 		}
 		if missing := p.fill(c); len(missing) > 0 {
-			p.exclude(c, ReasonTemplateUnresolved, "no value for "+strings.Join(missing, ", "), false)
+			p.exclude(c, ctxtype.ReasonTemplateUnresolved, "no value for "+strings.Join(missing, ", "), false)
 			c.handled = true
 			return false, nil
 		}

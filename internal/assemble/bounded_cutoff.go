@@ -3,6 +3,7 @@ package assemble
 import (
 	"context"
 	"fmt"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"slices"
 	"strings"
 )
@@ -135,10 +136,10 @@ func (b *bounded) renderTried(ctx context.Context, base int) error {
 // capGaps keeps the inviolable gap and the MaxGaps highest-ranked budget
 // exclusions, and returns how many it left out.
 func capGaps(res *Result) int {
-	var kept []Gap
+	var kept []ctxtype.Gap
 	n, more := 0, 0
 	for _, g := range res.Gaps {
-		if g.Reason != ReasonBudget {
+		if g.Reason != ctxtype.ReasonBudget {
 			kept = append(kept, g)
 			continue
 		}
@@ -207,7 +208,7 @@ func (b *bounded) explain(ctx context.Context, cutoffRank int) (*Explanation, er
 		// An untried candidate has the rank it was counted at; a hidden one
 		// is not counted and has none.
 		if c.handled && c.loserOf != nil {
-			return &Explanation{Reason: ReasonContradicted, Rank: rank, Rule: c.rule,
+			return &Explanation{Reason: ctxtype.ReasonContradicted, Rank: rank, Rule: c.rule,
 				Detail: fmt.Sprintf("contradicted by %s v%d on state_key %q", c.loserOf.v.Key, c.loserOf.v.Version, c.v.StateKey)}, nil
 		}
 		ok, err := b.admit(ctx, c)
@@ -216,12 +217,12 @@ func (b *bounded) explain(ctx context.Context, cutoffRank int) (*Explanation, er
 		}
 		switch {
 		case c.loserOf != nil:
-			return &Explanation{Reason: ReasonContradicted, Rank: rank, Rule: c.rule,
+			return &Explanation{Reason: ctxtype.ReasonContradicted, Rank: rank, Rule: c.rule,
 				Detail: fmt.Sprintf("contradicted by %s v%d on state_key %q", c.loserOf.v.Key, c.loserOf.v.Version, c.v.StateKey)}, nil
 		case !ok && len(b.p.excluded) > before:
 			r := b.p.excluded[len(b.p.excluded)-1]
 			b.p.excluded = b.p.excluded[:before]
-			if r.Reason == ReasonHidden {
+			if r.Reason == ctxtype.ReasonHidden {
 				rank = 0
 			}
 			return &Explanation{Reason: r.Reason, Detail: r.Detail, Rank: rank, Rule: c.rule}, nil

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/ctxtype"
-	"github.com/contextd/contextd/internal/render"
 )
 
 // pageSize is how many rows of a lane pipeline 2 reads at a time.
@@ -18,14 +17,14 @@ type stream struct {
 	lane   Lane
 	buf    []*cand
 	done   bool
-	cursor RankPos // the last row taken from buf
-	read   RankPos // the last row read from the source
+	cursor ctxtype.RankPos // the last row taken from buf
+	read   ctxtype.RankPos // the last row read from the source
 }
 
 // lanes are the streams of a request: the always-on items, the items of
 // each tool that returned a result, and the keyword items when a person
 // said something.
-func lanes(req *Request, words []string) []Lane {
+func lanes(req *ctxtype.Request, words []string) []Lane {
 	out := []Lane{{}}
 	if len(words) > 0 {
 		out = append(out, Lane{Keywords: true})
@@ -42,7 +41,7 @@ func lanes(req *Request, words []string) []Lane {
 // that fire and are valid, and orders them by rank.
 func (b *bounded) readSmall(ctx context.Context) error {
 	p, req := b.p, b.p.req
-	layers := []string{p.in.Project, SharedProject}
+	layers := []string{p.in.Project, ctxtype.SharedProject}
 	rows, err := b.src.Small(ctx, SmallQuery{Layers: layers, Pins: req.Pins})
 	if err != nil {
 		return err
@@ -91,7 +90,7 @@ func (b *bounded) readSmall(ctx context.Context) error {
 	slices.SortFunc(b.small, byRank)
 	var shared []string
 	for _, c := range b.small {
-		if c.v.Project == SharedProject {
+		if c.v.Project == ctxtype.SharedProject {
 			shared = append(shared, c.v.Key)
 		}
 	}
@@ -204,12 +203,12 @@ func (b *bounded) readPage(ctx context.Context, s *stream) error {
 		}
 		s.buf = append(s.buf, c)
 		s.read = PosOf(v)
-		if v.Project == SharedProject {
+		if v.Project == ctxtype.SharedProject {
 			shared = append(shared, v.Key)
 		}
 		// Templates are filled when met, and outside markdown every
 		// entry's cost is counted from its text: read the page's at once.
-		if v.Template || b.p.req.Format != render.Markdown {
+		if v.Template || b.p.req.Format != ctxtype.Markdown {
 			needText = append(needText, c.v)
 		}
 	}
@@ -238,14 +237,14 @@ func (b *bounded) readGroupRows(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	vs, err := b.src.StateGroups(ctx, []string{b.p.in.Project, SharedProject}, keys)
+	vs, err := b.src.StateGroups(ctx, []string{b.p.in.Project, ctxtype.SharedProject}, keys)
 	if err != nil {
 		return err
 	}
 	var shared []string
 	for _, v := range vs {
 		b.cand(v)
-		if v.Project == SharedProject {
+		if v.Project == ctxtype.SharedProject {
 			shared = append(shared, v.Key)
 		}
 	}
@@ -256,7 +255,7 @@ func (b *bounded) readGroupRows(ctx context.Context, keys []string) error {
 }
 
 // query is a stream's lane after a position.
-func (b *bounded) query(s *stream, after RankPos) LaneQuery {
+func (b *bounded) query(s *stream, after ctxtype.RankPos) LaneQuery {
 	return LaneQuery{Layer: s.layer, Lane: s.lane, After: after, Words: b.words}
 }
 

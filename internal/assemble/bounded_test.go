@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/ctxtype"
-	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
 
@@ -23,7 +22,7 @@ type world struct {
 	vs      []*ctxtype.Version
 	weights map[[2]string]map[string]int
 	lexemes []string
-	req     *Request
+	req     *ctxtype.Request
 }
 
 func randomWorld(rng *rand.Rand, n int) world {
@@ -100,19 +99,19 @@ func randomWorld(rng *rand.Rand, n int) world {
 		}
 	}
 	w.lexemes = []string{"alpha", "ledger", "refund"}
-	w.req = req(func(r *Request) {
+	w.req = req(func(r *ctxtype.Request) {
 		r.TokenBudget = 40 + rng.IntN(900)
-		r.Format = []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[rng.IntN(4)]
+		r.Format = []ctxtype.Format{ctxtype.Markdown, ctxtype.Blocks, ctxtype.JSON, ctxtype.Navi}[rng.IntN(4)]
 		r.Tokenizer = []token.Tokenizer{token.O200kBase, token.Cl100kBase}[rng.IntN(2)]
-		r.History = []Message{{Role: "user", Author: "person", Content: inflect(rng, text(5))}}
+		r.History = []ctxtype.Message{{Role: "user", Author: "person", Content: inflect(rng, text(5))}}
 		r.Query = "alpha ledger refund"
-		r.ToolResults = []ToolResult{{Tool: "lookup", Status: "ok", Content: "{}"}}
+		r.ToolResults = []ctxtype.ToolResult{{Tool: "lookup", Status: "ok", Content: "{}"}}
 		r.Variables = map[string]any{"customer": "Ada"}
 		if rng.IntN(3) == 0 {
 			r.Pins = []string{fmt.Sprintf("k%02d", rng.IntN(n))}
 		}
 		if rng.IntN(2) == 0 {
-			r.Task = &Task{Objective: text(1 + rng.IntN(40))}
+			r.Task = &ctxtype.Task{Objective: text(1 + rng.IntN(40))}
 		}
 	})
 	return w
@@ -150,7 +149,7 @@ func inflect(rng *rand.Rand, text string) string {
 // version, with pipeline 2's relevance scores.
 func (w world) firstPipelineInput(t *testing.T) Input {
 	src := &MemorySource{Versions: w.vs, Weights: w.weights, Lexemes: w.lexemes}
-	postings, n, err := src.Postings(context.Background(), RelevanceQuery{Layers: []string{"acme", SharedProject}, Role: w.req.TargetRole, Now: t0})
+	postings, n, err := src.Postings(context.Background(), RelevanceQuery{Layers: []string{"acme", ctxtype.SharedProject}, Role: w.req.TargetRole, Now: t0})
 	require.NoError(t, err)
 	scores := map[[2]string]float64{}
 	for _, s := range TopRelevance(postings, n) {
@@ -212,7 +211,7 @@ func TestBoundedMatchesFirstPipeline(t *testing.T) {
 			require.Equal(t, one.Used, two.Used)
 			budgetGaps, other := 0, 0
 			for _, g := range one.Gaps {
-				if g.Reason == ReasonBudget {
+				if g.Reason == ctxtype.ReasonBudget {
 					budgetGaps++
 				} else {
 					other++
@@ -228,7 +227,7 @@ func TestBoundedMatchesFirstPipeline(t *testing.T) {
 		// pipeline 1's decision when pipeline 1 included it in a prefix.
 		recorded := map[string]bool{}
 		for _, r := range two.Records {
-			if r.SubjectKind == SubjectItem {
+			if r.SubjectKind == ctxtype.SubjectItem {
 				k := r.SubjectProject + "/" + r.SubjectKey
 				require.False(t, recorded[k], "iteration %d: %s recorded twice", iter, k)
 				recorded[k] = true
@@ -237,7 +236,7 @@ func TestBoundedMatchesFirstPipeline(t *testing.T) {
 		untried := 0
 		for _, r := range one.Records {
 			k := r.SubjectProject + "/" + r.SubjectKey
-			if r.SubjectKind != SubjectItem || recorded[k] || r.AdminOnly {
+			if r.SubjectKind != ctxtype.SubjectItem || recorded[k] || r.AdminOnly {
 				continue
 			}
 			untried++
@@ -254,14 +253,14 @@ func TestBoundedMatchesFirstPipeline(t *testing.T) {
 	require.Greater(t, full, 20)
 }
 
-func withoutUnmetHidden(one, two []Record) []Record {
+func withoutUnmetHidden(one, two []ctxtype.Record) []ctxtype.Record {
 	met := map[string]bool{}
 	for _, r := range two {
 		met[r.SubjectProject+"/"+r.SubjectKey] = true
 	}
-	var out []Record
+	var out []ctxtype.Record
 	for _, r := range one {
-		if r.SubjectKind == SubjectItem && r.AdminOnly && !met[r.SubjectProject+"/"+r.SubjectKey] {
+		if r.SubjectKind == ctxtype.SubjectItem && r.AdminOnly && !met[r.SubjectProject+"/"+r.SubjectKey] {
 			continue
 		}
 		out = append(out, r)
@@ -272,7 +271,7 @@ func withoutUnmetHidden(one, two []Record) []Record {
 func countBudget(res *Result) int {
 	n := 0
 	for _, g := range res.Gaps {
-		if g.Reason == ReasonBudget {
+		if g.Reason == ctxtype.ReasonBudget {
 			n++
 		}
 	}

@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -39,7 +40,7 @@ type budgeter struct {
 // startBudget counts the request's own parts (the text with no entry). If
 // they alone exceed the budget, the packet is inviolable: no entry goes in.
 func (p *pipeline) startBudget() (*budgeter, error) {
-	if p.req.Format == render.KXM {
+	if p.req.Format == ctxtype.KXM {
 		// The kxm text holds its count and a line of the budget's gaps:
 		// reserve both at their widest.
 		p.doc.Used, p.doc.Gaps = kxmReserve, []string{kxmBudgetGap(kxmReserve)}
@@ -51,7 +52,7 @@ func (p *pipeline) startBudget() (*budgeter, error) {
 	}
 	if base > p.req.TokenBudget {
 		p.inviolable = true
-		p.gaps = append(p.gaps, Gap{Reason: gapInviolable})
+		p.gaps = append(p.gaps, ctxtype.Gap{Reason: gapInviolable})
 	}
 	return &budgeter{used: base, started: map[string]bool{}}, nil
 }
@@ -137,13 +138,13 @@ func (p *pipeline) price(c *cand, started map[string]bool, envStarted bool) (cos
 
 // storedCount reports whether an entry's block count was stored with its
 // version: markdown, untemplated, counted under the request's tokenizer.
-func storedCount(req *Request, c *cand) bool {
-	return req.Format == render.Markdown && !c.v.Template && storedBlock(req, c) > 0
+func storedCount(req *ctxtype.Request, c *cand) bool {
+	return req.Format == ctxtype.Markdown && !c.v.Template && storedBlock(req, c) > 0
 }
 
 // entryCost is the tokens of an entry's block: the count stored with the
 // version for untemplated markdown, else counted now.
-func entryCost(req *Request, c *cand) (int, error) {
+func entryCost(req *ctxtype.Request, c *cand) (int, error) {
 	if storedCount(req, c) {
 		return storedBlock(req, c), nil
 	}
@@ -153,7 +154,7 @@ func entryCost(req *Request, c *cand) (int, error) {
 
 // storedBlock is the block count stored with c's version under the
 // request's tokenizer.
-func storedBlock(req *Request, c *cand) int {
+func storedBlock(req *ctxtype.Request, c *cand) int {
 	if req.Tokenizer == token.Cl100kBase {
 		return c.v.BlockTokens.Cl100k
 	}

@@ -20,7 +20,7 @@ func (p *pipeline) candidates() {
 			continue
 		}
 		p.cands = append(p.cands, &cand{v: v, layer: LayerOf(v.Project), relevance: c.Relevance, pinned: p.pins[v.Key]})
-		if v.Project != SharedProject && v.Roles.Visible(p.req.TargetRole) {
+		if v.Project != ctxtype.SharedProject && v.Roles.Visible(p.req.TargetRole) {
 			p.shadows[v.Key] = v
 		}
 	}
@@ -42,8 +42,8 @@ func (p *pipeline) candidates() {
 func (p *pipeline) overrides() {
 	kept := p.cands[:0]
 	for _, c := range p.cands {
-		if over, ok := p.shadows[c.v.Key]; ok && c.v.Project == SharedProject {
-			p.exclude(c, ReasonOverridden, fmt.Sprintf("overridden by project item %s v%d", over.Key, over.Version),
+		if over, ok := p.shadows[c.v.Key]; ok && c.v.Project == ctxtype.SharedProject {
+			p.exclude(c, ctxtype.ReasonOverridden, fmt.Sprintf("overridden by project item %s v%d", over.Key, over.Version),
 				!c.v.Roles.Visible(p.req.TargetRole))
 			continue
 		}
@@ -59,7 +59,7 @@ func (p *pipeline) visibility() {
 	kept := p.cands[:0]
 	for _, c := range p.cands {
 		if !c.v.Roles.Visible(p.req.TargetRole) {
-			p.exclude(c, ReasonHidden, fmt.Sprintf("not visible to role %q (visible_to %v, hidden_from %v)",
+			p.exclude(c, ctxtype.ReasonHidden, fmt.Sprintf("not visible to role %q (visible_to %v, hidden_from %v)",
 				p.req.TargetRole, c.v.Roles.VisibleTo, c.v.Roles.HiddenFrom), true)
 			continue
 		}
@@ -70,7 +70,7 @@ func (p *pipeline) visibility() {
 
 // LayerOf names a project's layer as records do: "shared" or "project".
 func LayerOf(project string) string {
-	if project == SharedProject {
+	if project == ctxtype.SharedProject {
 		return "shared"
 	}
 	return "project"

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/internal/ctxtype"
-	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
 
@@ -52,7 +51,7 @@ func FuzzRender(f *testing.F) {
 		if content == "" {
 			return
 		}
-		r := &Request{TargetRole: "implementer", Format: []render.Format{render.Markdown, render.Blocks, render.JSON, render.Navi}[format%4], TokenBudget: 4000}
+		r := &ctxtype.Request{TargetRole: "implementer", Format: []ctxtype.Format{ctxtype.Markdown, ctxtype.Blocks, ctxtype.JSON, ctxtype.Navi}[format%4], TokenBudget: 4000}
 		var ctx map[string]any
 		if json.Unmarshal([]byte(agentCtx), &ctx) == nil {
 			r.AgentContext = ctx
@@ -77,7 +76,7 @@ func FuzzRender(f *testing.F) {
 		if n, _ := token.Count(r.Tokenizer, a.Rendered); n != a.Used {
 			t.Fatalf("used %d, text counts %d", a.Used, n)
 		}
-		var spans []Span
+		var spans []ctxtype.Span
 		for _, rec := range a.Records {
 			if rec.Span != nil {
 				spans = append(spans, *rec.Span)
@@ -91,7 +90,7 @@ func FuzzRender(f *testing.F) {
 			}
 			end = sp.End
 		}
-		if r.Format == render.JSON {
+		if r.Format == ctxtype.JSON {
 			var doc any
 			if err := json.Unmarshal([]byte(a.Rendered), &doc); err != nil {
 				t.Fatalf("json format is not JSON: %v\n%s", err, a.Rendered)

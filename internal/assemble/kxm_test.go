@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/ctxtype"
-	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
 
@@ -37,7 +36,7 @@ func TestKXMFormat(t *testing.T) {
 	t.Parallel()
 	for _, tk := range []token.Tokenizer{token.O200kBase, token.Cl100kBase} {
 		r, cs := richScenario()
-		r.Format, r.Tokenizer = render.KXM, tk
+		r.Format, r.Tokenizer = ctxtype.KXM, tk
 		res, err := Assemble(Input{Project: "acme", PacketID: "ctxpkt_rich", Request: r, Candidates: cs, Now: t0})
 		require.NoError(t, err)
 		checkInvariants(t, r, res)
@@ -51,16 +50,16 @@ func TestKXMFormat(t *testing.T) {
 		require.Contains(t, res.Rendered, `"packetId":"ctxpkt_rich"`)
 		require.Contains(t, res.Rendered, `"generatedAt":"2026-11-29T12:00:00Z"`)
 		for _, rec := range res.Records {
-			if rec.Decision != Included || rec.Span == nil {
+			if rec.Decision != ctxtype.Included || rec.Span == nil {
 				continue
 			}
 			part := res.Rendered[rec.Span.Start:rec.Span.End]
 			switch rec.SubjectKind {
-			case SubjectItem:
+			case ctxtype.SubjectItem:
 				var m map[string]any
 				require.NoError(t, json.Unmarshal([]byte(part), &m), "an item's span is one object: %s", part)
 				require.Equal(t, rec.SubjectKey, m["id"])
-			case SubjectRequest:
+			case ctxtype.SubjectRequest:
 				require.True(t, strings.HasPrefix(part, `"`) || strings.HasPrefix(part, `{`), "a request part's span is a member or an object: %s", part)
 			}
 		}
@@ -69,9 +68,9 @@ func TestKXMFormat(t *testing.T) {
 	}
 }
 
-func findRequest(res *Result, key string) *Record {
+func findRequest(res *Result, key string) *ctxtype.Record {
 	for i := range res.Records {
-		if res.Records[i].SubjectKind == SubjectRequest && res.Records[i].SubjectKey == key {
+		if res.Records[i].SubjectKind == ctxtype.SubjectRequest && res.Records[i].SubjectKey == key {
 			return &res.Records[i]
 		}
 	}
@@ -107,12 +106,12 @@ func TestKXMBudgetExact(t *testing.T) {
 				}
 			}))
 		}
-		r := req(func(r *Request) {
+		r := req(func(r *ctxtype.Request) {
 			r.TokenBudget = 200 + rng.IntN(3000)
-			r.Format = render.KXM
+			r.Format = ctxtype.KXM
 			r.Tokenizer = []token.Tokenizer{token.O200kBase, token.Cl100kBase}[rng.IntN(2)]
 			if rng.IntN(2) == 0 {
-				r.Task = &Task{Objective: text(1 + rng.IntN(20))}
+				r.Task = &ctxtype.Task{Objective: text(1 + rng.IntN(20))}
 			}
 		})
 		res := run(t, r, cands(vs...))
@@ -129,7 +128,7 @@ func TestKXMBudgetExact(t *testing.T) {
 		var want []string
 		budgetGaps := 0
 		for _, g := range res.Gaps {
-			if g.Reason == ReasonBudget {
+			if g.Reason == ctxtype.ReasonBudget {
 				budgetGaps++
 			} else {
 				want = append(want, g.Reason)
@@ -149,7 +148,7 @@ func TestKXMBudgetExact(t *testing.T) {
 		}
 		require.Equal(t, want, gaps, "iteration %d", iter)
 		for _, rec := range res.Records {
-			if rec.SubjectKind == SubjectItem && rec.Decision == Included {
+			if rec.SubjectKind == ctxtype.SubjectItem && rec.Decision == ctxtype.Included {
 				marker := "marker" + strings.TrimPrefix(rec.SubjectKey, "k")
 				require.Contains(t, res.Rendered[rec.Span.Start:rec.Span.End], marker, "iteration %d: the span holds the item", iter)
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/navi"
-	"github.com/contextd/contextd/internal/render"
 )
 
 // naviItems are the versions an import of navi's packets writes (ToItem),
@@ -44,11 +43,11 @@ func TestNaviPacket(t *testing.T) {
 	t.Parallel()
 	for _, fixture := range []string{"priority_order", "ties_negatives_untitled"} {
 		packets, vs, want := naviItems(t, fixture)
-		res := run(t, req(func(r *Request) { r.Format = render.Navi }), cands(vs...))
+		res := run(t, req(func(r *ctxtype.Request) { r.Format = ctxtype.Navi }), cands(vs...))
 		require.Equal(t, want, res.Rendered, fixture)
 		for i, p := range packets {
 			rec := find(res, navi.Key(p))
-			require.Equal(t, Included, rec.Decision)
+			require.Equal(t, ctxtype.Included, rec.Decision)
 			block := navi.Block(p.Source.Debug(), int64(p.Priority), p.Title, p.Content)
 			require.Equal(t, strings.TrimSuffix(block, "\n"), res.Rendered[rec.Span.Start:rec.Span.End], "packet %d", i)
 		}
@@ -60,10 +59,10 @@ func TestNaviPacket(t *testing.T) {
 func TestNaviPacketWithRequestParts(t *testing.T) {
 	t.Parallel()
 	_, vs, want := naviItems(t, "ties_negatives_untitled")
-	res := run(t, req(func(r *Request) {
-		r.Format = render.Navi
-		r.Task = &Task{TaskID: "T-7", Objective: "Summarise the canvas."}
-		r.AcceptanceCriteria = []Criterion{{ID: "AC1", Description: "short", VerificationKind: "critic"}}
+	res := run(t, req(func(r *ctxtype.Request) {
+		r.Format = ctxtype.Navi
+		r.Task = &ctxtype.Task{TaskID: "T-7", Objective: "Summarise the canvas."}
+		r.AcceptanceCriteria = []ctxtype.Criterion{{ID: "AC1", Description: "short", VerificationKind: "critic"}}
 	}), cands(vs...))
 	require.True(t, strings.HasSuffix(res.Rendered, want), res.Rendered)
 	require.Equal(t, "Task: T-7\n\nObjective:\nSummarise the canvas.\n\nAcceptance Criteria:\n- [ ] **AC1** (critic): short\n\n", strings.TrimSuffix(res.Rendered, want))
@@ -82,11 +81,11 @@ func TestNaviBudgetIsExact(t *testing.T) {
 				kept = append(kept, v)
 			}
 		}
-		all := run(t, req(func(r *Request) { r.Format = render.Navi; r.TokenBudget = MaxBudget }), cands(kept...))
-		exact := run(t, req(func(r *Request) { r.Format = render.Navi; r.TokenBudget = all.Used }), cands(kept...))
+		all := run(t, req(func(r *ctxtype.Request) { r.Format = ctxtype.Navi; r.TokenBudget = ctxtype.MaxBudget }), cands(kept...))
+		exact := run(t, req(func(r *ctxtype.Request) { r.Format = ctxtype.Navi; r.TokenBudget = all.Used }), cands(kept...))
 		require.Empty(t, exact.Gaps, fixture)
 		require.Equal(t, all.Rendered, exact.Rendered, fixture)
-		short := run(t, req(func(r *Request) { r.Format = render.Navi; r.TokenBudget = all.Used - 1 }), cands(kept...))
+		short := run(t, req(func(r *ctxtype.Request) { r.Format = ctxtype.Navi; r.TokenBudget = all.Used - 1 }), cands(kept...))
 		require.Less(t, len(short.Rendered), len(all.Rendered), fixture)
 	}
 }
@@ -96,7 +95,7 @@ func TestNaviBudgetIsExact(t *testing.T) {
 func TestGoldenNavi(t *testing.T) {
 	t.Parallel()
 	r, cs := richScenario()
-	r.Format = render.Navi
+	r.Format = ctxtype.Navi
 	res := run(t, r, cs)
 	golden(t, "rich.navi", res.Rendered)
 	require.True(t, strings.HasSuffix(res.Rendered, "\n\n"))

@@ -18,7 +18,7 @@ func (p *pipeline) requestParts() {
 	p.doc = &render.Doc{Project: p.in.Project, TargetRole: req.TargetRole, Sections: map[string][]render.Entry{},
 		PacketID: p.in.PacketID, GeneratedAt: p.in.Now, Allocated: req.TokenBudget}
 	part := func(key, section string) int {
-		return p.addRecord(Record{SubjectKind: SubjectRequest, SubjectKey: key, Decision: Included, Section: section, Rule: "request"})
+		return p.addRecord(ctxtype.Record{SubjectKind: ctxtype.SubjectRequest, SubjectKey: key, Decision: ctxtype.Included, Section: section, Rule: "request"})
 	}
 	doc := p.doc
 	if t := req.Task; t != nil {
@@ -38,7 +38,7 @@ func (p *pipeline) requestParts() {
 		doc.PlanRef = part("plan", "Plan Pointer")
 	}
 	for i, h := range p.in.Predecessors {
-		ref := p.addRecord(Record{SubjectKind: SubjectHandoff, SubjectKey: h.ID, Decision: Included, Section: "Predecessor Outputs", Rule: "predecessor", Position: i})
+		ref := p.addRecord(ctxtype.Record{SubjectKind: ctxtype.SubjectHandoff, SubjectKey: h.ID, Decision: ctxtype.Included, Section: "Predecessor Outputs", Rule: "predecessor", Position: i})
 		doc.Predecessors = append(doc.Predecessors, render.Predecessor{
 			Ref: ref, ID: h.ID, SourceRole: h.SourceRole, TargetRole: h.TargetRole, Status: h.Status, StepID: h.StepID,
 			AttemptID: h.AttemptID, Summary: h.Summary, Decisions: h.Decisions, Artifacts: h.Artifacts, Verdicts: h.Verdicts,
@@ -60,7 +60,7 @@ func (p *pipeline) requestParts() {
 // is fixed here, before the budget, so record indexes never move.
 func (p *pipeline) itemRecords() {
 	for i, c := range p.ranked {
-		r := itemRecord(c, Included, "", "", false)
+		r := itemRecord(c, ctxtype.Included, "", "", false)
 		r.Rank = i + 1
 		c.section = sectionOf(c.v)
 		r.Section = c.section
@@ -68,11 +68,11 @@ func (p *pipeline) itemRecords() {
 	}
 	for _, c := range p.losers {
 		w := c.loserOf
-		c.ref = p.addRecord(itemRecord(c, Excluded, ReasonContradicted,
+		c.ref = p.addRecord(itemRecord(c, ctxtype.Excluded, ctxtype.ReasonContradicted,
 			fmt.Sprintf("contradicted by %s v%d on state_key %q (%s/%s/priority %d over %s/%s/priority %d)",
 				w.v.Key, w.v.Version, c.v.StateKey, w.v.Authority, w.v.Confidence, w.v.Priority, c.v.Authority, c.v.Confidence, c.v.Priority), false))
 	}
-	slices.SortStableFunc(p.excluded, func(a, b Record) int {
+	slices.SortStableFunc(p.excluded, func(a, b ctxtype.Record) int {
 		return cmp.Or(cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.SubjectKey, b.SubjectKey), cmp.Compare(a.SubjectProject, b.SubjectProject))
 	})
 	for _, r := range p.excluded {
@@ -91,7 +91,7 @@ func sectionOf(v *ctxtype.Version) string {
 		return render.ActiveSkills
 	case v.Kind == "state":
 		return render.CurrentState
-	case v.Project == SharedProject:
+	case v.Project == ctxtype.SharedProject:
 		return render.SharedDefaults
 	}
 	return render.ProjectKnowledge

@@ -18,7 +18,7 @@ var selection = []func(*pipeline){
 }
 
 // subjects names records as kind:key[:reason], in their order.
-func subjects(recs []Record) []string {
+func subjects(recs []ctxtype.Record) []string {
 	out := []string{}
 	for _, r := range recs {
 		s := r.SubjectKind + ":" + r.SubjectKey
@@ -36,14 +36,14 @@ func TestStageRequestParts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		mod  func(*Request)
+		mod  func(*ctxtype.Request)
 		want []string
 	}{
-		{"none", func(*Request) {}, []string{}},
-		{"all", func(r *Request) {
-			r.Task = &Task{TaskID: "T"}
-			r.AcceptanceCriteria = []Criterion{{ID: "AC1", VerificationKind: "gate"}}
-			r.Plan = &Plan{PlanHash: "h"}
+		{"none", func(*ctxtype.Request) {}, []string{}},
+		{"all", func(r *ctxtype.Request) {
+			r.Task = &ctxtype.Task{TaskID: "T"}
+			r.AcceptanceCriteria = []ctxtype.Criterion{{ID: "AC1", VerificationKind: "gate"}}
+			r.Plan = &ctxtype.Plan{PlanHash: "h"}
 			r.AgentContext = map[string]any{"branch": "main"}
 		}, []string{"request:task", "request:objective", "request:criteria", "request:plan", "handoff:h1", "handoff:h2", "request:agent_context"}},
 	} {
@@ -51,14 +51,14 @@ func TestStageRequestParts(t *testing.T) {
 			t.Parallel()
 			in := Input{Project: "acme", Request: req(tc.mod), Now: t0}
 			if tc.name == "all" {
-				in.Predecessors = []Predecessor{{ID: "h1"}, {ID: "h2"}}
+				in.Predecessors = []ctxtype.Predecessor{{ID: "h1"}, {ID: "h2"}}
 			}
 			p := newPipeline(in)
 			p.requestParts()
 			require.Equal(t, tc.want, subjects(p.recs))
 			for i, r := range p.recs {
-				require.Equal(t, Included, r.Decision, "request parts are inviolable")
-				if r.SubjectKind == SubjectHandoff {
+				require.Equal(t, ctxtype.Included, r.Decision, "request parts are inviolable")
+				if r.SubjectKind == ctxtype.SubjectHandoff {
 					require.Equal(t, i-4, r.Position, "predecessors keep the request's order")
 					require.Equal(t, i, p.doc.Predecessors[r.Position].Ref)
 				}
@@ -77,7 +77,7 @@ func TestStageRequestParts(t *testing.T) {
 func TestStageItemRecords(t *testing.T) {
 	t.Parallel()
 	hidden := func(v *ctxtype.Version) { v.Roles = ctxtype.Roles{HiddenFrom: []string{"implementer"}} }
-	r := req(func(r *Request) { r.Task = &Task{Objective: "Go"} })
+	r := req(func(r *ctxtype.Request) { r.Task = &ctxtype.Task{Objective: "Go"} })
 	stages := selection[:len(selection)-1]
 	p := setup(t, r, cands(
 		ver("acme", "b.hidden", "x", hidden),
@@ -96,7 +96,7 @@ func TestStageItemRecords(t *testing.T) {
 		"item:lose:contradicted",
 		"item:a.hidden:hidden", "item:a.hidden:hidden", "item:b.hidden:hidden", "item:over:overridden", "item:tmpl:template_unresolved",
 	}, subjects(p.recs))
-	require.Equal(t, SharedProject, p.recs[5].SubjectProject, "hidden a.hidden: _shared before acme")
+	require.Equal(t, ctxtype.SharedProject, p.recs[5].SubjectProject, "hidden a.hidden: _shared before acme")
 	require.Equal(t, []int{1, 2}, []int{p.recs[2].Rank, p.recs[3].Rank})
 	require.Equal(t, []string{render.ProjectKnowledge, render.ActiveSkills}, []string{p.recs[2].Section, p.recs[3].Section})
 	for _, c := range append(append([]*cand{}, p.ranked...), p.losers...) {
@@ -125,26 +125,26 @@ func TestStageBudget(t *testing.T) {
 		ver("acme", "b.small", "Short fact.", func(v *ctxtype.Version) { v.Priority = 5 }),
 		ver("acme", "c.small", "Other fact.", func(v *ctxtype.Version) { v.Priority = 1 }),
 	)
-	roomy := setup(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cs, selection...)
+	roomy := setup(t, req(func(r *ctxtype.Request) { r.TokenBudget = ctxtype.MaxBudget }), cs, selection...)
 	require.NoError(t, roomy.budget())
 	require.Equal(t, []bool{true, true, true}, roomy.included)
-	parts := MaxBudget - roomy.ranked[0].remaining // what the request's own parts cost
+	parts := ctxtype.MaxBudget - roomy.ranked[0].remaining // what the request's own parts cost
 	a, b, c := roomy.ranked[0], roomy.ranked[1], roomy.ranked[2]
 	require.Greater(t, a.needed, a.blockCost, "the first entry of a section brings its heading")
 	require.Equal(t, b.blockCost, b.needed, "later entries of a started section do not")
 
 	// Room for the two small ones, the second with its heading: the big one is skipped, not the end.
 	budget := parts + b.needed + (a.needed - a.blockCost) + c.needed
-	tight := setup(t, req(func(r *Request) { r.TokenBudget = budget }), cs, selection...)
+	tight := setup(t, req(func(r *ctxtype.Request) { r.TokenBudget = budget }), cs, selection...)
 	require.NoError(t, tight.budget())
 	require.Equal(t, []bool{false, true, true}, tight.included)
 	require.False(t, tight.inviolable)
 	require.Equal(t, budget-parts, tight.ranked[0].remaining, "what was left when the big one was priced")
 
-	over := setup(t, req(func(r *Request) { r.TokenBudget = 5; r.Task = &Task{Objective: big} }), cs, selection...)
+	over := setup(t, req(func(r *ctxtype.Request) { r.TokenBudget = 5; r.Task = &ctxtype.Task{Objective: big} }), cs, selection...)
 	require.NoError(t, over.budget())
 	require.True(t, over.inviolable)
-	require.Equal(t, []Gap{{Reason: gapInviolable}}, over.gaps)
+	require.Equal(t, []ctxtype.Gap{{Reason: gapInviolable}}, over.gaps)
 	require.Equal(t, []bool{false, false, false}, over.included)
 }
 
@@ -153,14 +153,14 @@ func TestStageBudget(t *testing.T) {
 func TestStageRender(t *testing.T) {
 	t.Parallel()
 	cs := sameSize(10)
-	all := setup(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cs, selection...)
+	all := setup(t, req(func(r *ctxtype.Request) { r.TokenBudget = ctxtype.MaxBudget }), cs, selection...)
 	require.NoError(t, all.budget())
 	require.NoError(t, all.render())
 	require.NotContains(t, all.included, false)
 
 	// The estimate let everything in, but the exact text is over: the
 	// lowest-ranked entry goes, and nothing else.
-	r := req(func(r *Request) { r.TokenBudget = MaxBudget })
+	r := req(func(r *ctxtype.Request) { r.TokenBudget = ctxtype.MaxBudget })
 	p := setup(t, r, cs, selection...)
 	require.NoError(t, p.budget())
 	r.TokenBudget = all.used - 1
@@ -174,7 +174,7 @@ func TestStageRender(t *testing.T) {
 
 	// Left out by the estimate, all fit exactly: the second pass takes at
 	// most maxFillTries of them, by rank.
-	q := setup(t, req(func(r *Request) { r.TokenBudget = MaxBudget }), cs, selection...)
+	q := setup(t, req(func(r *ctxtype.Request) { r.TokenBudget = ctxtype.MaxBudget }), cs, selection...)
 	require.NoError(t, q.budget())
 	clear(q.included)
 	require.NoError(t, q.render())
@@ -200,7 +200,10 @@ func TestStageRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cs := sameSize(3)
-			r := req(func(r *Request) { r.TokenBudget = MaxBudget; r.Task = &Task{TaskID: "T", Objective: tc.objective} })
+			r := req(func(r *ctxtype.Request) {
+				r.TokenBudget = ctxtype.MaxBudget
+				r.Task = &ctxtype.Task{TaskID: "T", Objective: tc.objective}
+			})
 			probe := setup(t, r, cs, selection...)
 			require.NoError(t, probe.budget())
 			require.NoError(t, probe.render())
@@ -213,22 +216,22 @@ func TestStageRecords(t *testing.T) {
 			require.NoError(t, p.render())
 			require.NoError(t, p.records())
 			require.Equal(t, tc.wantFirsts, subjects(p.recs)[:len(tc.wantFirsts)], "an empty objective has no record")
-			var gaps []Gap
+			var gaps []ctxtype.Gap
 			for i, rec := range p.recs {
-				if rec.SubjectKind != SubjectItem {
+				if rec.SubjectKind != ctxtype.SubjectItem {
 					require.NotNil(t, rec.Span)
 					continue
 				}
-				if rec.Decision == Included {
+				if rec.Decision == ctxtype.Included {
 					require.Equal(t, i-len(tc.wantFirsts), rec.Position, "positions count within the section")
 					require.Equal(t, blockOf(t, p, rec), p.text[rec.Span.Start:rec.Span.End])
 					continue
 				}
 				require.Nil(t, rec.Span)
-				require.Equal(t, ReasonBudget, rec.Reason)
+				require.Equal(t, ctxtype.ReasonBudget, rec.Reason)
 				require.Contains(t, rec.Detail, tc.detail)
 				require.Positive(t, rec.Tokens)
-				gaps = append(gaps, Gap{Key: rec.SubjectKey, Version: 1, Tokens: rec.Tokens, Reason: ReasonBudget})
+				gaps = append(gaps, ctxtype.Gap{Key: rec.SubjectKey, Version: 1, Tokens: rec.Tokens, Reason: ctxtype.ReasonBudget})
 			}
 			require.NotEmpty(t, gaps)
 			require.Equal(t, gaps, p.gaps[len(p.gaps)-len(gaps):], "one gap per entry the budget left out")
@@ -237,7 +240,7 @@ func TestStageRecords(t *testing.T) {
 }
 
 // blockOf is the markdown block of the item a record is about.
-func blockOf(t *testing.T, p *pipeline, rec Record) string {
+func blockOf(t *testing.T, p *pipeline, rec ctxtype.Record) string {
 	t.Helper()
 	for _, c := range p.ranked {
 		if c.v.Key == rec.SubjectKey {

@@ -14,7 +14,7 @@ import (
 // stage can be run, and tested, on a pipeline the earlier stages prepared.
 type pipeline struct {
 	in   Input
-	req  *Request
+	req  *ctxtype.Request
 	pins map[string]bool
 
 	// shadows maps a key to the project version that overrides a _shared
@@ -27,7 +27,7 @@ type pipeline struct {
 	cands []*cand
 	// excluded are the records of candidates dropped before ranking; they
 	// are written after the ranked items, sorted by reason.
-	excluded []Record
+	excluded []ctxtype.Record
 	// vars are the template values, built the first time a template needs
 	// them; kwIndex the words of each message a person wrote, indexed.
 	vars    map[string]string
@@ -39,7 +39,7 @@ type pipeline struct {
 	losers []*cand // contradiction losers, in candidate order
 
 	doc  *render.Doc
-	recs []Record
+	recs []ctxtype.Record
 
 	// inviolable: the request's own parts alone exceed the budget, so no
 	// item goes in.
@@ -52,7 +52,7 @@ type pipeline struct {
 	refCand     map[int]*cand
 	pieceCounts map[int]pieceCount
 	used        int
-	gaps        []Gap
+	gaps        []ctxtype.Gap
 }
 
 // cand is a candidate moving through the pipeline.
@@ -99,14 +99,14 @@ func (p *pipeline) count(s string) (int, error) {
 }
 
 // addRecord appends r and returns its index, which pieces refer to.
-func (p *pipeline) addRecord(r Record) int {
+func (p *pipeline) addRecord(r ctxtype.Record) int {
 	p.recs = append(p.recs, r)
 	return len(p.recs) - 1
 }
 
 // exclude records why c left before ranking.
 func (p *pipeline) exclude(c *cand, reason, detail string, adminOnly bool) {
-	p.excluded = append(p.excluded, itemRecord(c, Excluded, reason, detail, adminOnly))
+	p.excluded = append(p.excluded, itemRecord(c, ctxtype.Excluded, reason, detail, adminOnly))
 }
 
 // result is the packet the stages built.
@@ -114,14 +114,14 @@ func (p *pipeline) result() *Result {
 	return &Result{Pipeline: Pipeline1, Render: p.in.render(), Rendered: p.text, Allocated: p.req.TokenBudget, Used: p.used, Gaps: p.gaps, Records: p.recs}
 }
 
-func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) Record {
+func itemRecord(c *cand, decision, reason, detail string, adminOnly bool) ctxtype.Record {
 	if IsContextPacket(c.v.Key) {
 		// A part of the request, ranked and budgeted like an item.
-		return Record{SubjectKind: SubjectRequest, SubjectKey: c.v.Key, Decision: decision, Reason: reason, Detail: detail,
+		return ctxtype.Record{SubjectKind: ctxtype.SubjectRequest, SubjectKey: c.v.Key, Decision: decision, Reason: reason, Detail: detail,
 			Rule: c.rule, Kind: c.v.Kind, Source: c.v.Source}
 	}
-	return Record{
-		SubjectKind: SubjectItem, SubjectProject: c.v.Project, SubjectKey: c.v.Key, SubjectVersion: c.v.Version,
+	return ctxtype.Record{
+		SubjectKind: ctxtype.SubjectItem, SubjectProject: c.v.Project, SubjectKey: c.v.Key, SubjectVersion: c.v.Version,
 		Decision: decision, Reason: reason, Detail: detail, Rule: c.rule, Layer: c.layer, AdminOnly: adminOnly,
 		Kind: c.v.Kind, Source: c.v.Source,
 	}

@@ -3,6 +3,7 @@ package assemble
 import (
 	"fmt"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 )
 
@@ -19,7 +20,7 @@ func (p *pipeline) records() error {
 	}
 	kept := p.recs[:0]
 	for _, r := range p.recs {
-		if r.SubjectKind == SubjectRequest && r.Span == nil && !IsContextPacket(r.SubjectKey) {
+		if r.SubjectKind == ctxtype.SubjectRequest && r.Span == nil && !IsContextPacket(r.SubjectKey) {
 			continue
 		}
 		kept = append(kept, r)
@@ -35,10 +36,10 @@ func (p *pipeline) spans() {
 	for _, pc := range p.pieces {
 		if pc.Ref >= 0 {
 			r := &p.recs[pc.Ref]
-			r.Span = &Span{Start: off, End: off + len(pc.Text)}
+			r.Span = &ctxtype.Span{Start: off, End: off + len(pc.Text)}
 			// A contradiction line is its loser's piece: from Render2 on,
 			// the loser's record carries the line's tokens.
-			if r.SubjectKind != SubjectItem || (r.Reason == ReasonContradicted && p.in.render() >= Render2) {
+			if r.SubjectKind != ctxtype.SubjectItem || (r.Reason == ctxtype.ReasonContradicted && p.in.render() >= Render2) {
 				r.Tokens, _ = p.exactPiece(pc)
 			}
 		}
@@ -74,13 +75,13 @@ func (p *pipeline) itemOutcomes() error {
 				return err
 			}
 		}
-		r.Decision, r.Reason, r.Tokens = Excluded, ReasonBudget, c.blockCost
+		r.Decision, r.Reason, r.Tokens = ctxtype.Excluded, ctxtype.ReasonBudget, c.blockCost
 		if p.inviolable {
 			r.Detail = fmt.Sprintf("the task, criteria, plan, predecessors and host state alone exceed the budget of %d", p.req.TokenBudget)
 		} else {
 			r.Detail = fmt.Sprintf("needed %d tokens with its heading; %d of the budget of %d were left after higher-ranked entries", c.needed, c.remaining, p.req.TokenBudget)
 		}
-		p.gaps = append(p.gaps, Gap{Key: c.v.Key, Version: c.v.Version, Tokens: c.blockCost, Reason: ReasonBudget})
+		p.gaps = append(p.gaps, ctxtype.Gap{Key: c.v.Key, Version: c.v.Version, Tokens: c.blockCost, Reason: ctxtype.ReasonBudget})
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package assemble
 import (
 	"fmt"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -79,7 +80,7 @@ func (p *pipeline) refill() error {
 // it exactly.
 func (p *pipeline) renderIncluded() ([]render.Piece, string, int, error) {
 	p.fillDoc()
-	if p.req.Format == render.KXM {
+	if p.req.Format == ctxtype.KXM {
 		return p.renderKXM()
 	}
 	pieces := render.Render(p.req.Format, p.doc)
@@ -102,7 +103,7 @@ const maxSettle = 8
 func (p *pipeline) renderKXM() ([]render.Piece, string, int, error) {
 	p.doc.Gaps = p.textGaps()
 	for pass := 0; ; pass++ {
-		pieces := render.Render(render.KXM, p.doc)
+		pieces := render.Render(ctxtype.KXM, p.doc)
 		n, err := p.countPieces(pieces)
 		if err != nil {
 			return nil, "", 0, err
@@ -141,7 +142,7 @@ func (p *pipeline) textGaps() []string {
 }
 
 func kxmBudgetGap(n int) string {
-	return fmt.Sprintf("%s: %d entries left out (the packet's budget.unresolved_gaps lists them)", ReasonBudget, n)
+	return fmt.Sprintf("%s: %d entries left out (the packet's budget.unresolved_gaps lists them)", ctxtype.ReasonBudget, n)
 }
 
 // kxmReserve is six digits, more than any budget (MaxBudget) or any

@@ -11,7 +11,7 @@ import (
 
 // setup returns a pipeline on the request and candidates that has run the
 // given stages, so that a test can look at the next stage alone.
-func setup(t *testing.T, r *Request, cs []Candidate, stages ...func(*pipeline)) *pipeline {
+func setup(t *testing.T, r *ctxtype.Request, cs []Candidate, stages ...func(*pipeline)) *pipeline {
 	t.Helper()
 	p := newPipeline(Input{Project: "acme", Request: r, Candidates: cs, Now: t0})
 	for _, s := range stages {
@@ -75,22 +75,24 @@ func TestStageTriggers(t *testing.T) {
 		name      string
 		trigger   ctxtype.Trigger
 		relevance *float64
-		mod       func(*Request)
+		mod       func(*ctxtype.Request)
 		rule      string // "" when it must not fire
 	}{
 		{"always", ctxtype.Trigger{Always: true}, nil, nil, "always"},
-		{"pin beats its trigger", ctxtype.Trigger{PinnedOnly: true}, nil, func(r *Request) { r.Pins = []string{"k"} }, "pin"},
+		{"pin beats its trigger", ctxtype.Trigger{PinnedOnly: true}, nil, func(r *ctxtype.Request) { r.Pins = []string{"k"} }, "pin"},
 		{"pinned only, not pinned", ctxtype.Trigger{PinnedOnly: true}, nil, nil, ""},
-		{"tool", ctxtype.Trigger{Tool: ptr("grep")}, nil, func(r *Request) { r.ToolResults = []ToolResult{{Tool: "grep"}} }, "tool:grep"},
-		{"other tool", ctxtype.Trigger{Tool: ptr("grep")}, nil, func(r *Request) { r.ToolResults = []ToolResult{{Tool: "ls"}} }, ""},
+		{"tool", ctxtype.Trigger{Tool: ptr("grep")}, nil, func(r *ctxtype.Request) { r.ToolResults = []ctxtype.ToolResult{{Tool: "grep"}} }, "tool:grep"},
+		{"other tool", ctxtype.Trigger{Tool: ptr("grep")}, nil, func(r *ctxtype.Request) { r.ToolResults = []ctxtype.ToolResult{{Tool: "ls"}} }, ""},
 		{"relevance", ctxtype.Trigger{Relevance: true}, ptr(0.42), nil, "relevance:0.42"},
 		{"not among the matches", ctxtype.Trigger{Relevance: true}, nil, nil, ""},
 		{"keyword from an agent", ctxtype.Trigger{Keywords: []string{"refund"}}, nil,
-			func(r *Request) { r.History = []Message{{Role: "user", Author: "agent", Content: "refund"}} }, ""},
+			func(r *ctxtype.Request) {
+				r.History = []ctxtype.Message{{Role: "user", Author: "agent", Content: "refund"}}
+			}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			mods := []func(*Request){}
+			mods := []func(*ctxtype.Request){}
 			if tc.mod != nil {
 				mods = append(mods, tc.mod)
 			}
@@ -139,7 +141,7 @@ func TestStageOverrides(t *testing.T) {
 			}
 			require.Len(t, p.excluded, 1)
 			r := p.excluded[0]
-			require.Equal(t, []string{SharedProject, "k", Excluded, ReasonOverridden, "overridden by project item k v3"},
+			require.Equal(t, []string{ctxtype.SharedProject, "k", ctxtype.Excluded, ctxtype.ReasonOverridden, "overridden by project item k v3"},
 				[]string{r.SubjectProject, r.SubjectKey, r.Decision, r.Reason, r.Detail})
 			require.Equal(t, tc.adminOnly, r.AdminOnly)
 		})
@@ -172,7 +174,7 @@ func TestStageVisibility(t *testing.T) {
 			}
 			require.Empty(t, p.cands)
 			require.Len(t, p.excluded, 1)
-			require.Equal(t, ReasonHidden, p.excluded[0].Reason)
+			require.Equal(t, ctxtype.ReasonHidden, p.excluded[0].Reason)
 			require.True(t, p.excluded[0].AdminOnly, "only admins learn a hidden item exists")
 			require.Contains(t, p.excluded[0].Detail, `not visible to role "implementer"`)
 		})
@@ -187,20 +189,20 @@ func TestStageTemplates(t *testing.T) {
 		name           string
 		template       bool
 		title, content string
-		task           *Task
+		task           *ctxtype.Task
 		want           string // the content shown, or the detail of the exclusion
 		excluded       bool
 	}{
 		{"not a template", false, "", "{{customer}}", nil, "{{customer}}", false},
 		{"filled", true, "", "Dear {{ customer }} at {{now}}", nil, "Dear Ada at 2026-11-29T12:00:00Z", false},
 		{"built-ins win over variables", true, "", "{{project}} as {{target_role}}", nil, "acme as implementer", false},
-		{"objective when the task has one", true, "", "{{task.objective}}", &Task{Objective: "Ship"}, "Ship", false},
-		{"no objective, no value, whatever the variables say", true, "", "{{task.objective}}", &Task{}, "no value for task.objective", true},
+		{"objective when the task has one", true, "", "{{task.objective}}", &ctxtype.Task{Objective: "Ship"}, "Ship", false},
+		{"no objective, no value, whatever the variables say", true, "", "{{task.objective}}", &ctxtype.Task{}, "no value for task.objective", true},
 		{"missing names once each, title first", true, "{{b}}", "{{a}} {{b}} {{a}}", nil, "no value for b, a", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := req(func(r *Request) {
+			r := req(func(r *ctxtype.Request) {
 				r.Task = tc.task
 				r.Variables = map[string]any{"customer": "Ada", "project": "evil", "target_role": "admin", "task.objective": "forged"}
 			})
@@ -210,7 +212,7 @@ func TestStageTemplates(t *testing.T) {
 			if tc.excluded {
 				require.Empty(t, p.cands)
 				require.Len(t, p.excluded, 1)
-				require.Equal(t, ReasonTemplateUnresolved, p.excluded[0].Reason)
+				require.Equal(t, ctxtype.ReasonTemplateUnresolved, p.excluded[0].Reason)
 				require.Equal(t, tc.want, p.excluded[0].Detail)
 				return
 			}

@@ -59,7 +59,7 @@ type Lane struct {
 type LaneQuery struct {
 	Layer string
 	Lane  Lane
-	After RankPos
+	After ctxtype.RankPos
 	// Words are the words a person said, for the keyword lane, and
 	// keyword.StemMark and the stem of each: its items are those with a
 	// keyword whose keyword.Term is one of them.
@@ -115,16 +115,12 @@ const (
 	PostingsPerLexeme = RelevanceLimit
 )
 
-// RankPos is ctxtype.RankPos: an always-on item's place in its layer's
-// rank order.
-type RankPos = ctxtype.RankPos
-
 // StartPos is before every item.
-var StartPos = RankPos{Authority: math.MinInt16, Priority: math.MinInt64, Confidence: math.MinInt16, Time: math.MinInt64}
+var StartPos = ctxtype.RankPos{Authority: math.MinInt16, Priority: math.MinInt64, Confidence: math.MinInt16, Time: math.MinInt64}
 
 // PosOf is the rank position of a version.
-func PosOf(v *ctxtype.Version) RankPos {
-	return RankPos{
+func PosOf(v *ctxtype.Version) ctxtype.RankPos {
+	return ctxtype.RankPos{
 		Authority: int16(-authorityRank[v.Authority]), Priority: -int64(v.Priority),
 		Confidence: int16(-confidenceRank[v.Confidence]), Time: -v.CreatedAt.UnixMicro(), Key: v.Key,
 	}
@@ -171,7 +167,7 @@ func TopRelevance(postings []Posting, lexemes int) []Scored {
 }
 
 func layerOrder(layer string) int {
-	if layer == SharedProject {
+	if layer == ctxtype.SharedProject {
 		return 1
 	}
 	return 0
@@ -215,10 +211,10 @@ func (m *MemorySource) index() {
 }
 
 // after is the live versions of a layer after a rank position, in order.
-func (m *MemorySource) after(layer string, pos RankPos) []*ctxtype.Version {
+func (m *MemorySource) after(layer string, pos ctxtype.RankPos) []*ctxtype.Version {
 	m.index()
 	vs := m.byLayer[layer]
-	i, _ := slices.BinarySearchFunc(vs, pos, func(v *ctxtype.Version, p RankPos) int { return PosOf(v).Compare(p) })
+	i, _ := slices.BinarySearchFunc(vs, pos, func(v *ctxtype.Version, p ctxtype.RankPos) int { return PosOf(v).Compare(p) })
 	for i < len(vs) && PosOf(vs[i]).Compare(pos) <= 0 {
 		i++
 	}

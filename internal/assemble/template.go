@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 )
 
@@ -28,7 +29,7 @@ func (p *pipeline) templates() {
 			c.title, missing = fillTemplate(c.v.Title, p.vars, missing)
 			c.content, missing = fillTemplate(c.v.Content, p.vars, missing)
 			if len(missing) > 0 {
-				p.exclude(c, ReasonTemplateUnresolved, "no value for "+strings.Join(missing, ", "), false)
+				p.exclude(c, ctxtype.ReasonTemplateUnresolved, "no value for "+strings.Join(missing, ", "), false)
 				continue
 			}
 		}
@@ -40,7 +41,7 @@ func (p *pipeline) templates() {
 // templateVars returns the values placeholders may take: the closed set of
 // built-ins, then the request's variables. Built-ins win, so a variable
 // cannot pretend to be the project or the time.
-func templateVars(in Input, req *Request) map[string]string {
+func templateVars(in Input, req *ctxtype.Request) map[string]string {
 	vars := map[string]string{}
 	for k, v := range req.Variables {
 		switch x := v.(type) {

@@ -123,7 +123,7 @@ func FuzzTemplate(f *testing.F) {
 		if a.Rendered != b.Rendered || !reflect.DeepEqual(a.Records, b.Records) {
 			t.Fatal("same template, different packets")
 		}
-		var rec *Record
+		var rec *ctxtype.Record
 		for i := range a.Records {
 			if a.Records[i].SubjectKey == "tmpl" {
 				rec = &a.Records[i]
@@ -133,12 +133,12 @@ func FuzzTemplate(f *testing.F) {
 			t.Fatal("the template item has no record")
 		}
 		if len(wantMissing) > 0 {
-			if rec.Decision != Excluded || rec.Reason != ReasonTemplateUnresolved || rec.Span != nil {
+			if rec.Decision != ctxtype.Excluded || rec.Reason != ctxtype.ReasonTemplateUnresolved || rec.Span != nil {
 				t.Fatalf("a template missing %q is %s (%s)", wantMissing, rec.Decision, rec.Reason)
 			}
 			return
 		}
-		if rec.Decision == Excluded {
+		if rec.Decision == ctxtype.Excluded {
 			t.Fatalf("a filled template is left out: %s %s", rec.Reason, rec.Detail)
 		}
 		if block := render.MarkdownItemBlock(filled[0], filled[1]); rec.Span == nil || a.Rendered[rec.Span.Start:rec.Span.End] != block {

@@ -131,7 +131,7 @@ func score(x float64) string {
 // NotTriggered explains why an item that was valid and live did not fire:
 // which trigger it has and what the request lacked. Such items have no
 // record, so explanations ask this instead.
-func NotTriggered(req *Request, v *ctxtype.Version) string {
+func NotTriggered(req *ctxtype.Request, v *ctxtype.Version) string {
 	t := v.Trigger
 	switch {
 	case t.Keywords != nil && t.Stem():

@@ -57,12 +57,6 @@ const SharedProject = "_shared"
 // AllProjects in an agent's scope means every project.
 const AllProjects = "*"
 
-// Errors of this package, mapped to 401/403 by the HTTP layer.
-var (
-	ErrUnauthenticated = fault.ErrUnauthenticated
-	ErrForbidden       = fault.ErrForbidden
-)
-
 // Agent is an authenticated caller.
 type Agent struct {
 	ID         string
@@ -142,13 +136,13 @@ type Service struct {
 func NewService(st *store.Store) *Service { return &Service{store: st, keys: newKeyCache()} }
 
 // Authenticate returns the agent holding key. A malformed key, a bad
-// checksum, an unknown key and a revoked key are all ErrUnauthenticated.
+// checksum, an unknown key and a revoked key are all fault.ErrUnauthenticated.
 //
 // Agents of good keys are kept (see keyCache): for a second, or while
 // Watch hears every change, for up to keyMaxAge.
 func (s *Service) Authenticate(ctx context.Context, key string) (*Agent, error) {
 	if !WellFormed(key) {
-		return nil, fmt.Errorf("%w: not a contextd key (bad shape or checksum)", ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: not a contextd key (bad shape or checksum)", fault.ErrUnauthenticated)
 	}
 	hash, started := HashKey(key), time.Now()
 	if a, ok := s.keys.get(hash, started); ok {
@@ -157,12 +151,12 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Agent, error) 
 	row, err := s.store.AgentByKeyHash(ctx, hash)
 	if err != nil {
 		if errors.Is(err, fault.ErrNotFound) {
-			return nil, fmt.Errorf("%w: unknown key", ErrUnauthenticated)
+			return nil, fmt.Errorf("%w: unknown key", fault.ErrUnauthenticated)
 		}
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	if row.RevokedAt != nil {
-		return nil, fmt.Errorf("%w: key revoked", ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: key revoked", fault.ErrUnauthenticated)
 	}
 	a := fromRow(row)
 	s.keys.put(hash, a, started)
@@ -225,7 +219,7 @@ func (p *CreateParams) validate() error {
 
 func requireAdmin(caller *Agent) error {
 	if caller == nil || !caller.IsAdmin() {
-		return fmt.Errorf("%w: only admins manage agents", ErrForbidden)
+		return fmt.Errorf("%w: only admins manage agents", fault.ErrForbidden)
 	}
 	return nil
 }
@@ -250,7 +244,7 @@ func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, caller *Agent, p C
 		return nil, "", err
 	}
 	if !caller.Covers(p.Projects) {
-		return nil, "", fmt.Errorf("%w: an admin grants only projects in its own scope", ErrForbidden)
+		return nil, "", fmt.Errorf("%w: an admin grants only projects in its own scope", fault.ErrForbidden)
 	}
 	if p.MaxAuthority == "" {
 		p.MaxAuthority = Capped(DefaultMaxAuthority(p.Permission), caller.ceiling())
@@ -342,7 +336,7 @@ func (s *Service) Revoke(ctx context.Context, caller *Agent, id string) (*Agent,
 			return nil, noAgent(id, err)
 		}
 		if !caller.Covers(target.Projects) {
-			return nil, fmt.Errorf("%w: agent %s is outside your scope", ErrForbidden, id)
+			return nil, fmt.Errorf("%w: agent %s is outside your scope", fault.ErrForbidden, id)
 		}
 	}
 	var row store.Agent

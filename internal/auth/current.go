@@ -13,17 +13,17 @@ import (
 // explorer at /ui): it reads the agent on every call, bypassing the key
 // cache, so a revocation made by any process ends the session at once,
 // and a change of role, permission or scope applies to its next request.
-// A revoked or unknown agent is ErrUnauthenticated.
+// A revoked or unknown agent is fault.ErrUnauthenticated.
 func (s *Service) Current(ctx context.Context, id string) (*Agent, error) {
 	row, err := s.store.AgentGet(ctx, id)
 	if err != nil {
 		if errors.Is(err, fault.ErrNotFound) {
-			return nil, fmt.Errorf("%w: unknown agent", ErrUnauthenticated)
+			return nil, fmt.Errorf("%w: unknown agent", fault.ErrUnauthenticated)
 		}
 		return nil, fmt.Errorf("read agent: %w", err)
 	}
 	if row.RevokedAt != nil {
-		return nil, fmt.Errorf("%w: key revoked", ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: key revoked", fault.ErrUnauthenticated)
 	}
 	return fromRow(row), nil
 }

@@ -66,7 +66,7 @@ func (s *Service) UpdateTx(ctx context.Context, tx *store.Tx, caller *Agent, id 
 		}
 		cur := fromRow(row)
 		if !caller.Covers(cur.Projects) {
-			return fmt.Errorf("%w: agent %s is outside your scope", ErrForbidden, id)
+			return fmt.Errorf("%w: agent %s is outside your scope", fault.ErrForbidden, id)
 		}
 		if cur.RevokedAt != nil {
 			return fmt.Errorf("%w: agent %s is revoked; make a new agent instead", fault.ErrConflict, id)
@@ -76,7 +76,7 @@ func (s *Service) UpdateTx(ctx context.Context, tx *store.Tx, caller *Agent, id 
 			return err
 		}
 		if !caller.Covers(next.Projects) {
-			return fmt.Errorf("%w: an admin grants only projects in its own scope", ErrForbidden)
+			return fmt.Errorf("%w: an admin grants only projects in its own scope", fault.ErrForbidden)
 		}
 		if err := caller.grants(next.MaxAuthority); err != nil {
 			return err

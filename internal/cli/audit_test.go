@@ -259,6 +259,27 @@ func TestAuditVerifyAfterARedaction(t *testing.T) {
 	require.Contains(t, stdout, "problem=state_mismatch")
 }
 
+// checkpointedChain serves a database with an audit key, writes project
+// acme with one item (entries 1 and 2, sealed) and saves a checkpoint of
+// it; it returns the database, the server, the admin key, the client
+// arguments for acme and the checkpoint's file.
+func checkpointedChain(t *testing.T) (dbURL, base, key string, args []string, cpFile string) {
+	t.Helper()
+	dbURL = pgtest.NewURL(t)
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+	base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	t.Cleanup(func() { stop() })
+	key = keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
+	send(t, "PUT", base+"/v1/projects/acme/items/a", key, `{"content":"first"}`)
+	args = []string{"--project", "acme", "--url", base, "--key", key}
+	cpFile = filepath.Join(t.TempDir(), "cp.json")
+	_, errs, code := run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
+	require.Equal(t, 0, code, errs)
+	return dbURL, base, key, args, cpFile
+}
+
 // TestAuditVerifyRefusesEntriesAppendedWithoutTheKey: issue 32's third
 // row. After a checkpoint, someone with the database but not the audit key
 // appends consistent, correctly hashed entries (here through a contextd of
@@ -267,18 +288,7 @@ func TestAuditVerifyAfterARedaction(t *testing.T) {
 // first forged seq; a genuine write after them does not launder them.
 func TestAuditVerifyRefusesEntriesAppendedWithoutTheKey(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.NewURL(t)
-	keyFile := filepath.Join(t.TempDir(), "audit.key")
-	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
-	base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
-	defer stop()
-	key := keyRE.FindString(out.String())
-	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
-	send(t, "PUT", base+"/v1/projects/acme/items/a", key, `{"content":"first"}`)
-	args := []string{"--project", "acme", "--url", base, "--key", key}
-	cpFile := filepath.Join(t.TempDir(), "cp.json")
-	_, errs, code := run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
-	require.Equal(t, 0, code, errs)
+	dbURL, base, key, args, cpFile := checkpointedChain(t)
 	stdout, _, code := run(t, append([]string{"audit", "verify", "--checkpoint", cpFile}, args...)...)
 	require.Equal(t, 0, code, stdout)
 	require.Contains(t, stdout, "ok entries=2 ")
@@ -361,18 +371,7 @@ func TestAuditAdoptSealsWhatWasWrittenWithoutTheKey(t *testing.T) {
 // reported, with a checkpoint or without.
 func TestAuditVerifyCatchesAnEntryPastTheHead(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.NewURL(t)
-	keyFile := filepath.Join(t.TempDir(), "audit.key")
-	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
-	base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
-	defer stop()
-	key := keyRE.FindString(out.String())
-	send(t, "PUT", base+"/v1/projects/acme", key, `{}`)
-	send(t, "PUT", base+"/v1/projects/acme/items/a", key, `{"content":"first"}`)
-	args := []string{"--project", "acme", "--url", base, "--key", key}
-	cpFile := filepath.Join(t.TempDir(), "cp.json")
-	_, errs, code := run(t, append([]string{"audit", "checkpoint", "--out", cpFile}, args...)...)
-	require.Equal(t, 0, code, errs)
+	dbURL, _, _, args, cpFile := checkpointedChain(t)
 
 	tamper(t, dbURL, `UPDATE projects SET description = 'EVIL' WHERE project = 'acme';
 		INSERT INTO audit_entries VALUES ('acme', 999999999999, 'project', 'acme', '\x7b7d', sha256('\x7b7d'), sha256('\x00'))`)

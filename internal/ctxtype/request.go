@@ -12,7 +12,7 @@ import (
 )
 
 // Format is a packet's output format. It is part of the request, which is
-// why it lives here and the renderers name it by alias.
+// why it lives here and not with the renderers.
 type Format string
 
 const (

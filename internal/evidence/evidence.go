@@ -71,7 +71,7 @@ func (s *Service) authorize(ctx context.Context, tx *store.Tx, agent *auth.Agent
 		return s.projects.AuthorizeIn(ctx, tx.DB, agent, chain, auth.Admin)
 	}
 	if !agent.IsAdmin() || !agent.AllScope() {
-		return fmt.Errorf("%w: the global chain is for admins of every project (\"*\")", auth.ErrForbidden)
+		return fmt.Errorf("%w: the global chain is for admins of every project (\"*\")", fault.ErrForbidden)
 	}
 	return nil
 }

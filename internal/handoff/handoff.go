@@ -219,17 +219,17 @@ func (m *Manifest) normalize(agent *auth.Agent) error {
 	}
 	if auth.Permission(m.Target.Permission).Exceeds(agent.Permission) {
 		return fmt.Errorf("%w: target.permission %s exceeds your own permission %s; a handoff hands on at most what its author holds",
-			auth.ErrForbidden, m.Target.Permission, agent.Permission)
+			fault.ErrForbidden, m.Target.Permission, agent.Permission)
 	}
 	if m.Source.Role == "" {
 		m.Source.Role = agent.Role
 	} else if m.Source.Role != agent.Role && !agent.IsAdmin() {
-		return fmt.Errorf("%w: the source role is the calling agent's role (%s), not %s", auth.ErrForbidden, agent.Role, m.Source.Role)
+		return fmt.Errorf("%w: the source role is the calling agent's role (%s), not %s", fault.ErrForbidden, agent.Role, m.Source.Role)
 	}
 	if m.Source.AgentID == "" {
 		m.Source.AgentID = agent.ID
 	} else if m.Source.AgentID != agent.ID && !agent.IsAdmin() {
-		return fmt.Errorf("%w: the source agent is the caller (%s), not %s", auth.ErrForbidden, agent.ID, m.Source.AgentID)
+		return fmt.Errorf("%w: the source agent is the caller (%s), not %s", fault.ErrForbidden, agent.ID, m.Source.AgentID)
 	}
 	m.Deliverables.Patches = nonNil(m.Deliverables.Patches)
 	m.Deliverables.Reports = nonNil(m.Deliverables.Reports)
@@ -446,9 +446,9 @@ func (s *Service) transition(ctx context.Context, tx *store.Tx, agent *auth.Agen
 	switch {
 	case agent.IsAdmin():
 	case t == Withdraw && !mayWithdraw(agent, proj, cur):
-		return nil, fmt.Errorf("%w: only handoff %s's source agent (or an admin) may withdraw it", auth.ErrForbidden, id)
+		return nil, fmt.Errorf("%w: only handoff %s's source agent (or an admin) may withdraw it", fault.ErrForbidden, id)
 	case t != Withdraw && cur.TargetRole != agent.Role:
-		return nil, fmt.Errorf("%w: handoff %s is addressed to role %s", auth.ErrForbidden, id, cur.TargetRole)
+		return nil, fmt.Errorf("%w: handoff %s is addressed to role %s", fault.ErrForbidden, id, cur.TargetRole)
 	}
 	row, err := tx.HandoffTransition(ctx, proj, id, to, reason)
 	if err != nil {

@@ -250,7 +250,7 @@ func (s *Service) AuthorizeStream(ctx context.Context, agent *auth.Agent, proj s
 	}
 	if f.SourceRole != "" {
 		if f.SourceRole != agent.Role {
-			return StreamFilter{}, fmt.Errorf("%w: an agent listens to the answers to its own role's handoffs (%s), not %s's", auth.ErrForbidden, agent.Role, f.SourceRole)
+			return StreamFilter{}, fmt.Errorf("%w: an agent listens to the answers to its own role's handoffs (%s), not %s's", fault.ErrForbidden, agent.Role, f.SourceRole)
 		}
 		return f, nil
 	}
@@ -258,7 +258,7 @@ func (s *Service) AuthorizeStream(ctx context.Context, agent *auth.Agent, proj s
 		return StreamFilter{TargetRole: agent.Role}, nil
 	}
 	if f.TargetRole != agent.Role {
-		return StreamFilter{}, fmt.Errorf("%w: an agent listens to its own role's inbox (%s), not %s", auth.ErrForbidden, agent.Role, f.TargetRole)
+		return StreamFilter{}, fmt.Errorf("%w: an agent listens to its own role's inbox (%s), not %s", fault.ErrForbidden, agent.Role, f.TargetRole)
 	}
 	return f, nil
 }

@@ -61,7 +61,7 @@ func (s *Service) BatchTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, 
 // whole batch are locked first, in key order, as for any write, and the
 // chunks come in key order too (so the new keys' rows are made in key
 // order): two batches cannot deadlock.
-func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, keys []string, fields []Fields) (BatchResult, error) {
+func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, keys []string, fields []ctxtype.Fields) (BatchResult, error) {
 	current, err := tx.ItemLockCurrent(ctx, proj, slices.Sorted(slices.Values(keys)))
 	if err != nil {
 		return BatchResult{}, err
@@ -87,7 +87,7 @@ func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 // checkBatch authorizes a batch and checks its items and the authority
 // they claim: every problem of every item at once, before anything is
 // written. It is the batch's keys and normalised fields.
-func (s *Service) checkBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]string, []Fields, error) {
+func (s *Service) checkBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]string, []ctxtype.Fields, error) {
 	if err := s.projects.AuthorizeIn(ctx, db, agent, proj, auth.Edit); err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +124,7 @@ func Check(ins []Input, skip []bool) error {
 }
 
 // checkAll is a batch's keys and normalised fields, and its problems.
-func checkAll(ins []Input, skip []bool) ([]string, []Fields, *validation.List) {
+func checkAll(ins []Input, skip []bool) ([]string, []ctxtype.Fields, *validation.List) {
 	var errs validation.List
 	if len(ins) == 0 {
 		errs.Add("/items", "required", "items must hold at least one item")
@@ -134,7 +134,7 @@ func checkAll(ins []Input, skip []bool) ([]string, []Fields, *validation.List) {
 		return nil, nil, &errs
 	}
 	keys := make([]string, len(ins))
-	fields := make([]Fields, len(ins))
+	fields := make([]ctxtype.Fields, len(ins))
 	seen := make(map[string]int, len(ins))
 	for i := range ins {
 		if skip != nil && skip[i] {

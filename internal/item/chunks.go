@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -30,7 +31,7 @@ type chunk struct {
 // search vectors computed on a connection of their own meanwhile
 // (store.Store.SearchVectors; the first chunk's would only move that work,
 // not overlap it). It stops after an error, or when done is closed.
-func (s *Service) prepareChunks(ctx context.Context, keys []string, fields []Fields, done <-chan struct{}) <-chan chunk {
+func (s *Service) prepareChunks(ctx context.Context, keys []string, fields []ctxtype.Fields, done <-chan struct{}) <-chan chunk {
 	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i
@@ -41,7 +42,7 @@ func (s *Service) prepareChunks(ctx context.Context, keys []string, fields []Fie
 		defer close(out)
 		for lo := 0; lo < len(order); lo += chunkSize {
 			at := order[lo:min(lo+chunkSize, len(order))]
-			ks, fs := make([]string, len(at)), make([]Fields, len(at))
+			ks, fs := make([]string, len(at)), make([]ctxtype.Fields, len(at))
 			for j, i := range at {
 				ks[j], fs[j] = keys[i], fields[i]
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -17,8 +18,8 @@ import (
 var tombstoneHash = sha256.Sum256([]byte("contextd:tombstone"))
 
 // Delete writes a tombstone version in a transaction of its own.
-func (s *Service) Delete(ctx context.Context, agent *auth.Agent, proj, key string, opts PutOpts) (*Version, error) {
-	var v *Version
+func (s *Service) Delete(ctx context.Context, agent *auth.Agent, proj, key string, opts PutOpts) (*ctxtype.Version, error) {
+	var v *ctxtype.Version
 	err := s.store.InTx(ctx, func(tx *store.Tx) error {
 		var err error
 		v, err = s.DeleteTx(ctx, tx, agent, proj, key, opts)
@@ -30,7 +31,7 @@ func (s *Service) Delete(ctx context.Context, agent *auth.Agent, proj, key strin
 // DeleteTx writes a tombstone version inside the caller's transaction. The
 // tombstone keeps the roles of the version before it, so the item's
 // history stays hidden from whom it was.
-func (s *Service) DeleteTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, key string, opts PutOpts) (*Version, error) {
+func (s *Service) DeleteTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, key string, opts PutOpts) (*ctxtype.Version, error) {
 	if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Edit); err != nil {
 		return nil, err
 	}
@@ -44,12 +45,12 @@ func (s *Service) DeleteTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 	return v, nil
 }
 
-func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, key string, opts PutOpts) (*Version, error) {
+func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, key string, opts PutOpts) (*ctxtype.Version, error) {
 	// Nothing to delete: 404, or 412 when the caller made it a
 	// precondition that there is (If-Match).
 	missing := func(err error) error {
 		if opts.IfMatch != nil && (err == nil || errors.Is(err, fault.ErrNotFound)) {
-			return fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, opts.IfMatch)
+			return fmt.Errorf("%w: If-Match %s, but the item has no live version", fault.ErrPreconditionFailed, opts.IfMatch)
 		}
 		if err == nil || errors.Is(err, fault.ErrNotFound) {
 			err = fmt.Errorf("%w: %s", ErrNotFound, key)
@@ -68,12 +69,12 @@ func (s *Service) tombstone(ctx context.Context, tx *store.Tx, agent *auth.Agent
 		return nil, missing(nil)
 	}
 	if opts.IfMatch != nil && !opts.IfMatch.Holds(true, cur.Version) {
-		return nil, fmt.Errorf("%w: If-Match %s, but the current version is %d", ErrPreconditionFailed, opts.IfMatch, cur.Version)
+		return nil, fmt.Errorf("%w: If-Match %s, but the current version is %d", fault.ErrPreconditionFailed, opts.IfMatch, cur.Version)
 	}
 	empty := sha256.Sum256(nil)
-	f := Fields{
+	f := ctxtype.Fields{
 		Kind: cur.Kind, Source: cur.Source, Authority: cur.Authority, Confidence: cur.Confidence, Slot: cur.Slot,
-		Trigger: cur.Trigger, Roles: cur.Roles, Metadata: json.RawMessage(`{}`), Provenance: Provenance{DerivedFrom: []string{}},
+		Trigger: cur.Trigger, Roles: cur.Roles, Metadata: json.RawMessage(`{}`), Provenance: ctxtype.Provenance{DerivedFrom: []string{}},
 	}
 	if len(opts.TombstoneMetadata) > 0 {
 		f.Metadata = opts.TombstoneMetadata

@@ -10,30 +10,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/validation"
 )
 
 // wireInput is an item write as the API's JSON has it (api.ItemWrite),
 // decoded into the service's Input the way the HTTP layer does.
 type wireInput struct {
-	Key        string          `json:"key"`
-	Kind       *string         `json:"kind"`
-	Source     *string         `json:"source"`
-	Title      *string         `json:"title"`
-	Summary    *string         `json:"summary"`
-	Content    string          `json:"content"`
-	Priority   *int32          `json:"priority"`
-	Authority  *string         `json:"authority"`
-	Confidence *string         `json:"confidence"`
-	StateKey   *string         `json:"state_key"`
-	ValidFrom  *string         `json:"valid_from"`
-	ValidUntil *string         `json:"valid_until"`
-	Slot       *string         `json:"slot"`
-	Trigger    *Trigger        `json:"trigger"`
-	Roles      *Roles          `json:"roles"`
-	Template   *bool           `json:"template"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Provenance *Provenance     `json:"provenance"`
+	Key        string              `json:"key"`
+	Kind       *string             `json:"kind"`
+	Source     *string             `json:"source"`
+	Title      *string             `json:"title"`
+	Summary    *string             `json:"summary"`
+	Content    string              `json:"content"`
+	Priority   *int32              `json:"priority"`
+	Authority  *string             `json:"authority"`
+	Confidence *string             `json:"confidence"`
+	StateKey   *string             `json:"state_key"`
+	ValidFrom  *string             `json:"valid_from"`
+	ValidUntil *string             `json:"valid_until"`
+	Slot       *string             `json:"slot"`
+	Trigger    *ctxtype.Trigger    `json:"trigger"`
+	Roles      *ctxtype.Roles      `json:"roles"`
+	Template   *bool               `json:"template"`
+	Metadata   json.RawMessage     `json:"metadata"`
+	Provenance *ctxtype.Provenance `json:"provenance"`
 }
 
 func (w wireInput) input() Input {
@@ -42,7 +43,7 @@ func (w wireInput) input() Input {
 
 // normalized runs normalize on a fresh copy of the input, as each request
 // decodes its own.
-func normalized(body []byte) (Input, Fields, error) {
+func normalized(body []byte) (Input, ctxtype.Fields, error) {
 	var w wireInput
 	_ = json.Unmarshal(body, &w) // a body that does not decode is the binder's 400, tested there
 	in := w.input()
@@ -52,7 +53,7 @@ func normalized(body []byte) (Input, Fields, error) {
 }
 
 // inputOf is a write of f as it is stored: every field given.
-func inputOf(key string, f Fields) Input {
+func inputOf(key string, f ctxtype.Fields) Input {
 	p := int32(f.Priority)
 	tm := func(t *time.Time) *string {
 		if t == nil {

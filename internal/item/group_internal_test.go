@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
@@ -159,7 +161,7 @@ func TestAGroupIsOneTransactionAndEachWriteAnswersAlone(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Put(ctx, admin, "acme", Input{Key: "same", Content: "same as before"}, PutOpts{})
 	require.NoError(t, err)
-	_, err = s.Put(ctx, admin, "acme", Input{Key: "secret", Content: "for reviewers", Roles: &Roles{VisibleTo: []string{"reviewer"}}}, PutOpts{})
+	_, err = s.Put(ctx, admin, "acme", Input{Key: "secret", Content: "for reviewers", Roles: &ctxtype.Roles{VisibleTo: []string{"reviewer"}}}, PutOpts{})
 	require.NoError(t, err)
 
 	g := &gatedGroups{gate: make(chan struct{})}
@@ -223,7 +225,7 @@ func TestAGroupIsOneTransactionAndEachWriteAnswersAlone(t *testing.T) {
 	require.Equal(t, Unchanged, got[2].res.Status)
 	require.Equal(t, 1, got[2].res.Version.Version)
 	require.ErrorIs(t, got[3].err, ErrNotFound, "an item hidden from its writer does not exist for it")
-	require.ErrorIs(t, got[4].err, ErrPreconditionFailed)
+	require.ErrorIs(t, got[4].err, fault.ErrPreconditionFailed)
 	require.NoError(t, got[5].err)
 	require.Equal(t, "agt_admin", got[5].res.Version.CreatedBy)
 
@@ -290,14 +292,14 @@ func TestLanesKeepCountersAndOrder(t *testing.T) {
 	_, _, err := projects.Put(ctx, admin, "acme", "")
 	require.NoError(t, err)
 	tools := []string{"deploy", "search"}
-	trigger := func(n int) *Trigger {
+	trigger := func(n int) *ctxtype.Trigger {
 		switch n % 4 {
 		case 0:
-			return &Trigger{Always: true}
+			return &ctxtype.Trigger{Always: true}
 		case 1, 2:
-			return &Trigger{Tool: &tools[n%2]}
+			return &ctxtype.Trigger{Tool: &tools[n%2]}
 		}
-		return &Trigger{Relevance: true}
+		return &ctxtype.Trigger{Relevance: true}
 	}
 	const writers, rounds, keys = 8, 25, 12
 	var (

@@ -7,7 +7,6 @@ package item
 import (
 	"fmt"
 
-	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
@@ -18,21 +17,10 @@ var (
 	// ErrNotFound: no such item, no such version, a tombstone, or an item the
 	// caller's role may not see (which must look the same).
 	ErrNotFound = fmt.Errorf("item %w", fault.ErrNotFound)
-	// ErrPreconditionFailed: If-Match named another version than the current one.
-	ErrPreconditionFailed = fault.ErrPreconditionFailed
 )
 
 // MaxBatch is the most items one batch may write.
 const MaxBatch = 10000
-
-// The types of an item, from the core's leaf package.
-type (
-	Trigger    = ctxtype.Trigger
-	Roles      = ctxtype.Roles
-	Provenance = ctxtype.Provenance
-	Fields     = ctxtype.Fields
-	Version    = ctxtype.Version
-)
 
 // Status is what a write did to one item.
 type Status string

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -16,7 +17,7 @@ import (
 // need the database: hashes and exact token counts.
 type prepared struct {
 	key        string
-	fields     Fields
+	fields     ctxtype.Fields
 	fieldsHash []byte
 	content    []byte // sha256
 	tokens     token.Counts
@@ -24,7 +25,7 @@ type prepared struct {
 	search     *string      // the search vector, when computed ahead (store.NewVersion.Search)
 }
 
-func prepare(key string, f Fields) (prepared, error) {
+func prepare(key string, f ctxtype.Fields) (prepared, error) {
 	canon, err := json.Marshal(f)
 	if err != nil {
 		return prepared{}, fmt.Errorf("encode fields: %w", err)
@@ -109,7 +110,7 @@ func interleaveKnown(blockKnown []int) []int {
 // prepareAll prepares writes on workers goroutines (at least one): exact
 // token counts are the costly part of a large batch, and they need no
 // database.
-func prepareAll(keys []string, fields []Fields, workers int) ([]prepared, error) {
+func prepareAll(keys []string, fields []ctxtype.Fields, workers int) ([]prepared, error) {
 	out := make([]prepared, len(keys))
 	errs := make([]error, len(keys))
 	workers = max(1, min(workers, len(keys)))

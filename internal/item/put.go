@@ -17,7 +17,7 @@ import (
 // PutOpts are the options of a single write.
 type PutOpts struct {
 	// IfMatch, when set, names the versions the caller believes current;
-	// the write fails with ErrPreconditionFailed otherwise, or if the item
+	// the write fails with fault.ErrPreconditionFailed otherwise, or if the item
 	// has no live version.
 	IfMatch *Precondition
 	// TombstoneMetadata is the metadata a tombstone carries (default {}):
@@ -60,7 +60,7 @@ func (p *Precondition) String() string {
 
 // PutResult is the outcome of a single write.
 type PutResult struct {
-	Version *Version
+	Version *ctxtype.Version
 	Status  Status
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
@@ -18,7 +19,7 @@ import (
 // item at all. Visibility is decided by the current version (a tombstone
 // keeps its predecessor's roles), so an item hidden from a role now is hidden
 // with its whole history.
-func (s *Service) visibleCurrent(ctx context.Context, agent *auth.Agent, proj, key string) (*Version, error) {
+func (s *Service) visibleCurrent(ctx context.Context, agent *auth.Agent, proj, key string) (*ctxtype.Version, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func notFound(err error, key string) error {
 
 // Get returns the latest live version of an item, or with asOf the version
 // that was latest at that recorded time. A tombstone answers ErrNotFound.
-func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, asOf *time.Time) (*Version, error) {
+func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, asOf *time.Time) (*ctxtype.Version, error) {
 	cur, err := s.visibleCurrent(ctx, agent, proj, key)
 	if err != nil {
 		return nil, err
@@ -67,7 +68,7 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, 
 }
 
 // GetVersion returns version n of an item, tombstones included.
-func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key string, n int) (*Version, error) {
+func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key string, n int) (*ctxtype.Version, error) {
 	if _, err := s.visibleCurrent(ctx, agent, proj, key); err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key s
 
 // Page is one page of a listing; Next is empty on the last page.
 type Page struct {
-	Versions []*Version
+	Versions []*ctxtype.Version
 	Next     string
 }
 
@@ -122,10 +123,10 @@ func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cu
 		return Page{}, err
 	}
 	lp := store.ItemVersionListParams{Project: proj, Key: key, After: c.Version, SeeAll: agent.SeesAllRoles(), Role: agent.Role}
-	rows, more, err := fillPage(limit, func(max int) ([]*Version, error) {
+	rows, more, err := fillPage(limit, func(max int) ([]*ctxtype.Version, error) {
 		lp.Max = max
 		return s.store.ItemVersionList(ctx, lp)
-	}, func(last *Version) { lp.After = last.Version }, textBytes)
+	}, func(last *ctxtype.Version) { lp.After = last.Version }, textBytes)
 	if err != nil {
 		return Page{}, fmt.Errorf("list versions: %w", err)
 	}
@@ -170,10 +171,10 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, p Li
 	}
 	var page Page
 	if p.Query == "" {
-		rows, more, err := fillPage(p.Limit, func(max int) ([]*Version, error) {
+		rows, more, err := fillPage(p.Limit, func(max int) ([]*ctxtype.Version, error) {
 			lp.Max = max
 			return s.store.ItemList(ctx, lp)
-		}, func(last *Version) { lp.AfterKey = last.Key }, textBytes)
+		}, func(last *ctxtype.Version) { lp.AfterKey = last.Key }, textBytes)
 		if err != nil {
 			return Page{}, fmt.Errorf("list items: %w", err)
 		}
@@ -214,7 +215,7 @@ const (
 )
 
 // textBytes is what a version weighs in a page.
-func textBytes(v *Version) int { return len(v.Content) + len(v.Title) + len(v.Summary) }
+func textBytes(v *ctxtype.Version) int { return len(v.Content) + len(v.Title) + len(v.Summary) }
 
 // fillPage reads up to limit rows in chunks (fetch(max) returns the next
 // rows after the position advance last moved to), stopping early once the
@@ -249,7 +250,7 @@ func fillPage[R any](limit int, fetch func(max int) ([]R, error), advance func(l
 // CurrentMany is the live current versions of keys the caller may see, by
 // key, in one read: a key missing, tombstoned or hidden from the caller is
 // absent, as Get would answer it not found.
-func (s *Service) CurrentMany(ctx context.Context, agent *auth.Agent, proj string, keys []string) (map[string]*Version, error) {
+func (s *Service) CurrentMany(ctx context.Context, agent *auth.Agent, proj string, keys []string) (map[string]*ctxtype.Version, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
@@ -257,7 +258,7 @@ func (s *Service) CurrentMany(ctx context.Context, agent *auth.Agent, proj strin
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*Version, len(rows))
+	out := make(map[string]*ctxtype.Version, len(rows))
 	for k, r := range rows {
 		if !r.Deleted && (agent.SeesAllRoles() || r.Roles.Visible(agent.Role)) {
 			out[k] = r.Version

@@ -66,11 +66,11 @@ type Input struct {
 	ValidFrom  *string
 	ValidUntil *string
 	Slot       *string
-	Trigger    *Trigger
-	Roles      *Roles
+	Trigger    *ctxtype.Trigger
+	Roles      *ctxtype.Roles
 	Template   *bool
 	Metadata   json.RawMessage
-	Provenance *Provenance
+	Provenance *ctxtype.Provenance
 }
 
 func str(p *string, def string) string {
@@ -82,8 +82,8 @@ func str(p *string, def string) string {
 
 // normalize validates in and applies defaults. prefix is the JSON Pointer of
 // the item in its request ("" for a PUT body, "/items/3" in a batch).
-func (in *Input) normalize(prefix string, errs *validation.List) Fields {
-	f := Fields{
+func (in *Input) normalize(prefix string, errs *validation.List) ctxtype.Fields {
+	f := ctxtype.Fields{
 		Kind:       str(in.Kind, "knowledge"),
 		Source:     str(in.Source, "project"),
 		Title:      str(in.Title, ""),
@@ -93,10 +93,10 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 		Confidence: str(in.Confidence, "probable"),
 		StateKey:   str(in.StateKey, ""),
 		Slot:       str(in.Slot, "system"),
-		Trigger:    Trigger{Always: true},
-		Roles:      Roles{VisibleTo: []string{}, HiddenFrom: []string{}},
+		Trigger:    ctxtype.Trigger{Always: true},
+		Roles:      ctxtype.Roles{VisibleTo: []string{}, HiddenFrom: []string{}},
 		Metadata:   json.RawMessage(`{}`),
-		Provenance: Provenance{DerivedFrom: []string{}},
+		Provenance: ctxtype.Provenance{DerivedFrom: []string{}},
 	}
 	if in.Priority != nil {
 		f.Priority = int(*in.Priority)
@@ -156,7 +156,7 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 		f.Trigger = normalizeTrigger(in.Trigger, prefix+"/trigger", errs)
 	}
 	if in.Roles != nil {
-		f.Roles = Roles{VisibleTo: nonNil(in.Roles.VisibleTo), HiddenFrom: nonNil(in.Roles.HiddenFrom)}
+		f.Roles = ctxtype.Roles{VisibleTo: nonNil(in.Roles.VisibleTo), HiddenFrom: nonNil(in.Roles.HiddenFrom)}
 		checkStrings(prefix+"/roles/visible_to", f.Roles.VisibleTo, errs)
 		checkStrings(prefix+"/roles/hidden_from", f.Roles.HiddenFrom, errs)
 		for _, fr := range []struct {
@@ -181,9 +181,9 @@ func (in *Input) normalize(prefix string, errs *validation.List) Fields {
 
 // normalizeProvenance checks a provenance against the text and list
 // limits, as every other short text and list.
-func normalizeProvenance(pointer string, in *Provenance, errs *validation.List) Provenance {
+func normalizeProvenance(pointer string, in *ctxtype.Provenance, errs *validation.List) ctxtype.Provenance {
 	l := limits.Get()
-	p := Provenance{SourceRef: in.SourceRef, DerivedFrom: nonNil(in.DerivedFrom)}
+	p := ctxtype.Provenance{SourceRef: in.SourceRef, DerivedFrom: nonNil(in.DerivedFrom)}
 	limits.Chars(errs, pointer+"/source_ref", p.SourceRef, l.Text)
 	checkStrings(pointer+"/derived_from", p.DerivedFrom, errs)
 	limits.Items(errs, pointer+"/derived_from", len(p.DerivedFrom), l.List)
@@ -208,9 +208,9 @@ func checkStrings(pointer string, vals []string, errs *validation.List) {
 	}
 }
 
-func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger {
+func normalizeTrigger(t *ctxtype.Trigger, pointer string, errs *validation.List) ctxtype.Trigger {
 	n := 0
-	out := Trigger{}
+	out := ctxtype.Trigger{}
 	if t.Always {
 		out.Always = true
 		n++
@@ -255,7 +255,7 @@ func normalizeTrigger(t *Trigger, pointer string, errs *validation.List) Trigger
 // normalizeMatch is the stored form of a trigger's match: "" for whole
 // words (however it was spelt), ctxtype.MatchStem for stems. Only keyword
 // triggers have one.
-func normalizeMatch(t *Trigger, pointer string, errs *validation.List) string {
+func normalizeMatch(t *ctxtype.Trigger, pointer string, errs *validation.List) string {
 	switch t.Match {
 	case "":
 		return ""

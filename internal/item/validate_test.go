@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/validation"
 )
 
@@ -28,7 +29,7 @@ func TestLooksLikeCredential(t *testing.T) {
 // another trigger, is a field error at /trigger/match.
 func TestTriggerMatch(t *testing.T) {
 	t.Parallel()
-	field := func(body string) (Fields, *validation.Field) {
+	field := func(body string) (ctxtype.Fields, *validation.Field) {
 		_, f, err := normalized([]byte(body))
 		if err == nil {
 			return f, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -60,7 +61,7 @@ func decide(agent *auth.Agent, p prepared, cur store.CurrentItem, exists bool, i
 		// not be overwritten by it either; with If-Match it answers as a
 		// missing item does.
 		if ifMatch != nil {
-			return BatchEntry{}, false, fmt.Errorf("%w: If-Match %s, but the item has no live version", ErrPreconditionFailed, ifMatch)
+			return BatchEntry{}, false, fmt.Errorf("%w: If-Match %s, but the item has no live version", fault.ErrPreconditionFailed, ifMatch)
 		}
 		return BatchEntry{}, false, fmt.Errorf("%w: %s", ErrNotFound, p.key)
 	}
@@ -69,7 +70,7 @@ func decide(agent *auth.Agent, p prepared, cur store.CurrentItem, exists bool, i
 		if live {
 			have = fmt.Sprintf("version %d", cur.Version)
 		}
-		return BatchEntry{}, false, fmt.Errorf("%w: If-Match %s, but the item has %s", ErrPreconditionFailed, ifMatch, have)
+		return BatchEntry{}, false, fmt.Errorf("%w: If-Match %s, but the item has %s", fault.ErrPreconditionFailed, ifMatch, have)
 	}
 	if live && string(cur.FieldsSHA256) == string(p.fieldsHash) {
 		return BatchEntry{Key: p.key, Version: cur.Version, Status: Unchanged}, false, nil

@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/attribute"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/validation"
@@ -20,7 +20,7 @@ import (
 // withheldSpans are the spans of the text whose records the caller may no
 // longer see: attribute reports them as withheld, without their subject,
 // instead of passing them off as scaffolding.
-func (s *Service) withheldSpans(ctx context.Context, agent *auth.Agent, proj, id string, shown []assemble.Record) ([]assemble.Span, error) {
+func (s *Service) withheldSpans(ctx context.Context, agent *auth.Agent, proj, id string, shown []ctxtype.Record) ([]ctxtype.Span, error) {
 	if agent.SeesAllRoles() {
 		return nil, nil
 	}
@@ -28,13 +28,13 @@ func (s *Service) withheldSpans(ctx context.Context, agent *auth.Agent, proj, id
 	if err != nil {
 		return nil, err
 	}
-	seen := map[assemble.Span]bool{}
+	seen := map[ctxtype.Span]bool{}
 	for _, r := range shown {
 		if r.Span != nil {
 			seen[*r.Span] = true
 		}
 	}
-	var out []assemble.Span
+	var out []ctxtype.Span
 	for _, r := range all {
 		if r.Span != nil && !seen[*r.Span] {
 			seen[*r.Span] = true
@@ -51,11 +51,11 @@ type Match struct {
 	// Passage), Similarity its share of the text asked about.
 	Kind       string
 	Similarity float64
-	Records    []assemble.Record
+	Records    []ctxtype.Record
 	// Withheld are the spans over the range whose records the caller may
 	// no longer see (an item hidden from its role since).
-	Withheld    []assemble.Span
-	Scaffolding []assemble.Span // the parts of the range no record covers
+	Withheld    []ctxtype.Span
+	Scaffolding []ctxtype.Span // the parts of the range no record covers
 }
 
 // AttributeParams names the text to explain: every occurrence of Text, or
@@ -113,9 +113,9 @@ func (s *Service) attribute(ctx context.Context, agent *auth.Agent, proj, id str
 	var out []Match
 	for _, f := range found {
 		rg := [2]int{f.Start, f.End}
-		m := Match{Start: rg[0], End: rg[1], Kind: f.Kind, Similarity: f.Similarity, Records: []assemble.Record{}, Scaffolding: []assemble.Span{}}
+		m := Match{Start: rg[0], End: rg[1], Kind: f.Kind, Similarity: f.Similarity, Records: []ctxtype.Record{}, Scaffolding: []ctxtype.Span{}}
 		covered := make([]bool, rg[1]-rg[0])
-		cover := func(sp assemble.Span) bool {
+		cover := func(sp ctxtype.Span) bool {
 			if sp.End <= rg[0] || sp.Start >= rg[1] {
 				return false
 			}
@@ -143,7 +143,7 @@ func (s *Service) attribute(ctx context.Context, agent *auth.Agent, proj, id str
 			for j < len(covered) && !covered[j] {
 				j++
 			}
-			m.Scaffolding = append(m.Scaffolding, assemble.Span{Start: rg[0] + i, End: rg[0] + j})
+			m.Scaffolding = append(m.Scaffolding, ctxtype.Span{Start: rg[0] + i, End: rg[0] + j})
 			i = j
 		}
 		out = append(out, m)

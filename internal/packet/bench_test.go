@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
@@ -64,12 +64,12 @@ func seed(tb testing.TB, items *item.Service, admin *auth.Agent, proj string, n 
 		switch {
 		case i%5 == 0:
 		case i%3 == 0:
-			in.Trigger = &item.Trigger{Keywords: []string{vocab[rng.IntN(len(vocab))]}}
+			in.Trigger = &ctxtype.Trigger{Keywords: []string{vocab[rng.IntN(len(vocab))]}}
 		case i%3 == 1:
 			tool := fmt.Sprintf("tool_%d", rng.IntN(200))
-			in.Trigger = &item.Trigger{Tool: &tool}
+			in.Trigger = &ctxtype.Trigger{Tool: &tool}
 		default:
-			in.Trigger = &item.Trigger{Relevance: true}
+			in.Trigger = &ctxtype.Trigger{Relevance: true}
 		}
 		batch = append(batch, in)
 		if len(batch) == item.MaxBatch {
@@ -105,11 +105,11 @@ func BenchmarkAssemble(b *testing.B) {
 			var took []time.Duration
 			b.ResetTimer()
 			for b.Loop() {
-				req := &assemble.Request{
+				req := &ctxtype.Request{
 					TargetRole:  "implementer",
 					TokenBudget: 16000,
-					History:     []assemble.Message{{Role: "user", Author: "person", Content: sentence(rng, 200)}},
-					ToolResults: []assemble.ToolResult{{Tool: fmt.Sprintf("tool_%d", rng.IntN(200)), Status: "ok"}},
+					History:     []ctxtype.Message{{Role: "user", Author: "person", Content: sentence(rng, 200)}},
+					ToolResults: []ctxtype.ToolResult{{Tool: fmt.Sprintf("tool_%d", rng.IntN(200)), Status: "ok"}},
 					Query:       benchQuery(rng),
 				}
 				start := time.Now()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/ident"
 	"github.com/contextd/contextd/internal/store"
 )
@@ -13,7 +14,7 @@ import (
 // pipeline 2 (every current version of the snapshot, ts_rank_cd relevance,
 // every candidate tried), so tests can store packets made by the old code
 // and check they still replay byte for byte.
-func (s *Service) PrepareFirstPipeline(ctx context.Context, agent *auth.Agent, proj string, req *assemble.Request) (*Packet, error) {
+func (s *Service) PrepareFirstPipeline(ctx context.Context, agent *auth.Agent, proj string, req *ctxtype.Request) (*Packet, error) {
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
@@ -94,7 +95,7 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 // withoutRecordsOf makes p's answer hold only the records shown: the
 // unresolved gaps of the others, their share of the gaps not listed and of
 // the provenance counts go too, computed as the packet is read.
-func (s *Service) withoutRecordsOf(ctx context.Context, p *Packet, shown []assemble.Record) error {
+func (s *Service) withoutRecordsOf(ctx context.Context, p *Packet, shown []ctxtype.Record) error {
 	type id struct {
 		key     string
 		version int
@@ -114,13 +115,13 @@ func (s *Service) withoutRecordsOf(ctx context.Context, p *Packet, shown []assem
 	// in one query per layer.
 	keys, versions := map[string][]string{}, map[string][]int32{}
 	for _, r := range p.Records {
-		if r.SubjectKind != assemble.SubjectItem || kept[id{r.SubjectKey, r.SubjectVersion}] {
+		if r.SubjectKind != ctxtype.SubjectItem || kept[id{r.SubjectKey, r.SubjectVersion}] {
 			continue
 		}
-		if r.Reason == assemble.ReasonBudget && !listed[id{r.SubjectKey, r.SubjectVersion}] {
+		if r.Reason == ctxtype.ReasonBudget && !listed[id{r.SubjectKey, r.SubjectVersion}] {
 			p.GapsMore--
 		}
-		if r.Decision == assemble.Included {
+		if r.Decision == ctxtype.Included {
 			keys[r.SubjectProject] = append(keys[r.SubjectProject], r.SubjectKey)
 			versions[r.SubjectProject] = append(versions[r.SubjectProject], int32(r.SubjectVersion))
 		}
@@ -149,7 +150,7 @@ func uncount(m map[string]int, k string) {
 // withoutHiddenNow drops, for a non-admin, the records of items that are
 // hidden from its role now: such an item does not exist for it, on this
 // endpoint as on every other (the packet's text stays what it was).
-func (s *Service) withoutHiddenNow(ctx context.Context, agent *auth.Agent, records []assemble.Record) ([]assemble.Record, error) {
+func (s *Service) withoutHiddenNow(ctx context.Context, agent *auth.Agent, records []ctxtype.Record) ([]ctxtype.Record, error) {
 	hidden, err := s.hiddenNow(ctx, agent, records)
 	if err != nil || len(hidden) == 0 {
 		return records, err
@@ -159,13 +160,13 @@ func (s *Service) withoutHiddenNow(ctx context.Context, agent *auth.Agent, recor
 
 // hiddenNow is the (layer, key) of the items among records that are hidden
 // from a non-admin's role now, read in one query per layer.
-func (s *Service) hiddenNow(ctx context.Context, agent *auth.Agent, records []assemble.Record) (map[[2]string]bool, error) {
+func (s *Service) hiddenNow(ctx context.Context, agent *auth.Agent, records []ctxtype.Record) (map[[2]string]bool, error) {
 	if agent.SeesAllRoles() {
 		return nil, nil
 	}
 	keys := map[string][]string{}
 	for _, r := range records {
-		if r.SubjectKind == assemble.SubjectItem && !slices.Contains(keys[r.SubjectProject], r.SubjectKey) {
+		if r.SubjectKind == ctxtype.SubjectItem && !slices.Contains(keys[r.SubjectProject], r.SubjectKey) {
 			keys[r.SubjectProject] = append(keys[r.SubjectProject], r.SubjectKey)
 		}
 	}
@@ -184,10 +185,10 @@ func (s *Service) hiddenNow(ctx context.Context, agent *auth.Agent, records []as
 	return hidden, nil
 }
 
-func withoutHidden(records []assemble.Record, hidden map[[2]string]bool) []assemble.Record {
+func withoutHidden(records []ctxtype.Record, hidden map[[2]string]bool) []ctxtype.Record {
 	out := records[:0:0]
 	for _, r := range records {
-		if r.SubjectKind != assemble.SubjectItem || !hidden[[2]string{r.SubjectProject, r.SubjectKey}] {
+		if r.SubjectKind != ctxtype.SubjectItem || !hidden[[2]string{r.SubjectProject, r.SubjectKey}] {
 			out = append(out, r)
 		}
 	}
@@ -210,7 +211,7 @@ func (s *Service) summariesNow(ctx context.Context, agent *auth.Agent, proj stri
 	if err != nil {
 		return err
 	}
-	var all []assemble.Record
+	var all []ctxtype.Record
 	for _, p := range ps {
 		p.Records = visibleRecords(agent, recs[p.ID])
 		all = append(all, p.Records...)

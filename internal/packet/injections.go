@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/page"
@@ -91,14 +91,14 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 // a project's own item's, or for a _shared item the one named (which the
 // caller must see) or the caller's only project.
 func (s *Service) injectionsProject(ctx context.Context, agent *auth.Agent, proj, named string) (string, error) {
-	if proj != assemble.SharedProject {
+	if proj != ctxtype.SharedProject {
 		if named != "" && named != proj {
 			return "", validation.One("project", "invalid", "project names the project whose packets to list for a _shared item; for an item of %s it is %s or absent", proj, proj)
 		}
 		return proj, nil
 	}
 	if named != "" {
-		if named == assemble.SharedProject {
+		if named == ctxtype.SharedProject {
 			return "", validation.One("project", "invalid", "no packets are assembled in _shared: name the project whose packets to list")
 		}
 		if err := s.projects.Authorize(ctx, agent, named, auth.ReadOnly); err != nil {
@@ -112,7 +112,7 @@ func (s *Service) injectionsProject(ctx context.Context, agent *auth.Agent, proj
 	}
 	var mine []string
 	for _, vp := range visible {
-		if vp.Name != assemble.SharedProject {
+		if vp.Name != ctxtype.SharedProject {
 			mine = append(mine, vp.Name)
 		}
 	}

@@ -21,12 +21,12 @@ import (
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/ident"
 	"github.com/contextd/contextd/internal/navi"
 	"github.com/contextd/contextd/internal/project"
-	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -42,7 +42,7 @@ type Packet struct {
 	CreatedBy      string
 	TargetRole     string
 	TaskID         string
-	Request        *assemble.Request
+	Request        *ctxtype.Request
 	RequestRaw     json.RawMessage
 	Rendered       string
 	RenderedSHA256 string
@@ -50,7 +50,7 @@ type Packet struct {
 	Format         string
 	Allocated      int
 	Used           int
-	Gaps           []assemble.Gap
+	Gaps           []ctxtype.Gap
 	Provenance     Provenance
 	Snapshot       string
 	// Pipeline is the version of the pipeline that made the packet; its
@@ -64,9 +64,9 @@ type Packet struct {
 	// Gaps does not list, the untried ones included.
 	Cutoff       *assemble.Cutoff
 	GapsMore     int
-	Predecessors []assemble.Predecessor
+	Predecessors []ctxtype.Predecessor
 	// Records are those the viewer may see (admin-only ones only for admins).
-	Records []assemble.Record
+	Records []ctxtype.Record
 }
 
 // Provenance counts the included item entries by kind and by source.
@@ -80,7 +80,7 @@ type Provenance struct {
 func (p *Packet) Excluded() map[string]int {
 	out := map[string]int{}
 	for _, r := range p.Records {
-		if r.Decision == assemble.Excluded {
+		if r.Decision == ctxtype.Excluded {
 			out[r.Reason]++
 		}
 	}
@@ -93,13 +93,13 @@ func (p *Packet) Excluded() map[string]int {
 // Section is one heading of a packet and the entries under it, in order.
 type Section struct {
 	Name    string
-	Entries []assemble.Record
+	Entries []ctxtype.Record
 }
 
 // Sections groups the records that have a place in the text by section,
 // in the order they appear.
 func (p *Packet) Sections() []Section {
-	var with []assemble.Record
+	var with []ctxtype.Record
 	for _, r := range p.Records {
 		if r.Span != nil {
 			with = append(with, r)
@@ -110,7 +110,7 @@ func (p *Packet) Sections() []Section {
 	idx := map[string]int{}
 	for _, r := range with {
 		name := r.Section
-		if r.Reason == assemble.ReasonContradicted {
+		if r.Reason == ctxtype.ReasonContradicted {
 			name = "Active Contradictions"
 		}
 		i, ok := idx[name]
@@ -171,7 +171,7 @@ func (s *Service) stage(ctx context.Context, name string, fn func(ctx context.Co
 
 // predecessorsOf resolves the request's predecessor handoffs as the
 // snapshot sees them; with a task_id, each must be of that task.
-func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID string, ids []string) ([]assemble.Predecessor, error) {
+func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID string, ids []string) ([]ctxtype.Predecessor, error) {
 	hs, err := s.handoffs.Resolve(ctx, db, proj, ids)
 	if err != nil {
 		return nil, err
@@ -187,19 +187,19 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID 
 			return nil, err
 		}
 	}
-	out := make([]assemble.Predecessor, len(hs))
+	out := make([]ctxtype.Predecessor, len(hs))
 	for i, h := range hs {
-		p := assemble.Predecessor{
+		p := ctxtype.Predecessor{
 			ID: h.ID, SourceRole: h.Source.Role, TargetRole: h.Target.Role, Status: h.Status, StepID: h.Source.StepID,
 			AttemptID: h.Source.AttemptID, Summary: h.Summary, Decisions: h.Decisions,
-			Artifacts: []render.Artifact{}, Verdicts: []render.Verdict{},
+			Artifacts: []ctxtype.Artifact{}, Verdicts: []ctxtype.Verdict{},
 			WitnessExitCode: h.VerificationEvidence.WitnessExitCode, WitnessPassed: h.VerificationEvidence.WitnessPassed,
 		}
 		for _, a := range h.Deliverables.Artifacts {
-			p.Artifacts = append(p.Artifacts, render.Artifact{Name: a.Name, Kind: a.Kind, Ref: a.ArtifactRef, Snippet: a.ContentSnippet})
+			p.Artifacts = append(p.Artifacts, ctxtype.Artifact{Name: a.Name, Kind: a.Kind, Ref: a.ArtifactRef, Snippet: a.ContentSnippet})
 		}
 		for _, v := range h.VerificationEvidence.CriticVerdicts {
-			p.Verdicts = append(p.Verdicts, render.Verdict{Critic: v.Critic, Verdict: v.Verdict, Summary: v.Summary})
+			p.Verdicts = append(p.Verdicts, ctxtype.Verdict{Critic: v.Critic, Verdict: v.Verdict, Summary: v.Summary})
 		}
 		p.BaseCommit, p.CandidateTreeHash = h.BaseCommit, h.CandidateTreeHash
 		if h.Status != handoff.Pending {
@@ -209,7 +209,7 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID 
 		}
 		p.Patches, p.Reports, p.OpenQuestions = h.Deliverables.Patches, h.Deliverables.Reports, h.OpenQuestions
 		if n := h.SuggestedNextStep; n != nil {
-			p.NextStep = &render.NextStep{StepID: n.StepID, Action: n.Action}
+			p.NextStep = &ctxtype.NextStep{StepID: n.StepID, Action: n.Action}
 		}
 		out[i] = p
 	}
@@ -222,7 +222,7 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID 
 // reasonsOf gives each predecessor that was rejected or withdrawn
 // (superseded with a reason) its reason and who gave it: the last event of
 // a terminal handoff is the one that set its status. One query for all.
-func reasonsOf(ctx context.Context, db store.DB, proj string, hs []*handoff.Handoff, out []assemble.Predecessor) error {
+func reasonsOf(ctx context.Context, db store.DB, proj string, hs []*handoff.Handoff, out []ctxtype.Predecessor) error {
 	var ids []string
 	for _, h := range hs {
 		if h.StatusReason != "" {
@@ -250,7 +250,7 @@ func reasonsOf(ctx context.Context, db store.DB, proj string, hs []*handoff.Hand
 
 // Assemble builds, stores and returns a packet for req (already decoded;
 // Normalize is called here).
-func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, req *assemble.Request) (*Packet, error) {
+func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, req *ctxtype.Request) (*Packet, error) {
 	p, err := s.Prepare(ctx, agent, proj, req)
 	if err != nil {
 		return nil, err
@@ -265,25 +265,25 @@ func (s *Service) Assemble(ctx context.Context, agent *auth.Agent, proj string, 
 // storing nothing: the first half of Assemble, for callers that store it
 // in a transaction of their own (StoreTx). It holds no connection when it
 // returns.
-func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, req *assemble.Request) (*Packet, error) {
+func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, req *ctxtype.Request) (*Packet, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
 	if err := joinInvalid(req.Normalize(), checkContextPackets(req)); err != nil {
 		return nil, err
 	}
-	if proj == assemble.SharedProject && !agent.IsAdmin() {
+	if proj == ctxtype.SharedProject && !agent.IsAdmin() {
 		// A packet is written to the project it is assembled in, and
 		// _shared is writable by admins only; agents assemble in their
 		// projects, where _shared's items come in anyway.
-		return nil, fmt.Errorf("%w: packets are assembled in a project; _shared is writable by admins only", auth.ErrForbidden)
+		return nil, fmt.Errorf("%w: packets are assembled in a project; _shared is writable by admins only", fault.ErrForbidden)
 	}
 	if !agent.IsAdmin() && req.TargetRole != agent.Role {
-		return nil, fmt.Errorf("%w: an agent assembles only for its own role (%s), not %s", auth.ErrForbidden, agent.Role, req.TargetRole)
+		return nil, fmt.Errorf("%w: an agent assembles only for its own role (%s), not %s", fault.ErrForbidden, agent.Role, req.TargetRole)
 	}
 	var (
 		point store.ReadPoint
-		preds []assemble.Predecessor
+		preds []ctxtype.Predecessor
 		res   *assemble.Result
 	)
 	// The id is the packet's before it is assembled: the kxm format
@@ -317,7 +317,7 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	return build(agent, id, proj, req, point, res, preds)
 }
 
-func build(agent *auth.Agent, id, proj string, req *assemble.Request, point store.ReadPoint, res *assemble.Result, preds []assemble.Predecessor) (*Packet, error) {
+func build(agent *auth.Agent, id, proj string, req *ctxtype.Request, point store.ReadPoint, res *assemble.Result, preds []ctxtype.Predecessor) (*Packet, error) {
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
@@ -331,10 +331,10 @@ func build(agent *auth.Agent, id, proj string, req *assemble.Request, point stor
 		Predecessors: preds, Pipeline: res.Pipeline, RenderVersion: res.Render, Cutoff: res.Cutoff, GapsMore: res.GapsMore,
 	}
 	if p.Predecessors == nil {
-		p.Predecessors = []assemble.Predecessor{}
+		p.Predecessors = []ctxtype.Predecessor{}
 	}
 	if p.Gaps == nil {
-		p.Gaps = []assemble.Gap{}
+		p.Gaps = []ctxtype.Gap{}
 	}
 	if req.Task != nil {
 		p.TaskID = req.Task.TaskID
@@ -374,14 +374,14 @@ func (s *Service) ForViewer(agent *auth.Agent, p *Packet) *Packet {
 	return &out
 }
 
-func provenanceOf(records []assemble.Record) Provenance {
+func provenanceOf(records []ctxtype.Record) Provenance {
 	pv := Provenance{ByKind: map[string]int{}, BySource: map[string]int{}}
 	for _, r := range records {
 		switch {
-		case r.SubjectKind == assemble.SubjectItem && r.Decision == assemble.Included:
+		case r.SubjectKind == ctxtype.SubjectItem && r.Decision == ctxtype.Included:
 			pv.ByKind[r.Kind]++
 			pv.BySource[r.Source]++
-		case r.SubjectKind == assemble.SubjectHandoff:
+		case r.SubjectKind == ctxtype.SubjectHandoff:
 			// Predecessor outputs are entries too: a handoff, from a peer.
 			pv.ByKind["handoff"]++
 			pv.BySource["peer"]++
@@ -390,11 +390,11 @@ func provenanceOf(records []assemble.Record) Provenance {
 	return pv
 }
 
-func visibleRecords(agent *auth.Agent, records []assemble.Record) []assemble.Record {
+func visibleRecords(agent *auth.Agent, records []ctxtype.Record) []ctxtype.Record {
 	if agent.IsAdmin() {
 		return records
 	}
-	out := make([]assemble.Record, 0, len(records))
+	out := make([]ctxtype.Record, 0, len(records))
 	for _, r := range records {
 		if !r.AdminOnly {
 			out = append(out, r)
@@ -407,7 +407,7 @@ func visibleRecords(agent *auth.Agent, records []assemble.Record) []assemble.Rec
 // current version the snapshot saw (the pipeline itself decides what fires)
 // and the relevance ranks it would have computed.
 func (s *Service) snapshotCandidates(ctx context.Context, proj string, p *Packet) ([]assemble.Candidate, error) {
-	projects := []string{proj, assemble.SharedProject}
+	projects := []string{proj, ctxtype.SharedProject}
 	rows, err := s.store.SnapshotVersions(ctx, projects, "", p.Snapshot)
 	if err != nil {
 		return nil, err
@@ -441,7 +441,7 @@ func sha256sum(b []byte) []byte {
 // checkContextPackets refuses a request whose context_packets navi's
 // parser refuses (every problem at once, by pointer), before any reading:
 // assembly reads them again with the same parser, and may then trust them.
-func checkContextPackets(req *assemble.Request) error {
+func checkContextPackets(req *ctxtype.Request) error {
 	var fields []validation.Field
 	for i, raw := range req.ContextPackets {
 		if _, err := navi.ParseAt(fmt.Sprintf("/context_packets/%d", i), raw); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
@@ -25,9 +26,9 @@ func TestReplayKeepsThePacketsPipeline(t *testing.T) {
 	ctx, items, packets, admin := services(t, "old")
 	seed(t, items, admin, "old", 1200)
 
-	req := func() *assemble.Request {
-		return &assemble.Request{TargetRole: "implementer", TokenBudget: 3000, Query: vocab[5] + " " + vocab[9] + " " + vocab[77],
-			History: []assemble.Message{{Role: "user", Author: "person", Content: vocab[1] + " " + vocab[2]}}}
+	req := func() *ctxtype.Request {
+		return &ctxtype.Request{TargetRole: "implementer", TokenBudget: 3000, Query: vocab[5] + " " + vocab[9] + " " + vocab[77],
+			History: []ctxtype.Message{{Role: "user", Author: "person", Content: vocab[1] + " " + vocab[2]}}}
 	}
 	old, err := packets.PrepareFirstPipeline(ctx, admin, "old", req())
 	require.NoError(t, err)
@@ -67,7 +68,7 @@ func TestReplayKeepsTheRenderVersion(t *testing.T) {
 		{Key: "window-old", Content: "Refunds within 14 days.", Kind: &state, StateKey: &sk},
 	})
 	require.NoError(t, err)
-	req := func() *assemble.Request { return &assemble.Request{TargetRole: "planner"} }
+	req := func() *ctxtype.Request { return &ctxtype.Request{TargetRole: "planner"} }
 	old, err := packets.PrepareFirstPipeline(ctx, admin, "acme", req())
 	require.NoError(t, err)
 	require.Equal(t, assemble.Render1, old.RenderVersion)

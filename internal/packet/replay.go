@@ -8,6 +8,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -43,7 +44,7 @@ type ReplayResult struct {
 }
 
 // redactionsIn are the redactions of the item versions records include.
-func (s *Service) redactionsIn(ctx context.Context, records []assemble.Record) ([]store.Redaction, error) {
+func (s *Service) redactionsIn(ctx context.Context, records []ctxtype.Record) ([]store.Redaction, error) {
 	type kv struct {
 		keys     []string
 		versions []int32
@@ -51,7 +52,7 @@ func (s *Service) redactionsIn(ctx context.Context, records []assemble.Record) (
 	by := map[string]*kv{}
 	var projects []string
 	for _, r := range records {
-		if r.SubjectKind != assemble.SubjectItem || r.Decision != "included" {
+		if r.SubjectKind != ctxtype.SubjectItem || r.Decision != "included" {
 			continue
 		}
 		if by[r.SubjectProject] == nil {
@@ -103,12 +104,12 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 	now := Packet{Rendered: res.Rendered, Records: nowRecords}
 	out := &ReplayResult{SHA256Then: p.RenderedSHA256, SHA256Now: sha(res.Rendered), Differences: []Difference{}}
 	out.Identical = out.SHA256Then == out.SHA256Now
-	describe := func(r assemble.Record) string {
+	describe := func(r ctxtype.Record) string {
 		s := r.Decision
 		if r.Reason != "" {
 			s += ":" + r.Reason
 		}
-		if r.SubjectKind == assemble.SubjectItem {
+		if r.SubjectKind == ctxtype.SubjectItem {
 			s += fmt.Sprintf(" v%d", r.SubjectVersion)
 		}
 		if r.Span != nil {
@@ -116,8 +117,8 @@ func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string
 		}
 		return s
 	}
-	subject := func(r assemble.Record) string {
-		if r.SubjectKind == assemble.SubjectItem {
+	subject := func(r ctxtype.Record) string {
+		if r.SubjectKind == ctxtype.SubjectItem {
 			return "item:" + r.SubjectProject + "/" + r.SubjectKey
 		}
 		return r.SubjectKind + ":" + r.SubjectKey

@@ -3,8 +3,8 @@ package packet
 import (
 	"context"
 
-	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/audit"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -33,9 +33,9 @@ func (s *Service) redactionsProven(ctx context.Context, p *Packet, reds []store.
 
 // markersIn reports whether text holds r's marker at every span of the
 // version r removed.
-func markersIn(text string, recs []assemble.Record, r store.Redaction) bool {
+func markersIn(text string, recs []ctxtype.Record, r store.Redaction) bool {
 	for _, rec := range recs {
-		if rec.SubjectKind != assemble.SubjectItem || rec.Decision != "included" || rec.Span == nil ||
+		if rec.SubjectKind != ctxtype.SubjectItem || rec.Decision != "included" || rec.Span == nil ||
 			rec.SubjectProject != r.Project || rec.SubjectKey != r.Key || rec.SubjectVersion != r.Version {
 			continue
 		}

@@ -309,7 +309,7 @@ func (c *textCache) put(k textKey, t store.VersionText) {
 // current version it saw, and the relevance weights of its relevance
 // items, computed as the write path computes them.
 func (s *Service) snapshotSource(ctx context.Context, proj string, p *Packet) (*assemble.MemorySource, error) {
-	layers := []string{proj, assemble.SharedProject}
+	layers := []string{proj, ctxtype.SharedProject}
 	vs, err := s.store.SnapshotVersions(ctx, layers, "", p.Snapshot)
 	if err != nil {
 		return nil, err

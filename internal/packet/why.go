@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
@@ -20,10 +21,10 @@ import (
 // WhyAnswer explains one item's fate in one packet.
 type WhyAnswer struct {
 	Decision string // included, excluded, not_candidate
-	Record   *assemble.Record
+	Record   *ctxtype.Record
 	Reason   string
 	Detail   string
-	Item     *item.Version // the version as it was then; nil if it did not exist
+	Item     *ctxtype.Version // the version as it was then; nil if it did not exist
 	// Cutoff is the packet's cutoff, for a candidate past it.
 	Cutoff *assemble.Cutoff
 	// Redaction, when that version's content was redacted since: who, when
@@ -63,11 +64,11 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	if layer != "" && layer != "project" && layer != "shared" {
 		return nil, validation.One("layer", "enum", "layer must be project or shared")
 	}
-	rows, err := s.store.SnapshotVersions(ctx, []string{proj, assemble.SharedProject}, key, p.Snapshot)
+	rows, err := s.store.SnapshotVersions(ctx, []string{proj, ctxtype.SharedProject}, key, p.Snapshot)
 	if err != nil {
 		return nil, err
 	}
-	then := map[string]*item.Version{}
+	then := map[string]*ctxtype.Version{}
 	for _, r := range rows {
 		then[r.Project] = r
 	}
@@ -86,7 +87,7 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		}
 		return cur.Roles.Visible(agent.Role), nil
 	}
-	visible := func(v *item.Version) bool {
+	visible := func(v *ctxtype.Version) bool {
 		if !agent.SeesAllRoles() && !v.Roles.Visible(agent.Role) {
 			return false
 		}
@@ -110,9 +111,9 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	// _shared had one): then the _shared item is the one that could reach
 	// the packet.
 	target := proj
-	pv, sv := then[proj], then[assemble.SharedProject]
+	pv, sv := then[proj], then[ctxtype.SharedProject]
 	if layer == "shared" || pv == nil || (pv.Deleted && sv != nil && !sv.Deleted) {
-		target = assemble.SharedProject
+		target = ctxtype.SharedProject
 	}
 	if rec := recordOf(p, key, target); rec != nil {
 		v, err := s.store.ItemVersionGet(ctx, rec.SubjectProject, key, rec.SubjectVersion)
@@ -140,7 +141,7 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 // whyNotCandidate explains an item that was in the snapshot but not a
 // candidate of the packet: a tombstone, outside its window, or its trigger
 // did not fire.
-func (s *Service) whyNotCandidate(ctx context.Context, agent *auth.Agent, p *Packet, v *item.Version) (*WhyAnswer, error) {
+func (s *Service) whyNotCandidate(ctx context.Context, agent *auth.Agent, p *Packet, v *ctxtype.Version) (*WhyAnswer, error) {
 	ans := &WhyAnswer{Decision: "not_candidate", Item: v}
 	switch {
 	case v.Deleted:
@@ -171,7 +172,7 @@ func (s *Service) whyNotCandidate(ctx context.Context, agent *auth.Agent, p *Pac
 // packet's snapshot, goes on past the cutoff without trying the budget,
 // and says what would have excluded the item first, or that it ranked
 // after the cutoff. Nil when the item was no candidate at all.
-func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, explain string, v *item.Version) (*WhyAnswer, error) {
+func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, explain string, v *ctxtype.Version) (*WhyAnswer, error) {
 	if p.Pipeline < assemble.Pipeline2 || p.Cutoff == nil || v == nil || v.Deleted {
 		return nil, nil
 	}
@@ -184,24 +185,24 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 	if err != nil || why == nil {
 		return nil, err
 	}
-	rec := &assemble.Record{SubjectKind: assemble.SubjectItem, SubjectProject: explain, SubjectKey: key, SubjectVersion: v.Version,
-		Decision: assemble.Excluded, Reason: why.Reason, Detail: why.Detail, Rank: why.Rank, Rule: why.Rule,
+	rec := &ctxtype.Record{SubjectKind: ctxtype.SubjectItem, SubjectProject: explain, SubjectKey: key, SubjectVersion: v.Version,
+		Decision: ctxtype.Excluded, Reason: why.Reason, Detail: why.Detail, Rank: why.Rank, Rule: why.Rule,
 		Layer: assemble.LayerOf(explain), Kind: v.Kind, Source: v.Source}
-	return &WhyAnswer{Decision: assemble.Excluded, Record: rec, Reason: why.Reason, Detail: why.Detail, Item: v, Cutoff: p.Cutoff}, nil
+	return &WhyAnswer{Decision: ctxtype.Excluded, Record: rec, Reason: why.Reason, Detail: why.Detail, Item: v, Cutoff: p.Cutoff}, nil
 }
 
 // recordOf is the packet's record of an item of a layer.
-func recordOf(p *Packet, key, layer string) *assemble.Record {
+func recordOf(p *Packet, key, layer string) *ctxtype.Record {
 	for i := range p.Records {
 		r := &p.Records[i]
-		if r.SubjectKind == assemble.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer {
+		if r.SubjectKind == ctxtype.SubjectItem && r.SubjectKey == key && r.SubjectProject == layer {
 			return r
 		}
 	}
 	return nil
 }
 
-func window(v *item.Version) string {
+func window(v *ctxtype.Version) string {
 	f, u := "-∞", "+∞"
 	if v.ValidFrom != nil {
 		f = v.ValidFrom.Format(time.RFC3339Nano)
@@ -225,7 +226,7 @@ func (s *Service) WhyHandoff(ctx context.Context, agent *auth.Agent, proj, id, h
 	}
 	for i := range p.Records {
 		r := &p.Records[i]
-		if r.SubjectKind == assemble.SubjectHandoff && r.SubjectKey == handoffID {
+		if r.SubjectKind == ctxtype.SubjectHandoff && r.SubjectKey == handoffID {
 			// The handoff as the packet saw it: its manifest never changes,
 			// its status may have since.
 			then := *d.Handoff
@@ -259,13 +260,13 @@ func (s *Service) WhyContextPacket(ctx context.Context, agent *auth.Agent, proj,
 	key := assemble.ContextPacketKey(i)
 	for j := range p.Records {
 		r := &p.Records[j]
-		if r.SubjectKind == assemble.SubjectRequest && r.SubjectKey == key {
+		if r.SubjectKind == ctxtype.SubjectRequest && r.SubjectKey == key {
 			return &WhyAnswer{Decision: r.Decision, Record: r, Reason: r.Reason, Detail: r.Detail, ContextPacket: p.Request.ContextPackets[i]}, nil
 		}
 	}
 	// Past pipeline 2's cutoff a candidate has no record: it was ranked
 	// after the last one the budget tried.
-	return &WhyAnswer{Decision: assemble.Excluded, Reason: assemble.ReasonBudgetCutoff, Cutoff: p.Cutoff,
+	return &WhyAnswer{Decision: ctxtype.Excluded, Reason: assemble.ReasonBudgetCutoff, Cutoff: p.Cutoff,
 		Detail: "ranked after the last candidate the budget tried", ContextPacket: p.Request.ContextPackets[i]}, nil
 }
 

@@ -32,9 +32,6 @@ func CheckName(param, name string) error {
 	return nil
 }
 
-// Project is a tenant.
-type Project = store.Project
-
 // Service manages projects.
 type Service struct {
 	store *store.Store
@@ -61,7 +58,7 @@ func exists(ctx context.Context, db store.DB, name string) (bool, error) {
 
 // Authorize checks that agent may act on project with permission p: a
 // project out of scope or missing is ErrNotFound, a missing permission
-// auth.ErrForbidden.
+// fault.ErrForbidden.
 //
 // It reads through the pool, so what it finds is committed: a project found
 // is remembered for the process (every request asks).
@@ -70,7 +67,7 @@ func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project stri
 		return permit(agent, project, p)
 	}
 	err := s.AuthorizeIn(ctx, s.store.DB, agent, project, p)
-	if err == nil || errors.Is(err, auth.ErrForbidden) { // it exists
+	if err == nil || errors.Is(err, fault.ErrForbidden) { // it exists
 		s.known.Store(project, struct{}{})
 	}
 	return err
@@ -98,13 +95,13 @@ func (s *Service) AuthorizeIn(ctx context.Context, db store.DB, agent *auth.Agen
 // are settled.
 func permit(agent *auth.Agent, project string, p auth.Permission) error {
 	if !agent.Can(project, p) {
-		return fmt.Errorf("%w: %s permission needed on project %s", auth.ErrForbidden, p, project)
+		return fmt.Errorf("%w: %s permission needed on project %s", fault.ErrForbidden, p, project)
 	}
 	return nil
 }
 
 // Put creates or updates a project (admin only) and reports whether it was created.
-func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description string) (p Project, created bool, err error) {
+func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description string) (p store.Project, created bool, err error) {
 	err = s.store.InTx(ctx, func(tx *store.Tx) error {
 		p, created, err = s.PutTx(ctx, tx, agent, name, description)
 		return err
@@ -113,40 +110,40 @@ func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description 
 }
 
 // PutTx is Put inside the caller's transaction.
-func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, name, description string) (Project, bool, error) {
+func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, name, description string) (store.Project, bool, error) {
 	// Scope first: a project out of scope does not exist for the caller
 	// (an admin scoped to some projects creates and changes only those).
 	if !agent.InScope(name) {
-		return Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
+		return store.Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
 	if !agent.IsAdmin() {
 		if ok, err := exists(ctx, tx.DB, name); err != nil {
-			return Project{}, false, err
+			return store.Project{}, false, err
 		} else if !ok {
-			return Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
+			return store.Project{}, false, fmt.Errorf("%w: %s", ErrNotFound, name)
 		}
-		return Project{}, false, fmt.Errorf("%w: only admins create or change projects", auth.ErrForbidden)
+		return store.Project{}, false, fmt.Errorf("%w: only admins create or change projects", fault.ErrForbidden)
 	}
 	if name == auth.SharedProject {
-		return Project{}, false, validation.One("project", "reserved", "%s is reserved", auth.SharedProject)
+		return store.Project{}, false, validation.One("project", "reserved", "%s is reserved", auth.SharedProject)
 	}
 	if err := CheckName("project", name); err != nil {
-		return Project{}, false, err
+		return store.Project{}, false, err
 	}
 	var errs validation.List
 	limits.Chars(&errs, "/description", description, limits.Get().Description)
 	if err := errs.Err(); err != nil {
-		return Project{}, false, err
+		return store.Project{}, false, err
 	}
 	p, created, err := tx.ProjectUpsert(ctx, name, description)
 	if err != nil {
-		return Project{}, false, fmt.Errorf("put project: %w", err)
+		return store.Project{}, false, fmt.Errorf("put project: %w", err)
 	}
 	return p, created, nil
 }
 
 // List returns one page of the projects the agent may see, by name.
-func (s *Service) List(ctx context.Context, agent *auth.Agent, after string, limit int) ([]Project, error) {
+func (s *Service) List(ctx context.Context, agent *auth.Agent, after string, limit int) ([]store.Project, error) {
 	all := agent.AllScope()
 	out, err := s.store.ProjectList(ctx, store.ProjectListParams{
 		After: after, All: all, Projects: append([]string{auth.SharedProject}, agent.Projects...), Max: limit,

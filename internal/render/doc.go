@@ -73,31 +73,20 @@ type Predecessor struct {
 	ID, SourceRole, TargetRole, Status string
 	StepID, AttemptID, Summary         string
 	Decisions                          []string
-	Artifacts                          []Artifact
-	Verdicts                           []Verdict
+	Artifacts                          []ctxtype.Artifact
+	Verdicts                           []ctxtype.Verdict
 	WitnessExitCode                    *int
 	WitnessPassed                      *bool
 	// Why it was rejected or withdrawn, and by whom (agent id and role).
 	Reason, ReasonBy, ReasonByRole  string
 	BaseCommit, CandidateTreeHash   string
 	Patches, Reports, OpenQuestions []string
-	NextStep                        *NextStep
+	NextStep                        *ctxtype.NextStep
 	// When it left pending (nil while pending), and whether its source
 	// withdrew it; only the kxm format shows them.
 	SettledAt *time.Time
 	Withdrawn bool
 }
-
-// NextStep is a predecessor's suggested next step (the leaf package's type).
-type NextStep = ctxtype.NextStep
-
-// Artifact is one artifact of a predecessor: the leaf package's type
-// (internal/ctxtype), which a stored packet carries and a replay renders.
-type Artifact = ctxtype.Artifact
-
-// Verdict is one critic verdict of a predecessor: the leaf package's type
-// (internal/ctxtype), stored with the packet like Artifact.
-type Verdict = ctxtype.Verdict
 
 // Entry is one item's block, with the Ref of its record; the same value
 // is rendered into the text and priced by EntryCost.

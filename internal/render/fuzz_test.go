@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,8 +27,8 @@ func fuzzDoc(project, role, objective, title, content, snippet string, agentCtx 
 		PlanRef:     3,
 		Predecessors: []Predecessor{{Ref: 4, ID: "hnd_1", SourceRole: role, TargetRole: "critic", Status: "accepted",
 			StepID: title, AttemptID: "2", Summary: content, Decisions: []string{objective},
-			Artifacts:       []Artifact{{Name: title, Kind: "patch", Ref: "git:abc", Snippet: snippet}},
-			Verdicts:        []Verdict{{Critic: role, Verdict: "PASS", Summary: snippet}},
+			Artifacts:       []ctxtype.Artifact{{Name: title, Kind: "patch", Ref: "git:abc", Snippet: snippet}},
+			Verdicts:        []ctxtype.Verdict{{Critic: role, Verdict: "PASS", Summary: snippet}},
 			WitnessExitCode: &exit, WitnessPassed: &passed}},
 		AgentContext: agentCtx, AgentContextRef: 5,
 		Sections: map[string][]Entry{
@@ -77,7 +78,7 @@ func FuzzRenderDoc(f *testing.F) {
 		if dec.Decode(&ctx) != nil {
 			ctx = nil
 		}
-		for _, format := range []Format{Markdown, Blocks, JSON, Navi} {
+		for _, format := range []ctxtype.Format{ctxtype.Markdown, ctxtype.Blocks, ctxtype.JSON, ctxtype.Navi} {
 			d := fuzzDoc(project, role, objective, title, content, snippet, ctx, flags)
 			a := Render(format, d)
 			b := Render(format, fuzzDoc(project, role, objective, title, content, snippet, ctx, flags))
@@ -114,9 +115,9 @@ func FuzzRenderDoc(f *testing.F) {
 				}
 				want := EntryCost(format, e)
 				switch format {
-				case Blocks, Navi:
+				case ctxtype.Blocks, ctxtype.Navi:
 					got += "\n"
-				case JSON:
+				case ctxtype.JSON:
 					got = "," + got + "\n"
 				}
 				if got != want {
@@ -129,16 +130,16 @@ func FuzzRenderDoc(f *testing.F) {
 					t.Fatalf("%s: contradiction is not rendered", format)
 				}
 				switch format {
-				case Blocks:
+				case ctxtype.Blocks:
 					got += "\n"
-				case JSON:
+				case ctxtype.JSON:
 					got = "," + got + "\n"
 				}
 				if want := ContradictionCost(format, c); got != want {
 					t.Fatalf("%s: contradiction rendered %q, priced %q", format, got, want)
 				}
 			}
-			if format != JSON {
+			if format != ctxtype.JSON {
 				continue
 			}
 			checkJSONPacket(t, d, text)

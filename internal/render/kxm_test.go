@@ -213,7 +213,7 @@ func validateKXM(t *testing.T, text string) map[string]any {
 // so that its silence on a packet means something.
 func TestKXMValidator(t *testing.T) {
 	t.Parallel()
-	good := Text(Render(KXM, &Doc{Project: "p", TargetRole: "r", Sections: map[string][]Entry{}, Allocated: 10}))
+	good := Text(Render(ctxtype.KXM, &Doc{Project: "p", TargetRole: "r", Sections: map[string][]Entry{}, Allocated: 10}))
 	validateKXM(t, good)
 	for name, breakIt := range map[string]func(m map[string]any){
 		"missing task":      func(m map[string]any) { delete(m, "task") },
@@ -273,7 +273,7 @@ func richKXMDoc() *Doc {
 		Plan: &Plan{ActiveStepIndex: 2, SettledDecisions: []string{strings.Repeat("d", 600)}}, PlanRef: 3,
 		Predecessors: []Predecessor{
 			{Ref: 4, ID: "hnd_1", SourceRole: "implementer", Status: "accepted", StepID: "implement", Summary: "Done.", SettledAt: &settled,
-				Artifacts: []Artifact{{Name: "p", Kind: "patch", Ref: "a/p.diff", Snippet: "+x"}, {Name: "n", Kind: "notes", Ref: "r"}},
+				Artifacts: []ctxtype.Artifact{{Name: "p", Kind: "patch", Ref: "a/p.diff", Snippet: "+x"}, {Name: "n", Kind: "notes", Ref: "r"}},
 				Patches:   []string{"sha:1"}, Reports: []string{"r.md"}, WitnessExitCode: &exit},
 			{Ref: 5, ID: "hnd_2", Status: "superseded", Withdrawn: true, Reason: "wrong branch", Summary: strings.Repeat("s", 5000)},
 			{Ref: 6, ID: "hnd_3", SourceRole: "x", Status: "pending", StepID: strings.Repeat("z", 70)},
@@ -298,10 +298,10 @@ func richKXMDoc() *Doc {
 func TestKXMRich(t *testing.T) {
 	t.Parallel()
 	d := richKXMDoc()
-	pieces := Render(KXM, d)
+	pieces := Render(ctxtype.KXM, d)
 	text := Text(pieces)
 	doc := validateKXM(t, text)
-	require.Equal(t, text, Text(Render(KXM, richKXMDoc())), "same Doc, same bytes")
+	require.Equal(t, text, Text(Render(ctxtype.KXM, richKXMDoc())), "same Doc, same bytes")
 
 	require.Equal(t, "ctxpkt_abc", doc["packetId"])
 	require.Equal(t, "2026-11-29T12:00:00.123456Z", doc["generatedAt"])
@@ -447,7 +447,7 @@ func TestKXMRandomDocs(t *testing.T) {
 		}
 		for range rng.IntN(3) {
 			d.Predecessors = append(d.Predecessors, Predecessor{Ref: next(), Status: []string{"pending", "accepted", "rejected", "superseded", "x"}[rng.IntN(5)],
-				StepID: word(), SourceRole: word(), Summary: word(), Decisions: []string{word()}, Artifacts: []Artifact{{Name: word(), Kind: word(), Ref: word()}}})
+				StepID: word(), SourceRole: word(), Summary: word(), Decisions: []string{word()}, Artifacts: []ctxtype.Artifact{{Name: word(), Kind: word(), Ref: word()}}})
 		}
 		for range rng.IntN(8) {
 			project := []string{"acme", "_shared"}[rng.IntN(2)]
@@ -455,11 +455,11 @@ func TestKXMRandomDocs(t *testing.T) {
 			sec := SectionOrder[rng.IntN(len(SectionOrder))]
 			d.Sections[sec] = append(d.Sections[sec], Entry{Ref: next(), Key: v.Key, Version: 1, Title: word(), Content: v.Content, V: v})
 		}
-		pieces := Render(KXM, d)
+		pieces := Render(ctxtype.KXM, d)
 		text := Text(pieces)
 		validateKXM(t, text)
 		checkKXMPieces(t, d, pieces)
-		require.Equal(t, text, Text(Render(KXM, d)), "iteration %d", iter)
+		require.Equal(t, text, Text(Render(ctxtype.KXM, d)), "iteration %d", iter)
 		require.True(t, utf8.ValidString(text))
 	}
 }

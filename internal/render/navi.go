@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/navi"
 )
 
@@ -57,8 +58,8 @@ func naviHeading(section string) string {
 // FirstEntryCost returns the text the packet's first entry brings with it
 // whatever its section, for budgeting: navi's header in the navi format,
 // nothing in the others.
-func FirstEntryCost(f Format) string {
-	if f == Navi {
+func FirstEntryCost(f ctxtype.Format) string {
+	if f == ctxtype.Navi {
 		return navi.Header
 	}
 	return ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/navi"
 )
 
@@ -37,7 +38,7 @@ func TestNaviFormatIsNavisBlock(t *testing.T) {
 		require.NoError(t, err)
 		packets, err := navi.ParseList(in)
 		require.NoError(t, err)
-		pieces := Render(Navi, naviDoc(t, packets))
+		pieces := Render(ctxtype.Navi, naviDoc(t, packets))
 		require.Equal(t, string(want), Text(pieces), name)
 		owned := map[int]string{}
 		for _, p := range pieces {
@@ -66,13 +67,13 @@ func TestNaviFormatIsNavisBlock(t *testing.T) {
 			}
 		}
 		want, _ := navi.Render(kept)
-		require.Equal(t, want, Text(Render(Navi, naviDoc(t, kept))), f)
+		require.Equal(t, want, Text(Render(ctxtype.Navi, naviDoc(t, kept))), f)
 	}
 }
 
 func TestNaviFormatEmptyAndParts(t *testing.T) {
 	t.Parallel()
-	require.Empty(t, Render(Navi, &Doc{}), "no entry, no block: navi's None")
+	require.Empty(t, Render(ctxtype.Navi, &Doc{}), "no entry, no block: navi's None")
 	d := naviDoc(t, []navi.Packet{{Source: navi.OtherSource("rag"), Content: " x ", Priority: 1}})
 	d.Ranked = append(d.Ranked, Entry{Ref: 1, Source: "tool", Title: "t", Content: "y", Priority: 2})
 	d.Task, d.TaskRef, d.ObjectiveRef = &Task{TaskID: "T-1", Objective: "Do it.\nWell."}, 2, 3
@@ -85,7 +86,7 @@ func TestNaviFormatEmptyAndParts(t *testing.T) {
 		"=== External Context Packets ===\n" +
 		"- source: Other(\"tool\"); priority: 2; title: t\ny\n\n" +
 		"- source: Other(\"rag\"); priority: 1; title: untitled\nx\n\n"
-	pieces := Render(Navi, d)
+	pieces := Render(ctxtype.Navi, d)
 	require.Equal(t, want, Text(pieces))
 	refs := map[int]string{}
 	for _, p := range pieces {
@@ -97,6 +98,6 @@ func TestNaviFormatEmptyAndParts(t *testing.T) {
 	require.Equal(t, "Do it.\nWell.\n", refs[3])
 	require.True(t, strings.HasPrefix(refs[5], "- ⚠️ state"))
 	require.Equal(t, "- source: Other(\"rag\"); priority: 1; title: untitled\nx\n", refs[0])
-	require.Equal(t, navi.Header, FirstEntryCost(Navi))
-	require.Empty(t, FirstEntryCost(Blocks))
+	require.Equal(t, navi.Header, FirstEntryCost(ctxtype.Navi))
+	require.Empty(t, FirstEntryCost(ctxtype.Blocks))
 }

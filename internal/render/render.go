@@ -14,23 +14,6 @@ import (
 	"github.com/contextd/contextd/internal/ctxtype"
 )
 
-// Format is an output format: the request's type (internal/ctxtype), named
-// here so that renderer code and callers say render.Markdown.
-type Format = ctxtype.Format
-
-const (
-	// Markdown is ctxtype.Markdown, KXM's packet v2 layout.
-	Markdown = ctxtype.Markdown
-	// Blocks is ctxtype.Blocks, navi's external-context block.
-	Blocks = ctxtype.Blocks
-	// JSON is ctxtype.JSON, one JSON document.
-	JSON = ctxtype.JSON
-	// KXM is ctxtype.KXM, KXM's formal context packet v2 (kxm.go).
-	KXM = ctxtype.KXM
-	// Navi is ctxtype.Navi, navi's render_context_packets block (navi.go).
-	Navi = ctxtype.Navi
-)
-
 // Scaffold is the Ref of a piece that belongs to no record: headings and
 // separators, which the packet itself accounts for.
 const Scaffold = -1
@@ -44,16 +27,16 @@ type Piece struct {
 
 // Render returns the pieces of doc in format f; an unknown format renders
 // as markdown, the default.
-func Render(f Format, doc *Doc) []Piece {
+func Render(f ctxtype.Format, doc *Doc) []Piece {
 	var w writer
 	switch f {
-	case Blocks:
+	case ctxtype.Blocks:
 		renderBlocks(&w, doc)
-	case JSON:
+	case ctxtype.JSON:
 		renderJSON(&w, doc)
-	case KXM:
+	case ctxtype.KXM:
 		renderKXM(&w, doc)
-	case Navi:
+	case ctxtype.Navi:
 		renderNavi(&w, doc)
 	default:
 		renderMarkdown(&w, doc)
@@ -88,43 +71,43 @@ func (w *writer) add(ref int, text string) {
 // HeadingCost returns the text a section's first entry brings with it, for
 // budgeting: its heading, and the Environment & Memory heading when it is
 // the first environment section to appear.
-func HeadingCost(f Format, section string, envStarted bool) string {
+func HeadingCost(f ctxtype.Format, section string, envStarted bool) string {
 	switch f {
-	case Markdown:
+	case ctxtype.Markdown:
 		return markdownHeading(section, envStarted)
-	case JSON:
+	case ctxtype.JSON:
 		return "\n,{\"name\":" + jsonString(section) + ",\"entries\":[\n]}"
-	case Navi:
+	case ctxtype.Navi:
 		return naviHeading(section)
 	}
 	return ""
 }
 
 // EntryCost returns the text an entry adds, for budgeting.
-func EntryCost(f Format, e Entry) string {
+func EntryCost(f ctxtype.Format, e Entry) string {
 	switch f {
-	case Blocks:
+	case ctxtype.Blocks:
 		return blocksEntry(e) + "\n"
-	case JSON:
+	case ctxtype.JSON:
 		return "," + jsonEntry(e) + "\n"
-	case KXM:
+	case ctxtype.KXM:
 		return "," + kxmEntry(e, "", "")
-	case Navi:
+	case ctxtype.Navi:
 		return naviEntry(e) + "\n"
 	}
 	return MarkdownItemBlock(e.Title, e.Content)
 }
 
 // ContradictionCost returns the text a contradiction line adds, for budgeting.
-func ContradictionCost(f Format, c Contradiction) string {
+func ContradictionCost(f ctxtype.Format, c Contradiction) string {
 	switch f {
-	case Blocks:
+	case ctxtype.Blocks:
 		return blocksContradiction(c) + "\n"
-	case JSON:
+	case ctxtype.JSON:
 		return "," + jsonContradiction(c) + "\n"
-	case KXM:
+	case ctxtype.KXM:
 		return "," + kxmContradiction(c, "")
-	case Navi:
+	case ctxtype.Navi:
 		return markdownContradiction(c)
 	}
 	return markdownContradiction(c)

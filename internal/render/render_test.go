@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,11 +42,11 @@ func TestAgentContextText(t *testing.T) {
 func TestPlanAndTitleShowOnlyWhatIsGiven(t *testing.T) {
 	t.Parallel()
 	d := &Doc{Project: "p", TargetRole: "r", Plan: &Plan{}, Sections: map[string][]Entry{}}
-	require.NotContains(t, Text(Render(Markdown, d)), "Plan")
+	require.NotContains(t, Text(Render(ctxtype.Markdown, d)), "Plan")
 	d.Plan = &Plan{PlanHash: "h"}
-	require.Contains(t, Text(Render(Markdown, d)), "## 3. Plan Pointer\nPlan Hash: `h`\n")
+	require.Contains(t, Text(Render(ctxtype.Markdown, d)), "## 3. Plan Pointer\nPlan Hash: `h`\n")
 	d.Plan = &Plan{TotalSteps: 3, ActiveStepIndex: 1}
-	require.Contains(t, Text(Render(Markdown, d)), "## 3. Plan Pointer\nStep 2 of 3\n")
+	require.Contains(t, Text(Render(ctxtype.Markdown, d)), "## 3. Plan Pointer\nStep 2 of 3\n")
 	require.Equal(t, "- c\n", MarkdownItemBlock("   ", "c"))
 	require.Equal(t, "- source: s; priority: 0; title: untitled\nc\n", blocksEntry(Entry{Source: "s", Title: " ", Content: "c"}))
 }
@@ -53,7 +54,7 @@ func TestPlanAndTitleShowOnlyWhatIsGiven(t *testing.T) {
 func TestSnippetFences(t *testing.T) {
 	t.Parallel()
 	got := predecessorText(Predecessor{ID: "hnd_1", SourceRole: "a", TargetRole: "b", Status: "pending",
-		Artifacts: []Artifact{{Name: "n", Snippet: "Run:\n```sh\nmake test\n```\nDone"}}})
+		Artifacts: []ctxtype.Artifact{{Name: "n", Snippet: "Run:\n```sh\nmake test\n```\nDone"}}})
 	require.Contains(t, got, "    ````\n    Run:\n    ```sh\n    make test\n    ```\n    Done\n    ````\n")
 	require.Equal(t, "```", fenceFor("plain"))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/kxm"
 	"github.com/contextd/contextd/internal/navi"
@@ -142,10 +143,10 @@ func kxmInput(k kxm.Imported) item.Input {
 	in := item.Input{Key: k.Key, Kind: &k.Kind, Source: &k.Source, Content: k.Content, Authority: k.Authority,
 		Confidence: k.Confidence, StateKey: k.StateKey, ValidFrom: k.ValidFrom, ValidUntil: k.ValidUntil, Metadata: k.Metadata}
 	if k.SourceRef != "" || len(k.DerivedFrom) > 0 {
-		in.Provenance = &item.Provenance{SourceRef: k.SourceRef, DerivedFrom: k.DerivedFrom}
+		in.Provenance = &ctxtype.Provenance{SourceRef: k.SourceRef, DerivedFrom: k.DerivedFrom}
 	}
 	if k.PinnedOnly {
-		in.Trigger = &item.Trigger{PinnedOnly: true}
+		in.Trigger = &ctxtype.Trigger{PinnedOnly: true}
 	}
 	return in
 }
@@ -157,7 +158,7 @@ func kxmInput(k kxm.Imported) item.Input {
 // KXM says replaces what it maps to, and the rest stays (the title, the
 // roles, the trigger, the source reference, the metadata KXM has no member
 // for). cur is the current version the caller may see.
-func kxmReimport(raw json.RawMessage, in item.Input, cur *item.Version) item.Input {
+func kxmReimport(raw json.RawMessage, in item.Input, cur *ctxtype.Version) item.Input {
 	var sent, now map[string]any
 	exported, _ := json.Marshal(kxm.Export(cur))
 	if json.Unmarshal(raw, &sent) != nil || json.Unmarshal(exported, &now) != nil {
@@ -241,7 +242,7 @@ func mergeKXM(cur, sent json.RawMessage) json.RawMessage {
 }
 
 // inputOf is a version as the write that makes it again.
-func inputOf(v *item.Version) item.Input {
+func inputOf(v *ctxtype.Version) item.Input {
 	f := v.Fields
 	prio := int32(f.Priority)
 	in := item.Input{Key: v.Key, Kind: &f.Kind, Source: &f.Source, Title: &f.Title, Summary: &f.Summary, Content: f.Content,

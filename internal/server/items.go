@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/api"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/kxm"
 	"github.com/contextd/contextd/internal/store"
@@ -104,7 +105,7 @@ func toInput(key string, w api.ItemWrite) item.Input {
 		in.Metadata = *w.Metadata
 	}
 	if t := w.Trigger; t != nil {
-		in.Trigger = &item.Trigger{Always: deref(t.Always), PinnedOnly: deref(t.PinnedOnly), Relevance: deref(t.Relevance), Tool: t.Tool}
+		in.Trigger = &ctxtype.Trigger{Always: deref(t.Always), PinnedOnly: deref(t.PinnedOnly), Relevance: deref(t.Relevance), Tool: t.Tool}
 		if t.Keywords != nil {
 			in.Trigger.Keywords = append([]string{}, *t.Keywords...)
 		}
@@ -113,10 +114,10 @@ func toInput(key string, w api.ItemWrite) item.Input {
 		}
 	}
 	if r := w.Roles; r != nil {
-		in.Roles = &item.Roles{VisibleTo: deref(r.VisibleTo), HiddenFrom: deref(r.HiddenFrom)}
+		in.Roles = &ctxtype.Roles{VisibleTo: deref(r.VisibleTo), HiddenFrom: deref(r.HiddenFrom)}
 	}
 	if p := w.Provenance; p != nil {
-		in.Provenance = &item.Provenance{SourceRef: deref(p.SourceRef), DerivedFrom: deref(p.DerivedFrom)}
+		in.Provenance = &ctxtype.Provenance{SourceRef: deref(p.SourceRef), DerivedFrom: deref(p.DerivedFrom)}
 	}
 	return in
 }
@@ -129,7 +130,7 @@ func ptrIf[T comparable](v T) *T {
 	return &v
 }
 
-func toItem(v *item.Version) api.Item {
+func toItem(v *ctxtype.Version) api.Item {
 	t := v.Trigger
 	trig := api.Trigger{Tool: t.Tool}
 	if t.Always {
@@ -163,7 +164,7 @@ func toItem(v *item.Version) api.Item {
 	}
 }
 
-func toItems(vs []*item.Version) []api.Item {
+func toItems(vs []*ctxtype.Version) []api.Item {
 	out := make([]api.Item, len(vs))
 	for i, v := range vs {
 		out[i] = toItem(v)
@@ -287,7 +288,12 @@ func (s *Server) DeleteItem(ctx context.Context, r api.DeleteItemRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.items.Delete(ctx, agentFrom(ctx), r.Project, r.Key, item.PutOpts{IfMatch: ifMatch})
+	var v *ctxtype.Version
+	err = s.write(ctx, func(tx *store.Tx) error {
+		var err error
+		v, err = s.items.DeleteTx(ctx, tx, agentFrom(ctx), r.Project, r.Key, item.PutOpts{IfMatch: ifMatch})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/obs"
 )
 
@@ -80,7 +80,7 @@ func (s *Server) adminMetrics(c echo.Context) error {
 		return err
 	}
 	if !agent.IsAdmin() {
-		return fmt.Errorf("%w: %s is served to admin keys only (or on --metrics-listen)", auth.ErrForbidden, metricsPath)
+		return fmt.Errorf("%w: %s is served to admin keys only (or on --metrics-listen)", fault.ErrForbidden, metricsPath)
 	}
 	s.obs.Metrics.Handler().ServeHTTP(c.Response(), c.Request())
 	return nil

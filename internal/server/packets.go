@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/footprint"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/packet"
@@ -15,19 +16,19 @@ import (
 	"github.com/contextd/contextd/internal/validation"
 )
 
-func toSpan(s *assemble.Span) *api.Span {
+func toSpan(s *ctxtype.Span) *api.Span {
 	if s == nil {
 		return nil
 	}
 	return &api.Span{Start: s.Start, End: s.End}
 }
 
-func toRecord(r assemble.Record) api.Record {
+func toRecord(r ctxtype.Record) api.Record {
 	out := api.Record{Subject: r.SubjectKind, Key: r.SubjectKey, Decision: r.Decision, Span: toSpan(r.Span),
 		Section: ptrIf(r.Section), Rule: ptrIf(r.Rule), Reason: ptrIf(r.Reason), Detail: ptrIf(r.Detail), Layer: ptrIf(r.Layer)}
 	tokens, rank, pos := r.Tokens, r.Rank, r.Position
 	out.Tokens, out.Rank, out.Position = &tokens, &rank, &pos
-	if r.SubjectKind == assemble.SubjectItem {
+	if r.SubjectKind == ctxtype.SubjectItem {
 		v := r.SubjectVersion
 		out.Version, out.Project = &v, &r.SubjectProject
 	}
@@ -62,7 +63,7 @@ func toPacket(p *packet.Packet) api.Packet {
 		for i, r := range sec.Entries {
 			e := api.SectionEntry{Subject: r.SubjectKind, Key: r.SubjectKey, Tokens: r.Tokens, Span: *toSpan(r.Span),
 				Rule: r.Rule, Decision: r.Decision, Reason: ptrIf(r.Reason)}
-			if r.SubjectKind == assemble.SubjectItem {
+			if r.SubjectKind == ctxtype.SubjectItem {
 				v, pr := r.SubjectVersion, r.SubjectProject
 				e.Version, e.Project = &v, &pr
 			}
@@ -154,7 +155,7 @@ func (s *Server) GetPacket(ctx context.Context, r api.GetPacketRequestObject) (a
 // agentfootprint trace (package footprint maps them).
 func (s *Server) ListPacketRecords(ctx context.Context, r api.ListPacketRecordsRequestObject) (api.ListPacketRecordsResponseObject, error) {
 	d := deref(r.Params.Decision)
-	if d != "" && d != assemble.Included && d != assemble.Excluded {
+	if d != "" && d != ctxtype.Included && d != ctxtype.Excluded {
 		return nil, validation.One("decision", "enum", "decision must be included or excluded")
 	}
 	format := api.RecordsFormatContextd
@@ -168,7 +169,7 @@ func (s *Server) ListPacketRecords(ctx context.Context, r api.ListPacketRecordsR
 	if err != nil {
 		return nil, err
 	}
-	recs := []assemble.Record{}
+	recs := []ctxtype.Record{}
 	for _, rec := range p.Records {
 		if d == "" || rec.Decision == d {
 			recs = append(recs, rec)

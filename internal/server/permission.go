@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/fault"
 )
 
 // OperationPermission is what an operation of the contract declares about who may
@@ -181,12 +182,12 @@ func (s *Server) requirePermission(spec []byte) echo.MiddlewareFunc {
 			if agent == nil {
 				// Permissions admits non-public operations only under /v1,
 				// which authenticate guards; this is defence in depth.
-				return fmt.Errorf("%w: a key is required", auth.ErrUnauthenticated)
+				return fmt.Errorf("%w: a key is required", fault.ErrUnauthenticated)
 			}
 			need := needs[p.Need]
 			if !p.Project {
 				if !holds(agent, need) {
-					return fmt.Errorf("%w: %s permission needed", auth.ErrForbidden, p.Need)
+					return fmt.Errorf("%w: %s permission needed", fault.ErrForbidden, p.Need)
 				}
 				return next(c)
 			}

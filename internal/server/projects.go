@@ -5,11 +5,10 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/page"
-	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
 )
 
-func toProject(p project.Project) api.Project {
+func toProject(p store.Project) api.Project {
 	return api.Project{Project: p.Name, Description: p.Description, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC()}
 }
 
@@ -20,7 +19,7 @@ func (s *Server) PutProject(ctx context.Context, r api.PutProjectRequestObject) 
 		desc = *r.Body.Description
 	}
 	var (
-		p       project.Project
+		p       store.Project
 		created bool
 	)
 	err := s.write(ctx, func(tx *store.Tx) error {

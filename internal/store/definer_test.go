@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/app"
-	"github.com/contextd/contextd/internal/assemble"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/ident"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -286,7 +286,7 @@ func definerFixtures(t *testing.T, ctx context.Context, owner *pgxpool.Pool, nam
 		require.NoError(t, err)
 		_, err = a.Items.Put(ctx, admin, f.Project, item.Input{Key: "decoy", Content: f.Decoy}, item.PutOpts{})
 		require.NoError(t, err)
-		p, err := a.Packets.Assemble(ctx, admin, f.Project, &assemble.Request{TargetRole: "planner"})
+		p, err := a.Packets.Assemble(ctx, admin, f.Project, &ctxtype.Request{TargetRole: "planner"})
 		require.NoError(t, err)
 		require.Contains(t, p.Rendered, f.Secret)
 		require.Contains(t, p.Rendered, f.Decoy)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
@@ -30,7 +31,7 @@ func TestItemWritesProbeByKey(t *testing.T) {
 	require.NoError(t, err)
 	relevance := func(i int, s string) item.Input {
 		return item.Input{Key: fmt.Sprintf("k%04d", i), Content: "refund rule " + s + " " + strconv.Itoa(i),
-			Trigger: &item.Trigger{Relevance: true}}
+			Trigger: &ctxtype.Trigger{Relevance: true}}
 	}
 	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{relevance(0, "a"), relevance(1, "a")})
 	require.NoError(t, err)

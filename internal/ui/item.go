@@ -10,10 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
-	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
 )
 
@@ -25,7 +24,7 @@ const (
 )
 
 type versionView struct {
-	V *item.Version
+	V *ctxtype.Version
 	// Diff is against the previous version (nil for the first).
 	Diff  []DiffLine
 	Prev  int // the version Diff is against
@@ -58,7 +57,7 @@ func (h *handler) item(c echo.Context) error {
 	v := &itemView{Project: proj, Key: key, MoreVersions: more}
 	uses, of, moreUses, err := h.injections(ctx, s.Agent, proj, key, c.QueryParam("project"))
 	switch {
-	case errors.Is(err, fault.ErrInvalid) && proj == assemble.SharedProject:
+	case errors.Is(err, fault.ErrInvalid) && proj == ctxtype.SharedProject:
 		// A _shared item is used by every project's packets: pick one.
 		v.UsesNote = err.Error()
 		if v.ChooseProject, err = h.projectNames(ctx, s.Agent); err != nil {
@@ -92,8 +91,8 @@ func (h *handler) item(c echo.Context) error {
 
 // versions reads an item's versions oldest first, as the agent may see
 // them (the item service), up to maxVersions.
-func (h *handler) versions(ctx context.Context, agent *auth.Agent, proj, key string) ([]*item.Version, bool, error) {
-	var out []*item.Version
+func (h *handler) versions(ctx context.Context, agent *auth.Agent, proj, key string) ([]*ctxtype.Version, bool, error) {
+	var out []*ctxtype.Version
 	cur := ""
 	for {
 		pg, err := h.app.Items.Versions(ctx, agent, proj, key, cur, pageOf)
@@ -139,7 +138,7 @@ func (h *handler) projectNames(ctx context.Context, agent *auth.Agent) ([]string
 	}
 	var out []string
 	for _, p := range ps {
-		if p.Name != assemble.SharedProject {
+		if p.Name != ctxtype.SharedProject {
 			out = append(out, p.Name)
 		}
 	}
@@ -148,7 +147,7 @@ func (h *handler) projectNames(ctx context.Context, agent *auth.Agent) ([]string
 
 // versionText is what a diff compares: the fields a writer sets, one a
 // line, then the content.
-func versionText(v *item.Version) string {
+func versionText(v *ctxtype.Version) string {
 	var b strings.Builder
 	if v.Deleted {
 		b.WriteString("(deleted)\n")

@@ -8,8 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/contextd/contextd/internal/assemble"
-	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/packet"
 )
 
@@ -68,15 +67,15 @@ type sectionView struct {
 	Tokens int
 }
 
-func subjectOf(r assemble.Record) string {
-	if r.SubjectKind == assemble.SubjectItem {
+func subjectOf(r ctxtype.Record) string {
+	if r.SubjectKind == ctxtype.SubjectItem {
 		return "item:" + r.SubjectProject + "/" + r.SubjectKey
 	}
 	return r.SubjectKind + ":" + r.SubjectKey
 }
 
-func sectionName(r assemble.Record) string {
-	if r.Reason == assemble.ReasonContradicted {
+func sectionName(r ctxtype.Record) string {
+	if r.Reason == ctxtype.ReasonContradicted {
 		return "Active Contradictions" // as packet.Sections names it
 	}
 	return r.Section
@@ -128,7 +127,7 @@ func buildPacketView(p *packet.Packet) *packetView {
 			rv.Span = fmt.Sprintf("%d-%d", r.Span.Start, r.Span.End)
 			spans = append(spans, rv)
 		}
-		if r.Decision == assemble.Included {
+		if r.Decision == ctxtype.Included {
 			v.Included = append(v.Included, rv)
 			tokens[rv.Section] += r.Tokens
 		} else {
@@ -209,7 +208,7 @@ func budgetBar(allocated, used int, secs []sectionView) ([]budgetPart, int) {
 type recordDetail struct {
 	Project  string
 	Rec      recordView
-	Version  *item.Version
+	Version  *ctxtype.Version
 	SpanText string // the text of its span in the packet
 }
 
@@ -238,7 +237,7 @@ func (h *handler) record(c echo.Context) error {
 		return h.fail(c, fmt.Errorf("%w: packet %s has no record of %s", packet.ErrNotFound, p.ID, subject))
 	}
 	d := recordDetail{Project: proj, Rec: *rec}
-	if rec.Kind == assemble.SubjectItem {
+	if rec.Kind == ctxtype.SubjectItem {
 		d.Version, err = h.app.Items.GetVersion(ctx, s.Agent, rec.Project, rec.Key, rec.Version)
 		if err != nil {
 			return h.fail(c, err)

@@ -9,11 +9,12 @@ import (
 
 	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
-	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // The most rows the project page lists.
@@ -23,7 +24,7 @@ const (
 )
 
 type indexView struct {
-	Projects []project.Project
+	Projects []store.Project
 }
 
 // index lists the projects the agent may see.
@@ -50,7 +51,7 @@ type auditView struct {
 type projectView struct {
 	Project   string
 	Query     string
-	Items     []*item.Version
+	Items     []*ctxtype.Version
 	Next      string // cursor of the next page of items
 	Cursor    string
 	Packets   []*packet.Packet
