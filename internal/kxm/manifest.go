@@ -120,62 +120,6 @@ type ManifestNextStep struct {
 	Action string `json:"action,omitempty"`
 }
 
-// Handoff is a handoff as contextd holds it: the members of its manifest,
-// snake_case as in package handoff and the API (the server reshapes between
-// the two), without the contextd-only ones KXM has no member for (summary,
-// decisions, packet_id).
-type Handoff struct {
-	TaskID               string         `json:"task_id"`
-	WorkflowRunID        string         `json:"workflow_run_id"`
-	ReworkOf             string         `json:"rework_of,omitempty"`
-	Source               HandoffSource  `json:"source"`
-	Target               ManifestTarget `json:"target"`
-	Intent               string         `json:"intent"`
-	BaseCommit           string         `json:"base_commit"`
-	CandidateTreeHash    string         `json:"candidate_tree_hash"`
-	Deliverables         HandoffOutputs `json:"deliverables"`
-	VerificationEvidence HandoffChecks  `json:"verification_evidence"`
-	OpenQuestions        []string       `json:"open_questions"`
-	SuggestedNextStep    *HandoffStep   `json:"suggested_next_step,omitempty"`
-}
-
-// HandoffSource is contextd's source.
-type HandoffSource struct {
-	Role      string `json:"role"`
-	AgentID   string `json:"agent_id"`
-	Harness   string `json:"harness"`
-	Model     string `json:"model"`
-	StepID    string `json:"step_id"`
-	AttemptID string `json:"attempt_id"`
-}
-
-// HandoffOutputs are contextd's deliverables (an artifact's kind and
-// content_snippet are contextd's own and not read here).
-type HandoffOutputs struct {
-	Patches   []string          `json:"patches"`
-	Reports   []string          `json:"reports"`
-	Artifacts []HandoffArtifact `json:"artifacts"`
-}
-
-// HandoffArtifact is one of contextd's artifacts, as far as KXM has it.
-type HandoffArtifact struct {
-	Name        string `json:"name"`
-	ArtifactRef string `json:"artifact_ref"`
-}
-
-// HandoffChecks is contextd's verification evidence.
-type HandoffChecks struct {
-	WitnessExitCode *int              `json:"witness_exit_code,omitempty"`
-	WitnessPassed   *bool             `json:"witness_passed,omitempty"`
-	CriticVerdicts  []ManifestVerdict `json:"critic_verdicts"`
-}
-
-// HandoffStep is contextd's suggested next step.
-type HandoffStep struct {
-	StepID string `json:"step_id,omitempty"`
-	Action string `json:"action,omitempty"`
-}
-
 // Lengths are the maxLength of KXM's schema, by JSON Pointer.
 var Lengths = map[string]int{
 	"/handoffId": 128, "/taskId": 128, "/workflowRunId": 128,
@@ -195,12 +139,14 @@ func IsManifest(body []byte) bool {
 	return ok
 }
 
-// ImportManifest maps a manifest to contextd's create input. It refuses only what
+// CheckManifest checks a manifest a create was sent. It refuses only what
 // KXM's schema would (a schema other than v1, a member over KXM's length),
 // with pointers into the manifest; contextd's own rules follow in the
-// service (see ManifestPointer). handoffId, status and createdAt are never refused:
-// the warnings say what of them contextd replaced.
-func ImportManifest(in ManifestInput) (Handoff, []validation.Field, error) {
+// service (see ManifestPointer). handoffId, status and createdAt are never
+// refused: the warnings say what of them contextd replaced. Mapping the
+// manifest onto contextd's handoff is the caller's (package handoff's type
+// is not this pure package's to import).
+func CheckManifest(in ManifestInput) ([]validation.Field, error) {
 	var errs validation.List
 	if in.Schema != ManifestSchema {
 		errs.Add("/schema", "enum", "schema must be %s, not %q", ManifestSchema, in.Schema)
@@ -214,25 +160,9 @@ func ImportManifest(in ManifestInput) (Handoff, []validation.Field, error) {
 		}
 	}
 	if err := errs.Err(); err != nil {
-		return Handoff{}, nil, err
+		return nil, err
 	}
-	h := Handoff{
-		TaskID: in.TaskID, WorkflowRunID: in.WorkflowRunID, ReworkOf: derefString(in.ReworkOf),
-		Source: HandoffSource{Role: in.Source.Role, AgentID: in.Source.AgentID, Harness: in.Source.Harness, Model: in.Source.Model,
-			StepID: in.Source.StepID, AttemptID: in.Source.AttemptID},
-		Target: in.Target, Intent: in.Intent, BaseCommit: in.BaseCommit, CandidateTreeHash: in.CandidateTreeHash,
-		VerificationEvidence: HandoffChecks{WitnessExitCode: in.VerificationEvidence.WitnessExitCode,
-			WitnessPassed: in.VerificationEvidence.WitnessPassed, CriticVerdicts: in.VerificationEvidence.CriticVerdicts},
-		OpenQuestions: in.OpenQuestions,
-	}
-	h.Deliverables.Patches, h.Deliverables.Reports = in.Deliverables.Patches, in.Deliverables.Reports
-	for _, a := range in.Deliverables.Artifacts {
-		h.Deliverables.Artifacts = append(h.Deliverables.Artifacts, HandoffArtifact(a))
-	}
-	if n := in.SuggestedNextStep; n != nil {
-		h.SuggestedNextStep = &HandoffStep{StepID: n.StepID, Action: n.Action}
-	}
-	return h, importWarnings(in), nil
+	return importWarnings(in), nil
 }
 
 // importWarnings says what of handoffId and status contextd replaced; a
@@ -264,36 +194,29 @@ func rawText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// ExportManifest is a handoff as KXM's manifest: handoffId is contextd's id,
-// status the status contextd holds, createdAt when contextd stored it; the
-// members KXM requires that the handoff lacks get the defaults above
-// (MissingText, NoWitness, DefaultPermission), texts over KXM's lengths are cut
-// to them; contextd's own members (summary, decisions, packet_id, an
-// artifact's kind and content_snippet) are left out.
-func ExportManifest(h Handoff, id, status string, createdAt time.Time) Manifest {
-	m := Manifest{
-		Schema: ManifestSchema, HandoffID: cut(id, 128), TaskID: cut(h.TaskID, 128),
-		WorkflowRunID: orMissing(h.WorkflowRunID, 128),
-		Source: ManifestSource{Role: orMissing(h.Source.Role, 64), AgentID: orMissing(h.Source.AgentID, 64),
-			Harness: orMissing(h.Source.Harness, 64), Model: cut(h.Source.Model, 128),
-			StepID: orMissing(h.Source.StepID, 64), AttemptID: orMissing(h.Source.AttemptID, 128)},
-		Target: ManifestTarget{Role: cut(h.Target.Role, 64), Permission: h.Target.Permission},
-		Intent: h.Intent, Status: status, BaseCommit: cut(h.BaseCommit, 64), CandidateTreeHash: cut(h.CandidateTreeHash, 64),
-		Deliverables: ManifestDeliverables{Patches: nonNilStrings(h.Deliverables.Patches), Reports: nonNilStrings(h.Deliverables.Reports),
-			Artifacts: make([]ManifestArtifact, len(h.Deliverables.Artifacts))},
-		VerificationEvidence: ManifestEvidence{WitnessExitCode: h.VerificationEvidence.WitnessExitCode,
-			WitnessPassed: h.VerificationEvidence.WitnessPassed, CriticVerdicts: h.VerificationEvidence.CriticVerdicts},
-		OpenQuestions: nonNilStrings(h.OpenQuestions),
-		CreatedAt:     createdAt.UTC().Format(time.RFC3339Nano),
-	}
-	if h.ReworkOf != "" {
-		m.ReworkOf = &h.ReworkOf
-	}
+// ExportManifest completes a handoff's members, mapped one to one onto
+// the manifest's (handoffId contextd's id, status the status contextd holds,
+// reworkOf nil when none), into a manifest KXM's schema accepts: schema is
+// v1, createdAt when contextd stored the handoff, the members KXM requires
+// that the handoff lacks get the defaults above (MissingText, NoWitness,
+// DefaultPermission, empty lists), texts over KXM's lengths are cut to
+// them. contextd's own members (summary, decisions, packet_id, an
+// artifact's kind and content_snippet) have no member here.
+func ExportManifest(m Manifest, createdAt time.Time) Manifest {
+	m.Schema, m.HandoffID, m.TaskID = ManifestSchema, cut(m.HandoffID, 128), cut(m.TaskID, 128)
+	m.WorkflowRunID = orMissing(m.WorkflowRunID, 128)
+	src := &m.Source
+	src.Role, src.AgentID, src.Harness = orMissing(src.Role, 64), orMissing(src.AgentID, 64), orMissing(src.Harness, 64)
+	src.Model, src.StepID, src.AttemptID = cut(src.Model, 128), orMissing(src.StepID, 64), orMissing(src.AttemptID, 128)
+	m.Target.Role = cut(m.Target.Role, 64)
 	if m.Target.Permission == "" {
 		m.Target.Permission = DefaultPermission
 	}
-	for i, a := range h.Deliverables.Artifacts {
-		m.Deliverables.Artifacts[i] = ManifestArtifact(a)
+	m.BaseCommit, m.CandidateTreeHash = cut(m.BaseCommit, 64), cut(m.CandidateTreeHash, 64)
+	d := &m.Deliverables
+	d.Patches, d.Reports = nonNilStrings(d.Patches), nonNilStrings(d.Reports)
+	if d.Artifacts == nil {
+		d.Artifacts = []ManifestArtifact{}
 	}
 	ev := &m.VerificationEvidence
 	if ev.WitnessExitCode == nil {
@@ -307,9 +230,8 @@ func ExportManifest(h Handoff, id, status string, createdAt time.Time) Manifest 
 	if ev.CriticVerdicts == nil {
 		ev.CriticVerdicts = []ManifestVerdict{}
 	}
-	if n := h.SuggestedNextStep; n != nil {
-		m.SuggestedNextStep = &ManifestNextStep{StepID: n.StepID, Action: n.Action}
-	}
+	m.OpenQuestions = nonNilStrings(m.OpenQuestions)
+	m.CreatedAt = createdAt.UTC().Format(time.RFC3339Nano)
 	return m
 }
 
@@ -340,13 +262,6 @@ func orMissing(s string, n int) string {
 		return MissingText
 	}
 	return cut(s, n)
-}
-
-func derefString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func nonNilStrings(s []string) []string {

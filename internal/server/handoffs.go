@@ -18,26 +18,42 @@ import (
 	"github.com/contextd/contextd/internal/validation"
 )
 
-// reshape copies one JSON-shaped value into another type with the same
-// snake_case members: the manifest's fields are the same on the wire and in
-// the domain, so this is the whole translation.
-func reshape(from, to any) error {
-	b, err := json.Marshal(from)
-	if err != nil {
-		return err
+// toHandoffAPI is a stored handoff as the API's Handoff, member by member.
+// The API's members are pointers where its schema makes them optional: a
+// list the handoff has (even empty) is sent, a nil one is left out; every
+// member of source, target, an artifact and a verdict is sent, empty or
+// not; a next step's empty members are left out.
+func toHandoffAPI(h *handoff.Handoff) api.Handoff {
+	src, ev := h.Source, h.VerificationEvidence
+	out := api.Handoff{
+		Id: h.ID, Project: h.Project, Status: h.Status, StatusReason: ptrIf(h.StatusReason), SupersededBy: ptrIf(h.SupersededBy),
+		CreatedBy: h.CreatedBy, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
+		TaskId: h.TaskID, WorkflowRunId: h.WorkflowRunID, ReworkOf: ptrIf(h.ReworkOf), PacketId: ptrIf(h.PacketID),
+		Source: api.HandoffSource{Role: &src.Role, AgentId: &src.AgentID, Harness: &src.Harness, Model: &src.Model,
+			StepId: &src.StepID, AttemptId: &src.AttemptID},
+		Target: api.HandoffTarget{Role: &h.Target.Role, Permission: &h.Target.Permission},
+		Intent: h.Intent, BaseCommit: h.BaseCommit, CandidateTreeHash: h.CandidateTreeHash,
+		Deliverables:         api.HandoffDeliverables{Patches: listIf(h.Deliverables.Patches), Reports: listIf(h.Deliverables.Reports)},
+		VerificationEvidence: api.HandoffEvidence{WitnessExitCode: ev.WitnessExitCode, WitnessPassed: ev.WitnessPassed},
+		OpenQuestions:        h.OpenQuestions, Summary: h.Summary, Decisions: h.Decisions,
 	}
-	return json.Unmarshal(b, to)
-}
-
-func toHandoff(h *handoff.Handoff) (api.Handoff, error) {
-	var out api.Handoff
-	if err := reshape(h.Manifest, &out); err != nil {
-		return out, err
+	if as := h.Deliverables.Artifacts; as != nil {
+		arts := make([]apiArtifact, len(as))
+		for i, a := range as {
+			arts[i] = apiArtifact{Name: &a.Name, ArtifactRef: &a.ArtifactRef, Kind: &a.Kind, ContentSnippet: &a.ContentSnippet}
+		}
+		out.Deliverables.Artifacts = &arts
 	}
-	out.Id, out.Project, out.Status = h.ID, h.Project, h.Status
-	out.StatusReason, out.SupersededBy = ptrIf(h.StatusReason), ptrIf(h.SupersededBy)
-	out.CreatedBy, out.CreatedAt, out.UpdatedAt = h.CreatedBy, h.CreatedAt, h.UpdatedAt
-	out.ReworkOf, out.PacketId = ptrIf(h.ReworkOf), ptrIf(h.PacketID)
+	if vs := ev.CriticVerdicts; vs != nil {
+		verdicts := make([]apiVerdict, len(vs))
+		for i, v := range vs {
+			verdicts[i] = apiVerdict{Critic: &v.Critic, Verdict: &v.Verdict, Summary: &v.Summary}
+		}
+		out.VerificationEvidence.CriticVerdicts = &verdicts
+	}
+	if n := h.SuggestedNextStep; n != nil {
+		out.SuggestedNextStep = &api.HandoffNextStep{StepId: ptrIf(n.StepID), Action: ptrIf(n.Action)}
+	}
 	if len(h.Warnings) > 0 {
 		ws := make([]api.HandoffWarning, len(h.Warnings))
 		for i, w := range h.Warnings {
@@ -45,7 +61,69 @@ func toHandoff(h *handoff.Handoff) (api.Handoff, error) {
 		}
 		out.Warnings = &ws
 	}
-	return out, nil
+	return out
+}
+
+// apiArtifact and apiVerdict name the element types the generated API
+// leaves anonymous (HandoffDeliverables.Artifacts, HandoffEvidence.CriticVerdicts).
+type (
+	apiArtifact = struct {
+		ArtifactRef    *string `json:"artifact_ref,omitempty"`
+		ContentSnippet *string `json:"content_snippet,omitempty"`
+		Kind           *string `json:"kind,omitempty"`
+		Name           *string `json:"name,omitempty"`
+	}
+	apiVerdict = struct {
+		Critic  *string `json:"critic,omitempty"`
+		Summary *string `json:"summary,omitempty"`
+		Verdict *string `json:"verdict,omitempty"`
+	}
+)
+
+// listIf is a list as an optional API member: nil when the list is nil.
+func listIf(s []string) *[]string {
+	if s == nil {
+		return nil
+	}
+	return &s
+}
+
+// fromHandoffAPI is a HandoffCreate as contextd's create input, member by
+// member: an optional member not sent is its zero value.
+func fromHandoffAPI(c api.HandoffCreate) handoff.Manifest {
+	m := handoff.Manifest{
+		TaskID: c.TaskId, WorkflowRunID: deref(c.WorkflowRunId), ReworkOf: deref(c.ReworkOf),
+		Target: handoff.Target{Role: deref(c.Target.Role), Permission: deref(c.Target.Permission)},
+		Intent: c.Intent, BaseCommit: deref(c.BaseCommit), CandidateTreeHash: deref(c.CandidateTreeHash),
+		OpenQuestions: deref(c.OpenQuestions), Summary: deref(c.Summary), Decisions: deref(c.Decisions), PacketID: deref(c.PacketId),
+	}
+	if src := c.Source; src != nil {
+		m.Source = handoff.Source{Role: deref(src.Role), AgentID: deref(src.AgentId), Harness: deref(src.Harness), Model: deref(src.Model),
+			StepID: deref(src.StepId), AttemptID: deref(src.AttemptId)}
+	}
+	if d := c.Deliverables; d != nil {
+		m.Deliverables.Patches, m.Deliverables.Reports = deref(d.Patches), deref(d.Reports)
+		if as := deref(d.Artifacts); as != nil {
+			m.Deliverables.Artifacts = make([]handoff.Artifact, len(as))
+			for i, a := range as {
+				m.Deliverables.Artifacts[i] = handoff.Artifact{Name: deref(a.Name), ArtifactRef: deref(a.ArtifactRef), Kind: deref(a.Kind),
+					ContentSnippet: deref(a.ContentSnippet)}
+			}
+		}
+	}
+	if ev := c.VerificationEvidence; ev != nil {
+		m.VerificationEvidence.WitnessExitCode, m.VerificationEvidence.WitnessPassed = ev.WitnessExitCode, ev.WitnessPassed
+		if vs := deref(ev.CriticVerdicts); vs != nil {
+			m.VerificationEvidence.CriticVerdicts = make([]handoff.Verdict, len(vs))
+			for i, v := range vs {
+				m.VerificationEvidence.CriticVerdicts[i] = handoff.Verdict{Critic: deref(v.Critic), Verdict: deref(v.Verdict), Summary: deref(v.Summary)}
+			}
+		}
+	}
+	if n := c.SuggestedNextStep; n != nil {
+		m.SuggestedNextStep = &handoff.NextStep{StepID: deref(n.StepId), Action: deref(n.Action)}
+	}
+	return m
 }
 
 func toEvent(e handoff.Event) api.HandoffEvent {
@@ -85,11 +163,7 @@ func (s *Server) CreateHandoff(ctx context.Context, r api.CreateHandoffRequestOb
 		return nil, err
 	}
 	h.Warnings = append(h.Warnings, warnings...)
-	out, err := toHandoff(h)
-	if err != nil {
-		return nil, err
-	}
-	return api.CreateHandoff201JSONResponse(out), nil
+	return api.CreateHandoff201JSONResponse(toHandoffAPI(h)), nil
 }
 
 // createInput decodes a create's body, strictly, as the shape it is: a
@@ -102,17 +176,17 @@ func createInput(body []byte) (handoff.Manifest, bool, []validation.Field, error
 		if err := decodeStrict(body, &c); err != nil {
 			return m, false, nil, err
 		}
-		return m, false, nil, reshape(c, &m)
+		return fromHandoffAPI(c), false, nil, nil
 	}
 	var in kxm.ManifestInput
 	if err := decodeStrict(body, &in); err != nil {
 		return m, true, nil, err
 	}
-	h, warnings, err := kxm.ImportManifest(in)
+	warnings, err := kxm.CheckManifest(in)
 	if err != nil {
 		return m, true, nil, err
 	}
-	return m, true, warnings, reshape(h, &m)
+	return fromKXMManifest(in), true, warnings, nil
 }
 
 // manifestPointers points a create's validation errors, which name
@@ -145,11 +219,7 @@ func (s *Server) ListHandoffs(ctx context.Context, r api.ListHandoffsRequestObje
 	}
 	out := api.ListHandoffs200JSONResponse{Data: []api.Handoff{}, NextCursor: ptrIf(next)}
 	for _, h := range hs {
-		ah, err := toHandoff(h)
-		if err != nil {
-			return nil, err
-		}
-		out.Data = append(out.Data, ah)
+		out.Data = append(out.Data, toHandoffAPI(h))
 	}
 	return out, nil
 }
@@ -170,13 +240,9 @@ func (s *Server) GetHandoff(ctx context.Context, r api.GetHandoffRequestObject) 
 	}
 	var body any
 	if format == api.HandoffFormatKxm {
-		var h kxm.Handoff
-		if err := reshape(d.Handoff.Manifest, &h); err != nil {
-			return nil, err
-		}
-		body = kxm.ExportManifest(h, d.Handoff.ID, d.Handoff.Status, d.Handoff.CreatedAt)
-	} else if body, err = toHandoffDetail(d); err != nil {
-		return nil, err
+		body = toKXMManifest(d.Handoff)
+	} else {
+		body = toHandoffDetail(d)
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -185,14 +251,18 @@ func (s *Server) GetHandoff(ctx context.Context, r api.GetHandoffRequestObject) 
 	return api.GetHandoff200JSONResponse(b), nil
 }
 
-func toHandoffDetail(d *handoff.Detail) (api.HandoffDetail, error) {
-	var out api.HandoffDetail
-	base, err := toHandoff(d.Handoff)
-	if err != nil {
-		return out, err
-	}
-	if err := reshape(base, &out); err != nil {
-		return out, err
+// toHandoffDetail is a handoff with its events, rework chain and packets
+// as the API's HandoffDetail: the handoff's members as toHandoffAPI maps
+// them, then the rest.
+func toHandoffDetail(d *handoff.Detail) api.HandoffDetail {
+	b := toHandoffAPI(d.Handoff)
+	out := api.HandoffDetail{
+		Id: b.Id, Project: b.Project, Status: b.Status, StatusReason: b.StatusReason, SupersededBy: b.SupersededBy,
+		CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
+		TaskId: b.TaskId, WorkflowRunId: b.WorkflowRunId, ReworkOf: b.ReworkOf, PacketId: b.PacketId,
+		Source: b.Source, Target: b.Target, Intent: b.Intent, BaseCommit: b.BaseCommit, CandidateTreeHash: b.CandidateTreeHash,
+		Deliverables: b.Deliverables, VerificationEvidence: b.VerificationEvidence, OpenQuestions: b.OpenQuestions,
+		SuggestedNextStep: b.SuggestedNextStep, Summary: b.Summary, Decisions: b.Decisions, Warnings: b.Warnings,
 	}
 	out.Events = make([]api.HandoffEvent, len(d.Events))
 	for i, e := range d.Events {
@@ -203,7 +273,7 @@ func toHandoffDetail(d *handoff.Detail) (api.HandoffDetail, error) {
 	for i, u := range d.UsedBy {
 		out.UsedByPackets[i] = api.PacketUse{PacketId: u.PacketID, TargetRole: u.TargetRole, Agent: u.Agent, CreatedAt: u.CreatedAt}
 	}
-	return out, nil
+	return out
 }
 
 func (s *Server) transition(ctx context.Context, proj, id string, t handoff.Transition, body *api.TransitionRequest) (api.Handoff, error) {
@@ -220,7 +290,7 @@ func (s *Server) transition(ctx context.Context, proj, id string, t handoff.Tran
 	if err != nil {
 		return api.Handoff{}, err
 	}
-	return toHandoff(h)
+	return toHandoffAPI(h), nil
 }
 
 // AcceptHandoff implements api.StrictServerInterface.

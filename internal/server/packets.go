@@ -221,10 +221,7 @@ func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (a
 	}
 	out := api.WhyPacket200JSONResponse{Decision: a.Decision, Reason: ptrIf(a.Reason), Detail: ptrIf(a.Detail), Cutoff: toCutoff(a.Cutoff)}
 	if h != nil {
-		ah, err := toHandoff(h)
-		if err != nil {
-			return nil, err
-		}
+		ah := toHandoffAPI(h)
 		out.Handoff = &ah
 	}
 	if rec := a.Record; rec != nil {
