@@ -413,3 +413,32 @@ func TestAgentsCreateSealsWithTheKey(t *testing.T) {
 	require.NotEqual(t, 0, code, stdout)
 	require.Contains(t, stdout, "bad seq=2 problem=unsealed")
 }
+
+// TestSharedRowIsAdoptedOnAMigratedDatabase: a database migrated by
+// another process (`contextd migrate up` as the owner, then `serve` with
+// the key) has one unsealed entry, the _shared row's, and the server
+// seals it; a _shared chain with more than that (an item written without
+// the key) is left unsealed.
+func TestSharedRowIsAdoptedOnAMigratedDatabase(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "audit.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(testAuditKey(t)+"\n"), 0o600))
+	dbURL := pgtest.NewURL(t)
+	base, out, stop := serve(t, "--database-url", dbURL, "--audit-key-file", keyFile)
+	key := keyRE.FindString(out.String())
+	stdout, _, code := run(t, "audit", "verify", "--project", "_shared", "--url", base, "--key", key)
+	require.Equal(t, 0, code, stdout)
+	require.Contains(t, stdout, "ok entries=1 ")
+	require.Equal(t, 0, stop())
+
+	other := pgtest.NewURL(t)
+	base, out, stop = serve(t, "--database-url", other)
+	key = keyRE.FindString(out.String())
+	send(t, "PUT", base+"/v1/projects/_shared/items/tone", key, `{"content":"be brief"}`)
+	require.Equal(t, 0, stop())
+	base, _, stop = serve(t, "--database-url", other, "--audit-key-file", keyFile)
+	defer stop()
+	stdout, _, code = run(t, "audit", "verify", "--project", "_shared", "--url", base, "--key", key)
+	require.NotEqual(t, 0, code, stdout)
+	require.Contains(t, stdout, "bad seq=1 problem=unsealed")
+}

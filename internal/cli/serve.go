@@ -232,14 +232,21 @@ func migrateAndLogin(ctx context.Context, cfg app.Config, cluster *pgcluster.Clu
 
 // adoptChains seals, with a start seal each, the chains this process's
 // migrations wrote on a fresh database (the _shared project's entry): the
-// only entries written before a key could seal them. On any other
-// database the chains stay as they are: a database writer could have
+// only entries written before a key could seal them; on a database
+// another process migrated, the _shared row's entry alone. Otherwise the
+// chains stay as they are: a database writer could have
 // dropped the seals and rewritten the entries, and a server that adopted
 // what it finds would sign the forgery. Chains written while a server had
 // no key are adopted by an operator (`contextd audit adopt`).
 func adoptChains(ctx context.Context, st *store.Store, keys *evidence.Keys, fresh bool, log *slog.Logger) error {
-	if !fresh || keys == nil {
+	if keys == nil {
 		return nil
+	}
+	if !fresh {
+		// A database another process migrated: only the _shared row's
+		// entry, which every database has (store.AdoptSharedRow).
+		_, err := st.AdoptSharedRow(ctx, keys.Seal)
+		return err
 	}
 	adopted, err := st.AdoptChains(ctx, keys.Seal)
 	if err != nil {

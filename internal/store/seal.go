@@ -153,3 +153,39 @@ func (db DB) EntrySealed(ctx context.Context, chain string, seq int64, check aud
 	}
 	return check(audit.SealMessage(s.Kind, chain, s.FirstSeq, s.Seq, prev), s.Signature), nil
 }
+
+// AdoptSharedRow gives the _shared chain a start seal when its one entry
+// is the _shared project row the migrations wrote (seq 1, kind project,
+// no seal): what every database has before a server with the key wrote
+// anything there, whichever process migrated it. It reports whether it
+// sealed. A database writer who cut _shared's chain back to that one
+// entry has removed its history, which only a checkpoint shows anyway;
+// what this seal vouches for is the _shared row's description.
+func (s *Store) AdoptSharedRow(ctx context.Context, seal Sealer) (bool, error) {
+	sealed := false
+	err := s.InTx(ctx, func(tx *Tx) error {
+		sealed = false
+		heads, err := q.AuditUnsealedHeads(ctx, tx.ex)
+		if err != nil {
+			return interpret(err)
+		}
+		for _, h := range heads {
+			if h.Chain != sharedChain || h.Seq != 1 {
+				continue
+			}
+			es, err := tx.AuditEntries(ctx, h.Chain, 0, 1)
+			if err != nil || len(es) != 1 || es[0].Kind != audit.KindProject {
+				return err
+			}
+			sig := seal(audit.SealMessage(audit.SealStart, h.Chain, 1, 1, h.Hash))
+			sealed = true
+			return interpret(q.AuditSealInsert(ctx, tx.ex, dbsqlc.AuditSealInsertParams{
+				Chain: h.Chain, Seq: 1, FirstSeq: 1, Kind: audit.SealStart, Signature: sig}))
+		}
+		return nil
+	})
+	return sealed, err
+}
+
+// sharedChain is the chain of the _shared project.
+const sharedChain = "_shared"
