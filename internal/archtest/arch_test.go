@@ -95,7 +95,7 @@ func TestStoreIsTheOnlyDoor(t *testing.T) {
 // database, store, HTTP or Echo code, so they cannot do I/O by accident.
 func TestPureCore(t *testing.T) {
 	t.Parallel()
-	deps := goList(t, "-deps", "./internal/assemble", "./internal/render", "./internal/audit", "./internal/attribute", "./internal/kxm", "./internal/navi", "./internal/footprint")
+	deps := goList(t, "-deps", "./internal/assemble", "./internal/render", "./internal/audit", "./internal/attribute", "./internal/kxm", "./internal/navi", "./internal/footprint", "./internal/strictjson")
 	var bad []string
 	for _, dep := range strings.Fields(deps) {
 		switch {
@@ -107,7 +107,7 @@ func TestPureCore(t *testing.T) {
 		}
 	}
 	if len(bad) > 0 {
-		t.Errorf("internal/assemble, internal/render, internal/audit, internal/attribute, internal/kxm, internal/navi and internal/footprint must stay pure; their dependencies include:\n%s", strings.Join(bad, "\n"))
+		t.Errorf("internal/assemble, internal/render, internal/audit, internal/attribute, internal/kxm, internal/navi, internal/footprint and internal/strictjson must stay pure; their dependencies include:\n%s", strings.Join(bad, "\n"))
 	}
 }
 

@@ -66,7 +66,7 @@ func (v *Verifier) seal(e Entry) {
 		v.sealFail(e.Seq, "the seal at seq %d claims seqs from %d, which what comes before it covers", e.Seq, s.First)
 		return
 	case s.Kind == SealWrite && s.First > v.sealed+1:
-		v.sealFail(v.sealed+1, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, s.First-1)
+		v.sealFail(v.sealed+1, "seqs %d to %d have no seal of the audit key: no write of the key holder made them (entries written while no key was configured are sealed by `contextd audit adopt`, once checked)", v.sealed+1, s.First-1)
 	}
 	if !v.checkSeal(SealMessage(s.Kind, v.chain, s.First, e.Seq, v.prev), s.Signature) {
 		v.sealFail(s.First, "the seal of seqs %d to %d does not verify with the audit key: the chain up to seq %d is not what the key holder wrote", s.First, e.Seq, e.Seq)
@@ -112,7 +112,7 @@ func (v *Verifier) SealedToEnd() bool {
 		return true
 	}
 	if v.sealed < v.seq {
-		v.sealFail(v.sealed+1, "seqs %d to %d have no seal of the audit key: no write of the key holder made them", v.sealed+1, v.seq)
+		v.sealFail(v.sealed+1, "seqs %d to %d have no seal of the audit key: no write of the key holder made them (entries written while no key was configured are sealed by `contextd audit adopt`, once checked)", v.sealed+1, v.seq)
 	}
 	if v.sealProblem != nil {
 		v.problem = v.sealProblem
