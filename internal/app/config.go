@@ -18,6 +18,7 @@ import (
 	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/obs"
+	"github.com/contextd/contextd/internal/secretfile"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -243,7 +244,7 @@ func (c *Config) validateSecrets() []error {
 		}
 		if c.source[auditKeySetting] == FromFile {
 			// The key is in the config file: the file is as secret as a key file.
-			if err := evidence.CheckPrivateFile("config file with the audit key", c.ConfigFile); err != nil {
+			if err := secretfile.CheckPath("config file with the audit key", c.ConfigFile); err != nil {
 				errs = append(errs, fmt.Errorf("--config: %w", err))
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/audit"
+	"github.com/contextd/contextd/internal/secretfile"
 )
 
 // Keys are a deployment's audit secret, kept outside the database: the
@@ -38,9 +39,9 @@ func ParseKey(text string) (*Keys, error) {
 }
 
 // LoadKeyFile reads a key file, which only its owner may open (mode 0600
-// or stricter; see readPrivate).
+// or stricter; see package secretfile).
 func LoadKeyFile(path string) (*Keys, error) {
-	b, err := readPrivate("audit key", path)
+	b, err := secretfile.Read("audit key", path)
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +130,24 @@ func (k *Keys) Sign(project string, seq int64, head []byte, at time.Time) Checkp
 	return c
 }
 
+// ParsePublicKey reads a public key as checkpoints show it: the standard
+// base64 of its 32 bytes.
+func ParsePublicKey(text string) (ed25519.PublicKey, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, errors.New("not the base64 of an ed25519 public key (32 bytes)")
+	}
+	return ed25519.PublicKey(b), nil
+}
+
 // VerifySignature checks a checkpoint's signature with its own public key,
 // or with want when given (the deployment's known key).
 func (c Checkpoint) VerifySignature(want ed25519.PublicKey) error {
-	pub, err := base64.StdEncoding.DecodeString(c.PublicKey)
-	if err != nil || len(pub) != ed25519.PublicKeySize {
+	pub, err := ParsePublicKey(c.PublicKey)
+	if err != nil {
 		return errors.New("checkpoint: public_key is not a base64 ed25519 key")
 	}
-	if want != nil && !want.Equal(ed25519.PublicKey(pub)) {
+	if want != nil && !want.Equal(pub) {
 		return errors.New("checkpoint: signed by another key than the deployment's")
 	}
 	sig, err := base64.StdEncoding.DecodeString(c.Signature)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/evidence"
+	"github.com/contextd/contextd/internal/secretfile"
 )
 
 // keyFile writes a valid audit key to a new file of the given mode.
@@ -46,7 +47,7 @@ func TestLoadKeyFileRefusesSharedModes(t *testing.T) {
 		path := keyFile(t, mode)
 		_, err := evidence.LoadKeyFile(path)
 		require.EqualError(t, err, "audit key "+path+" is "+how+": run chmod 600 "+path)
-		require.EqualError(t, evidence.CheckPrivateFile("audit key", path), err.Error())
+		require.EqualError(t, secretfile.CheckPath("audit key", path), err.Error())
 	}
 }
 

@@ -28,6 +28,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contextd/contextd/internal/secretfile"
 )
 
 // PasswordFile is the name, in the data directory, of the file holding the
@@ -95,9 +97,8 @@ func readPasswordFile(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("pgcluster: password file: %w", err)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("pgcluster: %s holds the database superuser's password but other users may read it (mode %04o): "+
-			"run chmod 600 %s (and, if someone may have read it, make a new password as for a lost file)", path, perm, path)
+	if err := secretfile.Check("pgcluster: the database superuser's password file", path, fi.Mode()); err != nil {
+		return "", fmt.Errorf("%w (and, if someone may have read it, make a new password as for a lost file)", err)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
 	if err != nil {

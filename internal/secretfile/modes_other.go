@@ -1,6 +1,6 @@
 //go:build !unix
 
-package evidence
+package secretfile
 
 // privateModes: off Unix the permission bits Go reports do not say who
 // may read a file (Windows has ACLs), so secret files are not checked.

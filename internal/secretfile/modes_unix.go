@@ -1,6 +1,6 @@
 //go:build unix
 
-package evidence
+package secretfile
 
 // privateModes: a file's permission bits say who else may read it.
 const privateModes = true
