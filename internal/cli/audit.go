@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -177,11 +176,11 @@ func parsePublicKey(text string) (ed25519.PublicKey, error) {
 	if text == "" {
 		return nil, nil
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
-	if err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, errors.New("--public-key: not the base64 of an ed25519 public key (32 bytes)")
+	pub, err := evidence.ParsePublicKey(text)
+	if err != nil {
+		return nil, fmt.Errorf("--public-key: %w", err)
 	}
-	return ed25519.PublicKey(b), nil
+	return pub, nil
 }
 
 // deploymentKey is the public key seals are checked with when
@@ -204,11 +203,11 @@ func deploymentKey(ctx context.Context, c *client, project string, cp *evidence.
 		}
 		text = now.PublicKey
 	}
-	b, err := base64.StdEncoding.DecodeString(text)
-	if err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, errors.New("the deployment's public key is not the base64 of an ed25519 key")
+	pub, err := evidence.ParsePublicKey(text)
+	if err != nil {
+		return nil, fmt.Errorf("the deployment's public key: %w", err)
 	}
-	return ed25519.PublicKey(b), nil
+	return pub, nil
 }
 
 func readCheckpoint(path, project string, pub ed25519.PublicKey) (*evidence.Checkpoint, error) {

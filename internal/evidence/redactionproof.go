@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,44 +21,85 @@ import (
 // entry, checked with the other current rows.) Any other change of a
 // packet's text is content_changed.
 func proveRedactedPackets(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
-	for _, rp := range v.RedactedPackets() {
-		why, err := redactionUnproven(ctx, tx, proj, rp)
+	proofs := map[string]redactionProof{} // by redaction id: a redaction reaches many packets
+	rps := v.RedactedPackets()
+	for len(rps) > 0 {
+		page := rps[:min(len(rps), verifyPage)]
+		rps = rps[len(page):]
+		ids := make([]string, len(page))
+		for i, rp := range page {
+			ids[i] = rp.ID
+		}
+		texts, err := tx.PacketTexts(ctx, proj, ids)
 		if err != nil {
 			return false, err
 		}
-		if why != "" {
-			return v.RedactionUnproven(rp.Seq, fmt.Sprintf("packet %s is redacted by %q, but %s", rp.ID, rp.Redaction, why)), nil
+		recs, err := tx.PacketRecordListMany(ctx, proj, ids)
+		if err != nil {
+			return false, err
+		}
+		for _, rp := range page {
+			text, ok := texts[rp.ID]
+			if !ok {
+				return v.RedactionUnproven(rp.Seq, fmt.Sprintf("packet %s is redacted by %q, but its row is gone", rp.ID, rp.Redaction)), nil
+			}
+			why, err := redactionUnproven(ctx, tx, proj, rp, proofs, text, recs[rp.ID])
+			if err != nil {
+				return false, err
+			}
+			if why != "" {
+				return v.RedactionUnproven(rp.Seq, fmt.Sprintf("packet %s is redacted by %q, but %s", rp.ID, rp.Redaction, why)), nil
+			}
 		}
 	}
 	return true, nil
 }
 
+// redactionProof is a redaction as its proof found it: the row, or why it
+// is not one contextd made.
+type redactionProof struct {
+	r   store.Redaction
+	why string
+}
+
 // redactionUnproven says what a redacted packet's proof lacks ("" when
-// it holds).
-func redactionUnproven(ctx context.Context, tx *store.Tx, proj string, rp audit.RedactedPacket) (string, error) {
-	if !audit.ValidRedactionID(rp.Redaction) {
-		return "that is not the id of a redaction contextd made", nil
+// it holds), given the packet's text and records.
+func redactionUnproven(ctx context.Context, tx *store.Tx, proj string, rp audit.RedactedPacket, proofs map[string]redactionProof,
+	text string, recs []ctxtype.Record) (string, error) {
+	p, ok := proofs[rp.Redaction]
+	if !ok {
+		var err error
+		if p, err = proveRedaction(ctx, tx, proj, rp.Redaction); err != nil {
+			return "", err
+		}
+		proofs[rp.Redaction] = p
 	}
-	r, err := redactionOf(ctx, tx, proj, rp.Redaction)
+	if p.why != "" {
+		return p.why, nil
+	}
+	spans, bad := p.r.MarkersIn(text, recs)
+	if spans == 0 && bad == "" {
+		bad = fmt.Sprintf("the packet never included %s@%d, which redaction %s removed", p.r.Key, p.r.Version, p.r.ID)
+	}
+	return bad, nil
+}
+
+// proveRedaction finds the redaction id and says why it is not one
+// contextd made, if it is not: its id's form, its row, its one entry.
+func proveRedaction(ctx context.Context, tx *store.Tx, proj, id string) (redactionProof, error) {
+	if !audit.ValidRedactionID(id) {
+		return redactionProof{why: "that is not the id of a redaction contextd made"}, nil
+	}
+	r, err := redactionOf(ctx, tx, proj, id)
 	if errors.Is(err, fault.ErrNotFound) {
-		return "there is no such redaction", nil
+		return redactionProof{why: "there is no such redaction"}, nil
 	}
 	if err != nil {
-		return "", err
+		return redactionProof{}, err
 	}
 	// nil: the walk checks the seals of every entry.
-	if why, err := tx.RedactionUnchained(ctx, r, nil); why != "" || err != nil {
-		return why, err
-	}
-	p, err := tx.PacketGet(ctx, proj, rp.ID)
-	if err != nil {
-		return "", err
-	}
-	recs, err := tx.PacketRecordList(ctx, proj, rp.ID)
-	if err != nil {
-		return "", err
-	}
-	return markersHeld([]byte(p.Rendered), recs, r), nil
+	why, err := tx.RedactionUnchained(ctx, r, nil)
+	return redactionProof{r: r, why: why}, err
 }
 
 // redactionOf is the redaction id of proj, or of _shared (whose items
@@ -70,25 +110,4 @@ func redactionOf(ctx context.Context, tx *store.Tx, proj, id string) (store.Reda
 		r, err = tx.RedactionGet(ctx, sharedProject, id)
 	}
 	return r, err
-}
-
-// markersHeld says whether text holds r's marker at every span of the
-// version r removed, which the records must include.
-func markersHeld(text []byte, recs []ctxtype.Record, r store.Redaction) string {
-	spans := 0
-	for _, rec := range recs {
-		if rec.SubjectKind != ctxtype.SubjectItem || rec.Decision != "included" || rec.Span == nil ||
-			rec.SubjectProject != r.Project || rec.SubjectKey != r.Key || rec.SubjectVersion != r.Version {
-			continue
-		}
-		spans++
-		s, e := rec.Span.Start, rec.Span.End
-		if s < 0 || e > len(text) || s > e || !bytes.Equal(text[s:e], audit.RedactionMarker(r.ID, e-s)) {
-			return fmt.Sprintf("its text at [%d,%d) is not the marker of redaction %s", s, e, r.ID)
-		}
-	}
-	if spans == 0 {
-		return fmt.Sprintf("the packet never included %s@%d, which redaction %s removed", r.Key, r.Version, r.ID)
-	}
-	return ""
 }

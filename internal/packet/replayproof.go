@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/contextd/contextd/internal/audit"
-	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -19,7 +18,7 @@ import (
 // text changed any other way is not one a redaction explains.
 func (s *Service) redactionsProven(ctx context.Context, p *Packet, reds []store.Redaction) (bool, error) {
 	for _, r := range reds {
-		if !audit.ValidRedactionID(r.ID) || !markersIn(p.Rendered, p.Records, r) {
+		if _, bad := r.MarkersIn(p.Rendered, p.Records); !audit.ValidRedactionID(r.ID) || bad != "" {
 			return false, nil
 		}
 		why, err := s.store.RedactionUnchained(ctx, r, s.sealCheck)
@@ -29,22 +28,6 @@ func (s *Service) redactionsProven(ctx context.Context, p *Packet, reds []store.
 	}
 	why, err := s.store.PacketTextUnproven(ctx, p.Project, p.ID, p.Rendered, s.sealCheck)
 	return why == "" && err == nil, err
-}
-
-// markersIn reports whether text holds r's marker at every span of the
-// version r removed.
-func markersIn(text string, recs []ctxtype.Record, r store.Redaction) bool {
-	for _, rec := range recs {
-		if rec.SubjectKind != ctxtype.SubjectItem || rec.Decision != "included" || rec.Span == nil ||
-			rec.SubjectProject != r.Project || rec.SubjectKey != r.Key || rec.SubjectVersion != r.Version {
-			continue
-		}
-		s, e := rec.Span.Start, rec.Span.End
-		if s < 0 || e > len(text) || s > e || text[s:e] != string(audit.RedactionMarker(r.ID, e-s)) {
-			return false
-		}
-	}
-	return true
 }
 
 // ProveWith makes replays require the seals of the audit key that check

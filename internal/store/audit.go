@@ -320,3 +320,17 @@ func (db DB) AuditEntriesOf(ctx context.Context, chain, kind, subject string) ([
 	}
 	return out, nil
 }
+
+// PacketTexts are the rendered texts of some of a project's packets, by
+// id, in one query (a packet that is gone has none).
+func (db DB) PacketTexts(ctx context.Context, project string, ids []string) (map[string]string, error) {
+	rows, err := q.PacketAuditRows(ctx, db.ex, dbsqlc.PacketAuditRowsParams{Project: project, Ids: ids})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Rendered
+	}
+	return out, nil
+}

@@ -3,10 +3,10 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"github.com/contextd/contextd/internal/audit"
 	"math"
 	"time"
 
+	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
 )
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/audit"
+	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
 )
 
@@ -299,4 +300,24 @@ func (db DB) PacketTextUnproven(ctx context.Context, project, id, rendered strin
 		return fmt.Sprintf("its text is not the one its packet_redaction entry at seq %d vouches for", e.Seq), nil
 	}
 	return db.unsealed(ctx, project, rows[0].Seq, check)
+}
+
+// MarkersIn checks text, a packet's rendered text with its records, at
+// every span of the version r removed: spans is how many there are, bad
+// says the first that does not hold r's marker (audit.RedactionMarker),
+// "" when all do. The server's verify and a replay both prove a redaction
+// by it.
+func (r Redaction) MarkersIn(text string, recs []ctxtype.Record) (spans int, bad string) {
+	for _, rec := range recs {
+		if rec.SubjectKind != ctxtype.SubjectItem || rec.Decision != "included" || rec.Span == nil ||
+			rec.SubjectProject != r.Project || rec.SubjectKey != r.Key || rec.SubjectVersion != r.Version {
+			continue
+		}
+		spans++
+		s, e := rec.Span.Start, rec.Span.End
+		if s < 0 || e > len(text) || s > e || text[s:e] != string(audit.RedactionMarker(r.ID, e-s)) {
+			return spans, fmt.Sprintf("its text at [%d,%d) is not the marker of redaction %s", s, e, r.ID)
+		}
+	}
+	return spans, ""
 }

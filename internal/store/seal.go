@@ -105,10 +105,8 @@ func (s *Store) AdoptChains(ctx context.Context, seal Sealer) ([]Adopted, error)
 			return interpret(err)
 		}
 		for _, h := range heads {
-			sig := seal(audit.SealMessage(audit.SealStart, h.Chain, 1, h.Seq, h.Hash))
-			if err := q.AuditSealInsert(ctx, tx.ex, dbsqlc.AuditSealInsertParams{
-				Chain: h.Chain, Seq: h.Seq, FirstSeq: 1, Kind: audit.SealStart, Signature: sig}); err != nil {
-				return interpret(err)
+			if err := tx.adopt(ctx, seal, h.Chain, h.Seq, h.Hash); err != nil {
+				return err
 			}
 			out = append(out, Adopted{Chain: h.Chain, Seq: h.Seq})
 		}
@@ -154,6 +152,14 @@ func (db DB) EntrySealed(ctx context.Context, chain string, seq int64, check aud
 	return check(audit.SealMessage(s.Kind, chain, s.FirstSeq, s.Seq, prev), s.Signature), nil
 }
 
+// adopt gives chain a start seal over its entries 1 to seq, whose chain
+// hash is head.
+func (tx *Tx) adopt(ctx context.Context, seal Sealer, chain string, seq int64, head []byte) error {
+	sig := seal(audit.SealMessage(audit.SealStart, chain, 1, seq, head))
+	return interpret(q.AuditSealInsert(ctx, tx.ex, dbsqlc.AuditSealInsertParams{
+		Chain: chain, Seq: seq, FirstSeq: 1, Kind: audit.SealStart, Signature: sig}))
+}
+
 // AdoptSharedRow gives the _shared chain a start seal when its one entry
 // is the _shared project row the migrations wrote (seq 1, kind project,
 // no seal): what every database has before a server with the key wrote
@@ -177,10 +183,8 @@ func (s *Store) AdoptSharedRow(ctx context.Context, seal Sealer) (bool, error) {
 			if err != nil || len(es) != 1 || es[0].Kind != audit.KindProject {
 				return err
 			}
-			sig := seal(audit.SealMessage(audit.SealStart, h.Chain, 1, 1, h.Hash))
 			sealed = true
-			return interpret(q.AuditSealInsert(ctx, tx.ex, dbsqlc.AuditSealInsertParams{
-				Chain: h.Chain, Seq: 1, FirstSeq: 1, Kind: audit.SealStart, Signature: sig}))
+			return tx.adopt(ctx, seal, h.Chain, 1, h.Hash)
 		}
 		return nil
 	})
