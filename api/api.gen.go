@@ -956,7 +956,9 @@ type HandoffWarning struct {
 
 // Health defines model for Health.
 type Health struct {
-	Status string `json:"status"`
+	// Replica The read replica (--read-database-url), on /readyz only and only when one is configured. A replica that is down or behind does not make the server unready: its reads go to the primary.
+	Replica *ReplicaHealth `json:"replica,omitempty"`
+	Status  string         `json:"status"`
 }
 
 // ImportRequest defines model for ImportRequest.
@@ -1413,6 +1415,21 @@ type ReplayResult struct {
 	Redacted           *bool  `json:"redacted,omitempty"`
 	RenderedSha256Now  string `json:"rendered_sha256_now"`
 	RenderedSha256Then string `json:"rendered_sha256_then"`
+}
+
+// ReplicaHealth The read replica (--read-database-url), on /readyz only and only when one is configured. A replica that is down or behind does not make the server unready: its reads go to the primary.
+type ReplicaHealth struct {
+	// Error Why it is set aside, or could not be asked now.
+	Error *string `json:"error,omitempty"`
+
+	// InUse Reads of history go to the replica; false while it is set aside (unreachable, or not a standby) and they go to the primary.
+	InUse bool `json:"in_use"`
+
+	// LagBytes How far its replay is behind the primary's WAL, in bytes; absent when either could not be asked.
+	LagBytes *int64 `json:"lag_bytes,omitempty"`
+
+	// LagSeconds Time since it replayed its last transaction while it is behind, 0 when it is not; absent when unknown.
+	LagSeconds *float64 `json:"lag_seconds,omitempty"`
 }
 
 // Roles defines model for Roles.

@@ -4,6 +4,15 @@
 -- few entries that can go in is read last, by primary key (BoundedTexts).
 -- Keys are compared in the C collation, so the database's order is the
 -- byte order the pipeline sorts by.
+--
+-- Every statement here has one plan whatever the planner's statistics
+-- (right after a bulk import there are none; TestAssemblyPlansNeedNoStatistics
+-- checks it): what is read by key is read one index probe per key, a
+-- LATERAL subquery with OFFSET 0 (which the planner cannot flatten into a
+-- join it would then be free to hash) per key and per version, and a
+-- lane's page is the rank index's first rows before its versions are
+-- read. Without statistics PostgreSQL chose these plans too; after
+-- ANALYZE of a small project it hashed item_versions whole instead.
 
 -- name: BoundedAlways :many
 -- One page of a layer's always-on items in rank order, after a cursor
@@ -11,28 +20,40 @@
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = @project AND i.live AND i.trigger_kind = 'always'
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
-         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-LIMIT @max;
+FROM (
+    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
+    FROM items i
+    WHERE i.project = @project AND i.live AND i.trigger_kind = 'always'
+      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+          > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+             sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+    LIMIT @max
+) i
+CROSS JOIN LATERAL (
+    SELECT * FROM item_versions iv WHERE iv.project = @project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v
+ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C";
 
 -- name: BoundedTool :many
 -- One page of a layer's items of one tool in rank order, after a cursor.
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
-         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-LIMIT @max;
+FROM (
+    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
+    FROM items i
+    WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
+      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+          > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+             sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+    LIMIT @max
+) i
+CROSS JOIN LATERAL (
+    SELECT * FROM item_versions iv WHERE iv.project = @project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v
+ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C";
 
 -- name: BoundedCountTool :one
 -- A layer's restricted items of one tool (with roles or a window) after a
@@ -53,13 +74,19 @@ WHERE i.project = @project AND i.live AND i.trigger_tool = @tool AND NOT i.open
 SELECT tool, open FROM tool_counters WHERE project = @project AND tool = ANY(@tools::text[]);
 
 -- name: BoundedSmall :many
--- The pinned items of both layers (any trigger).
+-- The pinned items of both layers (any trigger): one probe of each layer
+-- for each pin.
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = ANY(@projects::text[]) AND i.live AND i.key = ANY(@pins::text[]);
+FROM unnest(@projects::text[]) AS p(project)
+CROSS JOIN unnest(@pins::text[]) AS k(key)
+CROSS JOIN LATERAL (
+    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = p.project AND it.key = k.key AND it.live OFFSET 0
+) i
+CROSS JOIN LATERAL (
+    SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v;
 
 -- name: BoundedKeywordRefs :many
 -- The keyword items of a layer with a keyword that starts with a word a
@@ -68,30 +95,45 @@ WHERE i.project = ANY(@projects::text[]) AND i.live AND i.key = ANY(@pins::text[
 -- their rank position, roles, window, keywords and how they match, which is
 -- all the keyword lane needs to order them, tell which fire and count those
 -- never tried. A stem-mode item's terms are project, U+001F, "~" and a stem.
-SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
+-- The terms name the project, so the GIN index is the only index that
+-- answers: with "project = @project" here as well, PostgreSQL without
+-- statistics read the project's every item by its primary key instead.
+-- The returned project is checked by the store all the same.
+SELECT project, key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
        valid_from, valid_until, trigger_keywords, trigger_match
 FROM items
-WHERE project = @project AND live AND trigger_kind = 'keywords' AND trigger_terms && @terms::text[];
+WHERE live AND trigger_kind = 'keywords' AND trigger_terms && @terms::text[];
 
 -- name: BoundedByKeys :many
 -- Live items of one layer by key: the project items that may override a
--- _shared candidate, and the relevance winners.
+-- _shared candidate, and the relevance winners. One probe per key.
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = @project AND i.key = ANY(@keys::text[]) AND i.live;
+FROM unnest(@keys::text[]) AS k(key)
+CROSS JOIN LATERAL (
+    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = @project AND it.key = k.key AND it.live OFFSET 0
+) i
+CROSS JOIN LATERAL (
+    SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v;
 
 -- name: BoundedStateGroups :many
 -- Every live item of both layers that claims one of the state keys: the
--- contenders of a contradiction, whatever their trigger.
+-- contenders of a contradiction, whatever their trigger. One probe of the
+-- state key index per layer and state key.
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = ANY(@projects::text[]) AND i.live AND i.state_key = ANY(@state_keys::text[]) AND i.state_key <> '';
+FROM unnest(@projects::text[]) AS p(project)
+CROSS JOIN unnest(@state_keys::text[]) AS s(state_key)
+CROSS JOIN LATERAL (
+    SELECT it.project, it.key, it.current_version FROM items it
+    WHERE it.project = p.project AND it.live AND it.state_key = s.state_key AND it.state_key <> '' OFFSET 0
+) i
+CROSS JOIN LATERAL (
+    SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v;
 
 -- name: BoundedTexts :many
 -- The title and content of the versions that go into the text, with their

@@ -18,16 +18,26 @@ WHERE r.project = @project
 ORDER BY r.created_at DESC, r.packet_id DESC
 LIMIT @max;
 
--- name: PacketRecordInsertMany :copyfrom
+-- name: PacketRecordInsertRows :exec
+-- A packet's records, one array per column, in one statement that waits
+-- to go with the transaction's COMMIT (Tx.PacketInsert): COPY cost two
+-- round trips of its own. A span of -1 is none (spans start at 0).
 INSERT INTO packet_records (
     project, packet_id, ord, subject_kind, subject_project, subject_key, subject_version,
     decision, section, position, span_start, span_end, tokens, rank, rule, reason, detail,
     layer, admin_only, created_at
-) VALUES (
-    @project, @packet_id, @ord, @subject_kind, @subject_project, @subject_key, @subject_version,
-    @decision, @section, @position, @span_start, @span_end, @tokens, @rank, @rule, @reason, @detail,
-    @layer, @admin_only, @created_at
-);
+)
+SELECT @project::text, @packet_id::text, r.ord, r.subject_kind, r.subject_project, r.subject_key, r.subject_version,
+       r.decision, r.section, r.position, NULLIF(r.span_start, -1), NULLIF(r.span_end, -1), r.tokens, r.rank, r.rule,
+       r.reason, r.detail, r.layer, r.admin_only, @created_at::timestamptz
+FROM (SELECT unnest(@ords::integer[]) AS ord, unnest(@subject_kinds::text[]) AS subject_kind,
+             unnest(@subject_projects::text[]) AS subject_project, unnest(@subject_keys::text[]) AS subject_key,
+             unnest(@subject_versions::integer[]) AS subject_version, unnest(@decisions::text[]) AS decision,
+             unnest(@sections::text[]) AS section, unnest(@positions::integer[]) AS position,
+             unnest(@span_starts::integer[]) AS span_start, unnest(@span_ends::integer[]) AS span_end,
+             unnest(@tokens::integer[]) AS tokens, unnest(@ranks::integer[]) AS rank, unnest(@rules::text[]) AS rule,
+             unnest(@reasons::text[]) AS reason, unnest(@details::text[]) AS detail, unnest(@layers::text[]) AS layer,
+             unnest(@admin_onlys::boolean[]) AS admin_only) r;
 
 -- name: PacketRecordList :many
 SELECT * FROM packet_records

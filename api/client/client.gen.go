@@ -956,7 +956,9 @@ type HandoffWarning struct {
 
 // Health defines model for Health.
 type Health struct {
-	Status string `json:"status"`
+	// Replica The read replica (--read-database-url), on /readyz only and only when one is configured. A replica that is down or behind does not make the server unready: its reads go to the primary.
+	Replica *ReplicaHealth `json:"replica,omitempty"`
+	Status  string         `json:"status"`
 }
 
 // ImportRequest defines model for ImportRequest.
@@ -1413,6 +1415,21 @@ type ReplayResult struct {
 	Redacted           *bool  `json:"redacted,omitempty"`
 	RenderedSha256Now  string `json:"rendered_sha256_now"`
 	RenderedSha256Then string `json:"rendered_sha256_then"`
+}
+
+// ReplicaHealth The read replica (--read-database-url), on /readyz only and only when one is configured. A replica that is down or behind does not make the server unready: its reads go to the primary.
+type ReplicaHealth struct {
+	// Error Why it is set aside, or could not be asked now.
+	Error *string `json:"error,omitempty"`
+
+	// InUse Reads of history go to the replica; false while it is set aside (unreachable, or not a standby) and they go to the primary.
+	InUse bool `json:"in_use"`
+
+	// LagBytes How far its replay is behind the primary's WAL, in bytes; absent when either could not be asked.
+	LagBytes *int64 `json:"lag_bytes,omitempty"`
+
+	// LagSeconds Time since it replayed its last transaction while it is behind, 0 when it is not; absent when unknown.
+	LagSeconds *float64 `json:"lag_seconds,omitempty"`
 }
 
 // Roles defines model for Roles.
@@ -1954,7 +1971,7 @@ type ClientInterface interface {
 
 	// GetReadyz The database is reachable and its schema is current.
 	//
-	// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms.
+	// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms. With a read replica configured, replica says whether it is in use and how far behind it is.
 	//
 	// Corresponds with GET /readyz (the `GetReadyz` operationId).
 	GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2316,7 +2333,7 @@ func (c *Raw) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // GetReadyz The database is reachable and its schema is current.
 //
-// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms.
+// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms. With a read replica configured, replica says whether it is in use and how far behind it is.
 //
 // Corresponds with GET /readyz (the `GetReadyz` operationId).
 func (c *Raw) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5879,7 +5896,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetReadyzWithResponse The database is reachable and its schema is current.
 	//
-	// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms.
+	// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms. With a read replica configured, replica says whether it is in use and how far behind it is.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8581,7 +8598,7 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 
 // GetReadyzWithResponse The database is reachable and its schema is current.
 //
-// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms.
+// 503 unavailable when the database cannot be reached, the schema is stale, or no pooled connection is free within 500 ms. With a read replica configured, replica says whether it is in use and how far behind it is.
 //
 // Returns a wrapper object for the known response body format(s).
 //

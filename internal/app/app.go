@@ -31,6 +31,8 @@ type App struct {
 	// Obs is the process's metrics and tracer (package obs): the packet
 	// service reports its stages to it, the transports their requests.
 	Obs *obs.Obs
+	// Replica is the read replica the store reads history from; nil: none.
+	Replica *store.Replica
 }
 
 // Option configures New.
@@ -57,6 +59,10 @@ func New(st *store.Store, opts ...Option) *App {
 		}
 		o.Obs = obs.New(stats, nil)
 	}
+	if st != nil && o.Replica != nil {
+		st.UseReplica(o.Replica)
+		o.Obs.Metrics.ObserveReplica(st.ReplicaStatus)
+	}
 	if st != nil && o.Keys != nil {
 		// Every write of this process seals its entries with the key.
 		st.SealWith(o.Keys.Seal)
@@ -71,6 +77,7 @@ func New(st *store.Store, opts ...Option) *App {
 	return &App{
 		Obs:      o.Obs,
 		Keys:     o.Keys,
+		Replica:  o.Replica,
 		Store:    st,
 		Agents:   auth.NewService(st),
 		Projects: projects,

@@ -51,6 +51,13 @@ type Config struct {
 	// Store is the database connection: URL (empty for the embedded
 	// default), pool size and timeouts.
 	Store store.Config
+	// ReadDatabaseURL, when set, is a streaming standby of the database
+	// that serves the reads of append-only history (store.Replica); empty:
+	// every read goes to the primary. ReadWait bounds how long such a read
+	// waits for the standby to replay this process's last write before it
+	// reads the primary.
+	ReadDatabaseURL string
+	ReadWait        time.Duration
 	// BodyLimit is the largest request body, in bytes; BatchBodyLimit the
 	// largest body of a batch of items (10,000 items of 2 KB fit).
 	BodyLimit      int64
@@ -134,13 +141,17 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json (env CONTEXTD_LOG_FORMAT)")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (env DATABASE_URL); empty: the embedded default cluster")
 	fs.StringVar(&c.DataDir, "data-dir", ".contextd", "data directory of the embedded default cluster (env CONTEXTD_DATA_DIR)")
+	fs.StringVar(&c.ReadDatabaseURL, "read-database-url", "",
+		"a streaming standby of --database-url that serves the reads of history (why, replay, attribute, injections, packets and their records, task histories, audit entries); empty: the primary serves every read (env CONTEXTD_READ_DATABASE_URL)")
+	fs.DurationVar(&c.ReadWait, "read-wait", store.DefaultReplicaWait,
+		"longest a read waits for the standby of --read-database-url to replay this process's last write before it reads the primary instead")
 	fs.BoolVar(&c.Migrate, "migrate", true, "apply pending migrations on start; with false, refuse to start on a stale schema")
 	fs.StringVar(&c.MigrateURL, "migrate-database-url", "",
 		"the owner's URL, for migrations; the server then connects with --database-url, a login of contextd_app (env CONTEXTD_MIGRATE_DATABASE_URL)")
 	fs.Int64Var(&c.BodyLimit, "body-limit", DefaultBodyLimit, "largest request body, in bytes")
 	fs.Int64Var(&c.BatchBodyLimit, "batch-body-limit", DefaultBatchBodyLimit, "largest body of a batch or an import of items (POST /v1/projects/{p}/items and .../items:import), in bytes")
 	fs.Int32Var(&c.Store.MaxConns, "db-max-conns", 0, "database pool size; 0: 4 per core, at least 8 (env CONTEXTD_DB_MAX_CONNS)")
-	fs.DurationVar(&c.Store.AcquireTimeout, "db-acquire-timeout", store.DefaultAcquireTimeout, "longest wait for a free database connection before answering 503")
+	fs.DurationVar(&c.Store.AcquireTimeout, "db-acquire-timeout", store.DefaultAcquireTimeout, "how long the pool may hand no connection to anyone before a waiting request is answered 503; while connections come free, requests queue (at most 30s)")
 	fs.DurationVar(&c.Store.StatementTimeout, "db-statement-timeout", store.DefaultStatementTimeout, "longest a statement may run on the server")
 	fs.DurationVar(&c.Store.LockTimeout, "db-lock-timeout", store.DefaultLockTimeout, "longest wait for a row lock")
 	fs.DurationVar(&c.Store.HealthCheckPeriod, "db-health-check", store.DefaultHealthCheckPeriod, "how often idle database connections are checked")
@@ -200,6 +211,12 @@ func (c *Config) Validate() error {
 	if c.Store.AcquireTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--db-acquire-timeout: must be positive"))
 	}
+	if c.ReadWait < 0 {
+		errs = append(errs, fmt.Errorf("--read-wait: must not be negative"))
+	}
+	if c.ReadDatabaseURL != "" && c.DatabaseURL == "" {
+		errs = append(errs, fmt.Errorf("--read-database-url: needs --database-url: the embedded default cluster has no standby"))
+	}
 	if c.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout: must not be negative"))
 	}
@@ -253,7 +270,7 @@ func (c *Config) validateSecrets() []error {
 			errs = append(errs, fmt.Errorf("--audit-key-file: %w", err))
 		}
 	}
-	for _, u := range []struct{ flag, url string }{{"--database-url", c.DatabaseURL}, {"--migrate-database-url", c.MigrateURL}} {
+	for _, u := range []struct{ flag, url string }{{"--database-url", c.DatabaseURL}, {"--migrate-database-url", c.MigrateURL}, {"--read-database-url", c.ReadDatabaseURL}} {
 		if err := checkDatabaseURL(u.url); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", u.flag, err))
 		}

@@ -232,7 +232,7 @@ func MaskURL(s string) string {
 
 // secretURLs are the settings whose passwords config check masks (the
 // audit key it masks whole).
-var secretURLs = []string{"database-url", "migrate-database-url"}
+var secretURLs = []string{"database-url", "migrate-database-url", "read-database-url"}
 
 // WriteEffective writes the effective configuration as a YAML file of
 // settings (which --config reads back), each with where it came from, the

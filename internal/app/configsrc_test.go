@@ -44,6 +44,7 @@ func TestConfigMasksSecrets(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "c.yaml")
 	require.NoError(t, os.WriteFile(file, []byte("migrate-database-url: postgres://owner:hunter2@db:5432/contextd\n"), 0o600))
 	t.Setenv("DATABASE_URL", "postgres://app:s3cret-pw@db.example:5432/contextd?sslmode=disable")
+	t.Setenv("CONTEXTD_READ_DATABASE_URL", "postgres://app:st4ndby-pw@standby.example:5432/contextd")
 	t.Setenv("CONTEXTD_AUDIT_KEY", testKey)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector.example:4318")
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer tok-123")
@@ -52,11 +53,13 @@ func TestConfigMasksSecrets(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, c.WriteEffective(&out))
 	s := out.String()
-	for _, secret := range []string{"s3cret-pw", "hunter2", testKey, "tok-123"} {
+	for _, secret := range []string{"s3cret-pw", "st4ndby-pw", "hunter2", testKey, "tok-123"} {
 		require.NotContains(t, s, secret)
 	}
 	require.Contains(t, s, `database-url: "postgres://app:***@db.example:5432/contextd?sslmode=disable" # env DATABASE_URL`)
 	require.Contains(t, s, `migrate-database-url: "postgres://owner:***@db:5432/contextd" # file`)
+	require.Contains(t, s, `read-database-url: "postgres://app:***@standby.example:5432/contextd" # env CONTEXTD_READ_DATABASE_URL`)
+	require.Equal(t, "postgres://app:st4ndby-pw@standby.example:5432/contextd", c.ReadDatabaseURL)
 	require.Contains(t, s, `audit-key: "***" # env CONTEXTD_AUDIT_KEY`)
 	require.Contains(t, s, "authorization=***")
 	require.Contains(t, s, "endpoint: https://collector.example:4318")
@@ -108,6 +111,9 @@ func TestConfigInvalidSettings(t *testing.T) {
 		{"log level", nil, map[string]string{"CONTEXTD_LOG_LEVEL": "loud"}, "--log-level"},
 		{"env not a number", nil, map[string]string{"CONTEXTD_BODY_LIMIT": "big"}, "CONTEXTD_BODY_LIMIT"},
 		{"database url", []string{"--database-url=mysql://x@y/z"}, nil, "--database-url"},
+		{"read database url", []string{"--database-url=postgres://x@y/z", "--read-database-url=mysql://x@y/z"}, nil, "--read-database-url: the scheme"},
+		{"read database without a database", []string{"--read-database-url=postgres://x@standby/z"}, nil, "--read-database-url: needs --database-url"},
+		{"negative read wait", []string{"--read-wait=-1s"}, nil, "--read-wait"},
 		{"file value", []string{"--config", badFile}, nil, "rate-burst"},
 		{"file key", []string{"--config", unknown}, nil, `no setting named "lisen"`},
 		{"missing file", []string{"--config", filepath.Join(dir, "none.yaml")}, nil, "--config"},

@@ -76,7 +76,7 @@ func FuzzTemplate(f *testing.F) {
 		if len(variables) > 0 {
 			raw += `,"variables":` + string(variables)
 		}
-		r, err := DecodeRequest([]byte(raw + "}"))
+		r, err := ctxtype.DecodeRequest([]byte(raw + "}"))
 		if err != nil || r.Normalize() != nil {
 			return
 		}

@@ -38,8 +38,13 @@ type Config struct {
 	URLs     []string
 	AdminKey string
 	// DatabaseURL is the database behind URLs: required for the floor; when
-	// set, the corpus is also analysed after seeding.
+	// set, the database is also vacuumed and analysed after seeding (unless
+	// NoAnalyze).
 	DatabaseURL string
+	// NoAnalyze leaves the database as seeding left it, without VACUUM or
+	// ANALYZE, for contextd and the floor alike: what a user sees in the
+	// first minute after an import (autovacuum not yet run, or off).
+	NoAnalyze bool
 
 	Projects int     // bench projects bench-0..N-1
 	Items    int     // items per project
@@ -52,6 +57,7 @@ type Config struct {
 	Duration    time.Duration // the whole load, every phase
 	Only        string        // "" or "mixed": the mixed workload; "assemble": assembly alone; or a mode (ingest, put, get, injections)
 	Floor       bool          // alternate contextd and the floor in phases (the modes always do)
+	Sweep       []int         // assembly alone at each of these concurrencies, each beside its floor for Duration (sweep.go)
 	Phases      int           // with Floor: the number of phases, even, at least 4
 	Budget      int           // packets' token budget
 
@@ -104,7 +110,9 @@ func (cfg *Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--only must be assemble, ingest, put, get or injections (or mixed, the default), not %q", cfg.Only))
 	}
-	if cfg.Floor && !isMode(cfg.Only) {
+	if len(cfg.Sweep) > 0 {
+		errs = append(errs, cfg.validateSweep())
+	} else if cfg.Floor && !isMode(cfg.Only) {
 		if cfg.DatabaseURL == "" {
 			errs = append(errs, errors.New("--floor needs the database: give --database-url with --url"))
 		}
@@ -130,6 +138,10 @@ type runner struct {
 	workers  []*worker
 	accept   map[string]agent // an agent of each role, to accept handoffs
 	floor    *floor
+	// stats is what the planner knew when the load began (settle.go).
+	stats string
+	// label is put before the progress line's phase (a sweep's level).
+	label string
 	// progressOps are the operations the progress line shows, with their
 	// rates; nil: the mixed workload's.
 	progressOps []string
@@ -151,12 +163,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if isMode(cfg.Only) {
 		return runMode(ctx, cfg)
 	}
-	r := &runner{cfg: &cfg, c: newClient(cfg.URLs, cfg.Concurrency), corpus: NewCorpus(cfg.Seed), rec: newRecorder(),
-		runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36), accept: map[string]agent{}}
-	r.samples.rng = rand.New(rand.NewPCG(cfg.Seed, 0x73616d706c65))
+	r := newRunner(&cfg)
 	r.setLayers()
 	if err := r.seed(ctx); err != nil {
 		return nil, err
+	}
+	if len(cfg.Sweep) > 0 {
+		return r.sweep(ctx)
 	}
 	if cfg.DatabaseURL != "" {
 		conns := 1
@@ -168,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		defer f.close()
-		if err := f.analyze(ctx); err != nil {
+		if err := r.settle(ctx, f.pool); err != nil {
 			return nil, err
 		}
 		if cfg.Floor {
@@ -182,7 +195,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.result(ctx, phases, walls, rss), nil
+	res := r.result(ctx, phases, walls, rss)
+	res.Analyzed, res.Statistics = r.stats == StatsAnalyzed, r.stats
+	return res, nil
+}
+
+// newRunner is a run's state before seeding: its client (with idle
+// connections for the most agents it will run), corpus and recorder.
+func newRunner(cfg *Config) *runner {
+	conns := cfg.Concurrency
+	for _, n := range cfg.Sweep {
+		conns = max(conns, n)
+	}
+	r := &runner{cfg: cfg, c: newClient(cfg.URLs, conns), corpus: NewCorpus(cfg.Seed), rec: newRecorder(),
+		runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36), accept: map[string]agent{}, stats: StatsUnknown}
+	r.samples.rng = rand.New(rand.NewPCG(cfg.Seed, 0x73616d706c65))
+	return r
 }
 
 // setLayers generates the corpus's layers: the bench projects, then
@@ -269,7 +297,7 @@ func (r *runner) phased(ctx context.Context, n int, alternate bool, step stepFun
 		before := r.rec.counts()
 		start := time.Now()
 		deadline := start.Add(phaseLen)
-		stop := r.progress(fmt.Sprintf("phase %d/%d %-8s", i+1, n, system), before, start, deadline)
+		stop := r.progress(fmt.Sprintf("%sphase %d/%d %-8s", r.label, i+1, n, system), before, start, deadline)
 		var wg sync.WaitGroup
 		for w := range r.cfg.Concurrency {
 			wg.Add(1)

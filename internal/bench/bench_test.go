@@ -261,3 +261,132 @@ func TestConfigErrors(t *testing.T) {
 		require.Contains(t, err.Error(), want)
 	}
 }
+
+// TestNoAnalyze: --no-analyze leaves a new database without statistics for
+// contextd and the floor alike, and says so; the default analyses it; and
+// --no-analyze on a database analysed before says the statistics are there.
+func TestNoAnalyze(t *testing.T) {
+	t.Parallel()
+	url, key, dbURL := testServer(t)
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
+	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency, cfg.Only = 100, 10, 400*time.Millisecond, 1, OpAssemble
+	cfg.Floor, cfg.NoAnalyze = true, true
+	db := dbPool(t, dbURL)
+	statsRows := func() int {
+		var n int
+		require.NoError(t, db.QueryRow(t.Context(), `SELECT count(*) FROM pg_stats
+			WHERE schemaname = 'public' AND tablename IN ('items', 'item_versions', 'item_terms')`).Scan(&n))
+		return n
+	}
+
+	res, err := Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.False(t, res.Analyzed)
+	require.Equal(t, StatsNone, res.Statistics)
+	require.Positive(t, res.Assemble.Ops)
+	require.Positive(t, res.Floor.Ops, "the floor ran on the same unanalysed database")
+	require.Zero(t, statsRows(), "nothing analysed the corpus")
+	var out bytes.Buffer
+	res.WriteTable(&out)
+	require.Contains(t, out.String(), "statistics  none (not analyzed: the first minute after an import)")
+	out.Reset()
+	require.NoError(t, res.WriteJSON(&out))
+	require.Contains(t, out.String(), `"analyzed": false`)
+	require.Contains(t, out.String(), `"statistics": "none"`)
+
+	cfg.NoAnalyze, cfg.Reuse = false, true
+	res, err = Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.True(t, res.Analyzed)
+	require.Equal(t, StatsAnalyzed, res.Statistics)
+	require.Positive(t, statsRows())
+
+	cfg.NoAnalyze = true
+	res, err = Run(t.Context(), cfg)
+	require.NoError(t, err)
+	require.False(t, res.Analyzed)
+	require.Equal(t, StatsPresent, res.Statistics, "an earlier run's statistics are still there")
+}
+
+// TestShortSweep: one row per level, in the order asked, each with
+// assemblies, no errors, a floor and its ratio, and the server's RSS.
+func TestShortSweep(t *testing.T) {
+	t.Parallel()
+	url, key, dbURL := testServer(t)
+	progress := &syncBuffer{}
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
+	cfg.Items, cfg.Shared, cfg.Duration, cfg.Sweep = 100, 10, time.Second, []int{2, 1}
+	cfg.Progress, cfg.RSS = progress, SelfRSSMiB
+	res, err := Run(t.Context(), cfg)
+	require.NoError(t, err, progress.String())
+	require.NotNil(t, res.Sweep)
+	var out bytes.Buffer
+	require.NoError(t, res.WriteJSON(&out))
+	var j struct {
+		Statistics string `json:"statistics"`
+		Analyzed   bool   `json:"analyzed"`
+		Rows       []struct {
+			Concurrency int     `json:"concurrency"`
+			Ops         int     `json:"ops"`
+			OpsPerS     float64 `json:"ops_per_s"`
+			P50         float64 `json:"p50_ms"`
+			P99         float64 `json:"p99_ms"`
+			Spread      float64 `json:"p99_over_p50"`
+			Errors      int     `json:"errors"`
+			Floor       float64 `json:"floor_ops_per_s"`
+			Ratio       float64 `json:"ratio"`
+			RSS         float64 `json:"server_rss_peak_mib"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &j), out.String())
+	require.Equal(t, StatsAnalyzed, j.Statistics)
+	require.True(t, j.Analyzed)
+	require.Len(t, j.Rows, 2)
+	for i, want := range []int{2, 1} {
+		row := j.Rows[i]
+		require.Equal(t, want, row.Concurrency)
+		require.Positive(t, row.Ops, out.String())
+		require.Positive(t, row.OpsPerS)
+		require.Zero(t, row.Errors, progress.String())
+		require.Positive(t, row.P50)
+		require.GreaterOrEqual(t, row.P99, row.P50)
+		require.InDelta(t, row.P99/row.P50, row.Spread, 0.01)
+		require.Positive(t, row.Floor)
+		require.InEpsilon(t, row.OpsPerS/row.Floor, row.Ratio, 0.01)
+		require.Positive(t, row.RSS)
+	}
+	var table bytes.Buffer
+	res.WriteTable(&table)
+	require.Regexp(t, `(?m)^ +2 +\d+ +[\d.]+ .* 0 +[\d.]+ +[\d.]+ +[\d.]+$`, table.String())
+	require.Regexp(t, `(?m)^ +1 +\d+ `, table.String())
+	require.Contains(t, table.String(), "statistics  analyzed")
+	require.Contains(t, progress.String(), "agents 2: phase 4/4 floor")
+	require.Contains(t, progress.String(), "agents 1: phase 1/4 contextd")
+}
+
+func TestParseSweep(t *testing.T) {
+	t.Parallel()
+	levels, err := ParseSweep("1,8, 32,64")
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 8, 32, 64}, levels)
+	for in, want := range map[string]string{
+		"":      `"" is not a number`,
+		"1,,8":  `"" is not a number`,
+		"1,x":   `"x" is not a number`,
+		"0,8":   "must be 1 to 256 agents, not 0",
+		"8,257": "must be 1 to 256 agents, not 257",
+		"-1":    "not -1",
+		"8,8":   "lists 8 twice",
+	} {
+		_, err := ParseSweep(in)
+		require.ErrorContains(t, err, want, in)
+	}
+	cfg := Defaults()
+	cfg.URLs, cfg.AdminKey, cfg.Sweep, cfg.Only, cfg.Phases = []string{"http://x"}, "k", []int{1, 8}, ModePut, 3
+	_, err = Run(t.Context(), cfg)
+	for _, want := range []string{"--sweep runs assembly alone", "--sweep measures a floor", "--phases must be even"} {
+		require.ErrorContains(t, err, want)
+	}
+}

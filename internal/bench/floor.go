@@ -44,15 +44,6 @@ func openFloor(ctx context.Context, dbURL string, conns, budget int) (*floor, er
 
 func (f *floor) close() { f.pool.Close() }
 
-// analyze refreshes the planner's statistics after seeding, for contextd's
-// queries and the floor's alike.
-func (f *floor) analyze(ctx context.Context) error {
-	if _, err := f.pool.Exec(ctx, "ANALYZE items, item_versions"); err != nil {
-		return fmt.Errorf("analyze: %w", err)
-	}
-	return nil
-}
-
 // The always-on candidates of a layer in rank order, narrow rows only,
 // 64 a page: items_always_rank_idx is exactly this order (its key column
 // is COLLATE "C", byte order, as Go compares strings when the layers merge).

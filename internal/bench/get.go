@@ -32,13 +32,13 @@ func (r *runner) runGet(ctx context.Context) (*ModeResult, error) {
 		return nil, err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, "ANALYZE items, item_versions"); err != nil {
-		return nil, fmt.Errorf("analyze: %w", err)
+	if err := r.settle(ctx, pool); err != nil {
+		return nil, err
 	}
 	if err := r.createAgents(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := fillStoreFloor(ctx, pool, r.layers)
+	rows, err := fillStoreFloor(ctx, pool, r.layers, !r.cfg.NoAnalyze)
 	defer func() {
 		_, _ = pool.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+getFloorTable)
 	}()
@@ -75,8 +75,9 @@ func (r *runner) runGet(ctx context.Context) (*ModeResult, error) {
 
 // fillStoreFloor (re)creates getFloorTable as PostgresStore creates its
 // store and COPYs every item of the corpus into it (prefix the project,
-// value the item's JSON), then analyses it. It returns the rows.
-func fillStoreFloor(ctx context.Context, pool *pgxpool.Pool, layers []layer) (int, error) {
+// value the item's JSON), then analyses it if analyze (as contextd's tables
+// were, or were not). It returns the rows.
+func fillStoreFloor(ctx context.Context, pool *pgxpool.Pool, layers []layer, analyze bool) (int, error) {
 	_, err := pool.Exec(ctx, `DROP TABLE IF EXISTS `+getFloorTable+`;
 CREATE TABLE `+getFloorTable+` (
     prefix text NOT NULL,
@@ -100,6 +101,9 @@ CREATE TABLE `+getFloorTable+` (
 	}
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{getFloorTable}, []string{"prefix", "key", "value"}, pgx.CopyFromRows(rows)); err != nil {
 		return 0, fmt.Errorf("floor: fill %s: %w", getFloorTable, err)
+	}
+	if !analyze {
+		return len(rows), nil
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE "+getFloorTable); err != nil {
 		return 0, fmt.Errorf("floor: analyze %s: %w", getFloorTable, err)

@@ -87,6 +87,11 @@ func (r *runner) runIngest(ctx context.Context) (*ModeResult, error) {
 		return nil, err
 	}
 	defer pool.Close()
+	// It writes into fresh projects and analyses nothing: say what the
+	// planner knew of the tables it writes.
+	if err := r.inspect(ctx, pool, corpusTables...); err != nil {
+		return nil, err
+	}
 	items := r.ingestItems()
 	body, err := json.Marshal(map[string]any{"items": items})
 	if err != nil {
@@ -330,11 +335,18 @@ func readProjectRows(ctx context.Context, pool *pgxpool.Pool, from, to string) (
 			return nil, err
 		}
 		pc := slices.Index(t.cols, projectColumn(name))
-		// The chain is append-only: its entries go after the target's own
-		// (its project's entry), renumbered, instead of replacing them.
-		seqCol, seqBase := -1, int64(0)
-		if name == "audit_entries" && t.replace {
-			t.replace, seqCol = false, slices.Index(t.cols, "seq")
+		// The chain and its seals are append-only: their rows go after the
+		// target's own (its project's entry and that entry's seal),
+		// renumbered past the target's last entry, instead of replacing them.
+		var seqCols []int
+		seqBase := int64(0)
+		if (name == "audit_entries" || name == "audit_seals") && t.replace {
+			t.replace = false
+			for _, c := range []string{"seq", "first_seq"} {
+				if i := slices.Index(t.cols, c); i >= 0 {
+					seqCols = append(seqCols, i)
+				}
+			}
 			if err := pool.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM audit_entries WHERE chain = $1", to).Scan(&seqBase); err != nil {
 				return nil, err
 			}
@@ -354,8 +366,8 @@ func readProjectRows(ctx context.Context, pool *pgxpool.Pool, from, to string) (
 				return nil, err
 			}
 			vals[pc] = to
-			if seqCol >= 0 {
-				vals[seqCol] = vals[seqCol].(int64) + seqBase
+			for _, c := range seqCols {
+				vals[c] = vals[c].(int64) + seqBase
 			}
 			t.rows = append(t.rows, vals)
 		}

@@ -191,10 +191,7 @@ func (r *runner) injectionsCorpus(ctx context.Context, pool *pgxpool.Pool) (stri
 		if len(names) > 0 {
 			slices.Sort(names)
 			r.logf("reusing the records of %s (%s)", names[0], r.cfg.injMarker(true))
-			if _, err := pool.Exec(ctx, "ANALYZE packets, packet_records"); err != nil {
-				return "", false, fmt.Errorf("analyze: %w", err)
-			}
-			return names[0], true, nil
+			return names[0], true, r.settleRecords(ctx, pool, "ANALYZE packets, packet_records")
 		}
 		r.logf("no complete records with these parameters to reuse; seeding")
 	}
@@ -212,11 +209,24 @@ func (r *runner) injectionsCorpus(ctx context.Context, pool *pgxpool.Pool) (stri
 	if err := r.seedRecords(ctx, pool, project); err != nil {
 		return "", false, err
 	}
-	r.logf("vacuum and analyse packets, packet_records")
-	if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) packets, packet_records"); err != nil {
-		return "", false, fmt.Errorf("vacuum: %w", err)
+	if err := r.settleRecords(ctx, pool, "VACUUM (ANALYZE) packets, packet_records"); err != nil {
+		return "", false, err
 	}
 	return project, false, r.createProject(ctx, project, r.cfg.injMarker(true))
+}
+
+// settleRecords runs sql (a VACUUM or ANALYZE of the records' tables)
+// unless --no-analyze, and sets what the planner knows of them.
+func (r *runner) settleRecords(ctx context.Context, pool *pgxpool.Pool, sql string) error {
+	if r.cfg.NoAnalyze {
+		return r.inspect(ctx, pool, "packets", "packet_records")
+	}
+	r.logf("%s", sql)
+	if _, err := pool.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	r.stats = StatsAnalyzed
+	return nil
 }
 
 // Seeding SQL: packets of injPerPacket records, shaped like contextd's

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +57,10 @@ type ModeResult struct {
 	Injections   *InjectionsReport `json:"injections,omitempty"`
 	ServerRSSMiB float64           `json:"server_rss_mib"`
 	Phases       []Phase           `json:"phases"`
+	// Analyzed and Statistics are as in Result: whether bench analysed
+	// the database, and what the planner knew when the load began.
+	Analyzed   bool   `json:"analyzed"`
+	Statistics string `json:"statistics"`
 	// Note says how the floor was taken where the reader must know it
 	// (what it left in the database, what it dropped).
 	Note string `json:"note,omitempty"`
@@ -66,8 +69,7 @@ type ModeResult struct {
 // runMode runs one of the single-operation modes. Every mode's floor needs
 // the database, which validate has checked.
 func runMode(ctx context.Context, cfg Config) (*Result, error) {
-	r := &runner{cfg: &cfg, c: newClient(cfg.URLs, cfg.Concurrency), corpus: NewCorpus(cfg.Seed), rec: newRecorder(),
-		runID: strconv.FormatInt(time.Now().UnixNano()%1e9, 36), accept: map[string]agent{}}
+	r := newRunner(&cfg)
 	var (
 		m   *ModeResult
 		err error
@@ -86,6 +88,7 @@ func runMode(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	m.Mode, m.Concurrency = cfg.Only, cfg.Concurrency
+	m.Analyzed, m.Statistics = r.stats == StatsAnalyzed, r.stats
 	if cfg.RSS != nil {
 		m.ServerRSSMiB = round(cfg.RSS(), 1)
 	}
@@ -224,6 +227,7 @@ func (m *ModeResult) writeTable(w io.Writer) {
 	if m.Note != "" {
 		fmt.Fprintf(w, "note           %s\n", m.Note)
 	}
+	fmt.Fprintf(w, "statistics     %s\n", statsText(m.Statistics))
 	if m.ServerRSSMiB > 0 {
 		fmt.Fprintf(w, "server RSS     %.1f MiB\n", m.ServerRSSMiB)
 	}

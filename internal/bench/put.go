@@ -33,6 +33,11 @@ func (r *runner) runPut(ctx context.Context) (*ModeResult, error) {
 		return nil, err
 	}
 	defer pool.Close()
+	// It writes into fresh projects and analyses nothing: say what the
+	// planner knew of the tables it writes.
+	if err := r.inspect(ctx, pool, corpusTables...); err != nil {
+		return nil, err
+	}
 	project := "bench-put-" + r.runID
 	if err := r.createProject(ctx, project, "contextd bench put"); err != nil {
 		return nil, err

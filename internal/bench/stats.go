@@ -108,9 +108,16 @@ type Result struct {
 	Handoff      OpStats       `json:"handoff"`
 	ServerRSSMiB float64       `json:"server_rss_mib"`
 	Phases       []Phase       `json:"phases"`
+	// Analyzed says whether bench ran VACUUM (ANALYZE) after seeding, and
+	// Statistics what the planner knew of the corpus when the load began
+	// (StatsAnalyzed, StatsNone, StatsPresent or StatsUnknown).
+	Analyzed   bool   `json:"analyzed"`
+	Statistics string `json:"statistics"`
 	// Mode is the result of a single-operation mode (--only ingest, put,
 	// get, injections); when set, it is the whole output.
 	Mode *ModeResult `json:"-"`
+	// Sweep is the result of --sweep; when set, it is the whole output.
+	Sweep *SweepResult `json:"-"`
 }
 
 func round(x float64, digits int) float64 {
@@ -157,8 +164,11 @@ func (res *Result) byOp() map[string]*OpStats {
 func (res *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if res.Mode != nil {
+	switch {
+	case res.Mode != nil:
 		return enc.Encode(res.Mode)
+	case res.Sweep != nil:
+		return enc.Encode(res.Sweep)
 	}
 	return enc.Encode(res)
 }
@@ -166,8 +176,12 @@ func (res *Result) WriteJSON(w io.Writer) error {
 // WriteTable prints one row per operation, then the ratio and the
 // assembly's packet figures.
 func (res *Result) WriteTable(w io.Writer) {
-	if res.Mode != nil {
+	switch {
+	case res.Mode != nil:
 		res.Mode.writeTable(w)
+		return
+	case res.Sweep != nil:
+		res.Sweep.writeTable(w)
 		return
 	}
 	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %7s\n", "operation", "ops", "ops/s", "p50 ms", "p95 ms", "p99 ms", "errors")
@@ -183,6 +197,7 @@ func (res *Result) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "ratio       %.3f  (contextd's assembly ops/s in its phases / the floor's in its phases)\n", *res.Ratio)
 	}
 	fmt.Fprintf(w, "packets     %.1f records each, answers of %.0f bytes\n", res.Assemble.RecordsPerPacket, res.Assemble.AnswerBytes)
+	fmt.Fprintf(w, "statistics  %s\n", statsText(res.Statistics))
 	if res.ServerRSSMiB > 0 {
 		fmt.Fprintf(w, "server RSS  %.1f MiB\n", res.ServerRSSMiB)
 	}

@@ -51,6 +51,24 @@ the mixed workload contextd's agents also spend ~30% of their time on the
 other operations, so use --only assemble for a like-for-like ratio. With
 --url, --floor needs --database-url.
 
+With --database-url (or without --url), bench runs VACUUM (ANALYZE) on the
+database after seeding, so the figures are those after an operator's
+VACUUM ANALYZE. --no-analyze leaves the database as seeding left it, for
+contextd and the floor alike: what a user sees in the first minute after an
+import into a new database (autovacuum not yet run, or off). The output's
+statistics line (JSON: analyzed, statistics) says which it was: analyzed,
+none, present (statistics from before this run: not a new database) or
+unknown (no database).
+
+--sweep 1,8,32,64 runs the assembly workload (--only assemble) at each of
+these concurrencies in turn (at most 256 agents), each level for --duration
+in --phases alternating phases of contextd and the floor, on one corpus, and
+prints one row per level: ops/s, p50, p95, p99, p99/p50, errors, the floor's
+ops/s, the ratio, and the in-process server's peak RSS during the level
+(sampled every 100 ms). The floor's pool holds at most 16 connections; more
+of its clients queue, as contextd's requests queue for its pool. --json
+prints one object with a rows array.
+
 Four more modes measure one operation each beside a floor taken in the same
 run on the same database (always, --floor or not; with --url they need
 --database-url):
@@ -83,6 +101,7 @@ func newBench() *cobra.Command {
 		urls       []string
 		dataDir    string
 		cpuprofile string
+		sweep      string
 		asJSON     bool
 	)
 	cmd := &cobra.Command{
@@ -95,6 +114,9 @@ func newBench() *cobra.Command {
 			defer stop()
 			stderr := cmd.ErrOrStderr()
 			cfg.Progress = progressWriter(stderr)
+			if err := benchSweep(cmd, sweep, &cfg); err != nil {
+				return err
+			}
 			if len(urls) == 0 {
 				if cmd.Flags().Changed("key") {
 					return errors.New("--key goes with --url; without --url bench starts its own server")
@@ -145,6 +167,8 @@ func newBench() *cobra.Command {
 	f.IntVar(&cfg.IngestSize, "ingest-size", cfg.IngestSize, "--only ingest and put: content bytes of each item written")
 	f.StringVar(&cfg.PutFloor, "put-floor", cfg.PutFloor, "--only put: the floor, insert (one INSERT of the version's row) or write (every row a PUT writes but the chain's, in one transaction)")
 	f.Int64Var(&cfg.Records, "records", cfg.Records, "--only injections: records to seed into packet_records")
+	f.BoolVar(&cfg.NoAnalyze, "no-analyze", false, "no VACUUM or ANALYZE after seeding: measure the first minute after an import (use a new database)")
+	f.StringVar(&sweep, "sweep", "", "assembly alone at each of these concurrencies, e.g. 1,8,32,64 (each level for --duration, beside its floor)")
 	f.BoolVar(&cfg.Floor, "floor", false, "alternate phases of contextd and of a minimal pgx floor; print the ratio")
 	f.IntVar(&cfg.Phases, "phases", cfg.Phases, "with --floor: number of phases, even, at least 4 (each --duration/--phases)")
 	f.StringArrayVar(&urls, "url", nil, "contextd URL to load (repeatable; requests round-robin); none: start one in this process")
@@ -154,6 +178,23 @@ func newBench() *cobra.Command {
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of this process during the load to this file")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	return cmd
+}
+
+// benchSweep parses --sweep into cfg, before any server starts: a bad
+// list is the user's to fix, not a reason to seed a corpus.
+func benchSweep(cmd *cobra.Command, sweep string, cfg *bench.Config) error {
+	if !cmd.Flags().Changed("sweep") {
+		return nil
+	}
+	if cmd.Flags().Changed("concurrency") {
+		return errors.New("--sweep sets the concurrency of each level: drop --concurrency")
+	}
+	levels, err := bench.ParseSweep(sweep)
+	if err != nil {
+		return err
+	}
+	cfg.Sweep = levels
+	return nil
 }
 
 // benchServer is contextd running in this process for the bench.

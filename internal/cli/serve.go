@@ -109,7 +109,14 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 	if err := adoptChains(ctx, st, keys, fresh && cfg.Migrate, log); err != nil {
 		return err
 	}
-	a := app.New(st, app.WithKeys(keys), app.WithObs(obs.New(st.Stats, tracing.TracerProvider())))
+	replica, err := app.OpenReplica(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if replica != nil {
+		defer replica.Close()
+	}
+	a := app.New(st, app.WithKeys(keys), app.WithObs(obs.New(st.Stats, tracing.TracerProvider())), app.WithReplica(replica))
 	announce, err := bootstrap(ctx, a, cluster)
 	if err != nil {
 		return err

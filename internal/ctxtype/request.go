@@ -272,3 +272,40 @@ func (r *Request) fillEmpty() {
 		r.AgentContext = nil
 	}
 }
+
+// SetTokenBudget records a token_budget the client sent: a mapper from
+// the API's request sets it this way, so 0 sent stays out of range rather
+// than becoming the default (as DecodeRequest does for a stored request).
+func (r *Request) SetTokenBudget(n int) {
+	r.TokenBudget = n
+	r.budgetGiven = true
+}
+
+// DecodeObject reads a JSON object of the request (agent_context,
+// variables) as DecodeRequest does: numbers stay json.Number, and anything
+// but an object (or null) is refused at pointer with the wrong JSON type.
+func DecodeObject(pointer string, raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return nil, &validation.Malformed{Pointer: pointer, Detail: fmt.Sprintf("%s has the wrong JSON type (%s)", pointer, typ.Value)}
+		}
+		return nil, fmt.Errorf("decode %s: %w", pointer, err)
+	}
+	return m, nil
+}
+
+// CanonicalRaw is raw JSON as encoding/json writes a json.RawMessage:
+// compact, with <, > and & escaped. A context packet is kept in this one
+// spelling, whether it came from a client or from the stored request.
+func CanonicalRaw(raw []byte) (json.RawMessage, error) {
+	var compact, out bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, err
+	}
+	json.HTMLEscape(&out, compact.Bytes())
+	return out.Bytes(), nil
+}

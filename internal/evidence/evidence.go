@@ -48,7 +48,7 @@ func (s *Service) Checkpoint(ctx context.Context, agent *auth.Agent, proj string
 	var seq int64
 	var head []byte
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
-		if err := s.authorize(ctx, tx, agent, proj); err != nil {
+		if err := s.authorize(ctx, tx.DB, agent, proj); err != nil {
 			return err
 		}
 		var err error
@@ -66,9 +66,9 @@ func (s *Service) Checkpoint(ctx context.Context, agent *auth.Agent, proj string
 
 // authorize lets an admin of proj read its chain; the global chain
 // (audit.GlobalChain, agents and keys) is for admins of every project.
-func (s *Service) authorize(ctx context.Context, tx *store.Tx, agent *auth.Agent, chain string) error {
+func (s *Service) authorize(ctx context.Context, db store.DB, agent *auth.Agent, chain string) error {
 	if chain != audit.GlobalChain {
-		return s.projects.AuthorizeIn(ctx, tx.DB, agent, chain, auth.Admin)
+		return s.projects.AuthorizeIn(ctx, db, agent, chain, auth.Admin)
 	}
 	if !agent.IsAdmin() || !agent.AllScope() {
 		return fmt.Errorf("%w: the global chain is for admins of every project (\"*\")", fault.ErrForbidden)
@@ -105,11 +105,15 @@ func (s *Service) Entries(ctx context.Context, agent *auth.Agent, proj string, a
 	if limit < 1 || limit > MaxPage {
 		return Page{}, validation.One("limit", "range", "limit must be between 1 and %d", MaxPage)
 	}
+	// The grant is read on the primary (it may have changed a moment ago);
+	// the entries and their head are history, read in one snapshot through
+	// the store's reader (the replica's, when one serves).
+	if err := s.authorize(ctx, s.store.DB, agent, proj); err != nil {
+		return Page{}, err
+	}
 	var p Page
-	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
-		if err := s.authorize(ctx, tx, agent, proj); err != nil {
-			return err
-		}
+	err := s.store.ReadSnapshot(ctx, func(tx *store.Tx) error {
+		p = Page{}
 		var err error
 		if p.HeadSeq, p.HeadHash, err = tx.AuditHead(ctx, proj); err != nil {
 			return err
@@ -171,7 +175,7 @@ type Result struct {
 func (s *Service) Verify(ctx context.Context, agent *auth.Agent, proj string) (Result, error) {
 	var res Result
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
-		if err := s.authorize(ctx, tx, agent, proj); err != nil {
+		if err := s.authorize(ctx, tx.DB, agent, proj); err != nil {
 			return err
 		}
 		v := audit.NewVerifier()

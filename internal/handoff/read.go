@@ -183,12 +183,29 @@ type TimelineEntry struct {
 	StepID   string
 }
 
-// TaskHistory is one chronological timeline of a task, oldest first.
+// TaskHistory is one chronological timeline of a task, oldest first. Its
+// handoff events and packets are history, read through the store's reader
+// (store.Read: the replica, when one serves and has what this process
+// wrote; a task it knows nothing of yet is asked of the primary before the
+// answer is not found). Handoffs themselves, whose status changes, and
+// their listings stay on the primary.
 func (s *Service) TaskHistory(ctx context.Context, agent *auth.Agent, proj, taskID string) ([]TimelineEntry, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
-	evs, err := s.store.HandoffEventListTask(ctx, proj, taskID)
+	var out []TimelineEntry
+	err := s.store.Read(ctx, func(db store.DB) error {
+		var err error
+		out, err = taskHistoryIn(ctx, db, proj, taskID)
+		return err
+	})
+	return out, err
+}
+
+// taskHistoryIn reads a task's timeline through db; not found when it has
+// neither a handoff event nor a packet.
+func taskHistoryIn(ctx context.Context, db store.DB, proj, taskID string) ([]TimelineEntry, error) {
+	evs, err := db.HandoffEventListTask(ctx, proj, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +215,7 @@ func (s *Service) TaskHistory(ctx context.Context, agent *auth.Agent, proj, task
 		out = append(out, TimelineEntry{Type: "handoff_event", Time: ev.CreatedAt, Role: ev.ActorRole, Agent: ev.Actor, Event: &ev,
 			Handoff: &Link{ID: e.HandoffID, SourceRole: e.SourceRole, TargetRole: e.TargetRole}})
 	}
-	pks, err := s.store.PacketListTask(ctx, proj, taskID)
+	pks, err := db.PacketListTask(ctx, proj, taskID)
 	if err != nil {
 		return nil, err
 	}

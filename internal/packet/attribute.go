@@ -14,20 +14,15 @@ import (
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
 
 // withheldSpans are the spans of the text whose records the caller may no
-// longer see: attribute reports them as withheld, without their subject,
-// instead of passing them off as scaffolding.
-func (s *Service) withheldSpans(ctx context.Context, agent *auth.Agent, proj, id string, shown []ctxtype.Record) ([]ctxtype.Span, error) {
-	if agent.SeesAllRoles() {
-		return nil, nil
-	}
-	all, err := s.store.PacketRecordList(ctx, proj, id)
-	if err != nil {
-		return nil, err
-	}
+// longer see (all the packet's records, less those shown): attribute
+// reports them as withheld, without their subject, instead of passing them
+// off as scaffolding.
+func withheldSpans(all, shown []ctxtype.Record) []ctxtype.Span {
 	seen := map[ctxtype.Span]bool{}
 	for _, r := range shown {
 		if r.Span != nil {
@@ -41,7 +36,7 @@ func (s *Service) withheldSpans(ctx context.Context, agent *auth.Agent, proj, id
 			out = append(out, *r.Span)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Match is one range of the rendered text and what it came from.
@@ -72,9 +67,20 @@ func (s *Service) Attribute(ctx context.Context, agent *auth.Agent, proj, id str
 	return ms, err
 }
 
-// attribute is Attribute, with the packet it read.
+// attribute is Attribute, with the packet it read. The packet and, for an
+// agent that does not see every role, all its records (to tell withheld
+// spans from scaffolding) are read in one read of history, through the
+// store's reader, so that both come from the same database.
 func (s *Service) attribute(ctx context.Context, agent *auth.Agent, proj, id string, ap AttributeParams) (*Packet, []Match, error) {
-	p, err := s.Get(ctx, agent, proj, id)
+	var all []ctxtype.Record
+	p, err := s.read(ctx, agent, proj, id, func(db store.DB, _ *Packet) error {
+		if agent.SeesAllRoles() {
+			return nil
+		}
+		var err error
+		all, err = db.PacketRecordList(ctx, proj, id)
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,10 +112,7 @@ func (s *Service) attribute(ctx context.Context, agent *auth.Agent, proj, id str
 	default:
 		return nil, nil, validation.One("/text", "required", "give text, or start and end")
 	}
-	withheld, err := s.withheldSpans(ctx, agent, proj, id, p.Records)
-	if err != nil {
-		return nil, nil, err
-	}
+	withheld := withheldSpans(all, p.Records)
 	var out []Match
 	for _, f := range found {
 		rg := [2]int{f.Start, f.End}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
@@ -27,7 +26,7 @@ func mayView(agent *auth.Agent, targetRole string) bool {
 }
 
 func fromRow(r store.Packet) (*Packet, error) {
-	req, err := assemble.DecodeRequest(r.Request)
+	req, err := ctxtype.DecodeRequest(r.Request)
 	if err != nil {
 		return nil, err
 	}
@@ -57,10 +56,40 @@ func fromRow(r store.Packet) (*Packet, error) {
 
 // Get returns a packet with the records the agent may see.
 func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (*Packet, error) {
+	return s.read(ctx, agent, proj, id, nil)
+}
+
+// read is Get, running also (nil: nothing) in the same read as the packet:
+// the further reads of history an answer about the packet needs. A packet
+// and its records never change once written, so they are read through
+// the store's reader (store.Read: the replica when one serves and has
+// what this process wrote, else the primary, and the primary again when
+// the replica has not the packet yet), and also reads through the same
+// db, so that what it finds agrees with the packet found. What the
+// agent may see of it now (items hidden since, grants) is read from the
+// primary after.
+func (s *Service) read(ctx context.Context, agent *auth.Agent, proj, id string, also func(db store.DB, p *Packet) error) (*Packet, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
-	row, err := s.store.PacketGet(ctx, proj, id)
+	var p *Packet
+	err := s.store.Read(ctx, func(db store.DB) error {
+		var err error
+		if p, err = s.getIn(ctx, db, agent, proj, id); err != nil || also == nil {
+			return err
+		}
+		return also(db, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, s.shownNow(ctx, agent, p)
+}
+
+// getIn reads a packet and the records its viewer may see through db; not
+// found when it is not there or the agent may not open it.
+func (s *Service) getIn(ctx context.Context, db store.DB, agent *auth.Agent, proj, id string) (*Packet, error) {
+	row, err := db.PacketGet(ctx, proj, id)
 	if err != nil {
 		if errors.Is(err, fault.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -74,22 +103,22 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 	if err != nil {
 		return nil, err
 	}
-	recs, err := s.store.PacketRecordList(ctx, proj, id)
+	recs, err := db.PacketRecordList(ctx, proj, id)
 	if err != nil {
 		return nil, err
 	}
-	p.Records = append(p.Records, recs...)
-	p.Records = visibleRecords(agent, p.Records)
-	shown, err := s.withoutHiddenNow(ctx, agent, p.Records)
-	if err != nil {
-		return nil, err
-	}
-	if len(shown) < len(p.Records) {
-		if err := s.withoutRecordsOf(ctx, p, shown); err != nil {
-			return nil, err
-		}
-	}
+	p.Records = visibleRecords(agent, append(p.Records, recs...))
 	return p, nil
+}
+
+// shownNow leaves out of p, for a non-admin, the records of items hidden
+// from its role now, and their share of the gaps and counts.
+func (s *Service) shownNow(ctx context.Context, agent *auth.Agent, p *Packet) error {
+	shown, err := s.withoutHiddenNow(ctx, agent, p.Records)
+	if err != nil || len(shown) == len(p.Records) {
+		return err
+	}
+	return s.withoutRecordsOf(ctx, p, shown)
 }
 
 // withoutRecordsOf makes p's answer hold only the records shown: the
@@ -195,11 +224,10 @@ func withoutHidden(records []ctxtype.Record, hidden map[[2]string]bool) []ctxtyp
 	return out
 }
 
-// summariesNow makes a non-admin's page of packet summaries leave out what
-// is hidden from its role now (gaps, counts), as Get does for one packet:
-// the page's records are read in one query, and their items' visibility in
-// one query per layer for the whole page.
-func (s *Service) summariesNow(ctx context.Context, agent *auth.Agent, proj string, ps []*Packet) error {
+// summaryRecords reads, for a non-admin, the records its role may see of a
+// page of packet summaries, in one query through db (the listing's), for
+// summariesNow.
+func summaryRecords(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ps []*Packet) error {
 	if agent.SeesAllRoles() || len(ps) == 0 {
 		return nil
 	}
@@ -207,13 +235,26 @@ func (s *Service) summariesNow(ctx context.Context, agent *auth.Agent, proj stri
 	for i, p := range ps {
 		ids[i] = p.ID
 	}
-	recs, err := s.store.PacketRecordListMany(ctx, proj, ids)
+	recs, err := db.PacketRecordListMany(ctx, proj, ids)
 	if err != nil {
 		return err
 	}
-	var all []ctxtype.Record
 	for _, p := range ps {
 		p.Records = visibleRecords(agent, recs[p.ID])
+	}
+	return nil
+}
+
+// summariesNow makes a non-admin's page of packet summaries (their records
+// read by summaryRecords) leave out what is hidden from its role now
+// (gaps, counts), as Get does for one packet: their items' visibility is
+// read in one query per layer for the whole page.
+func (s *Service) summariesNow(ctx context.Context, agent *auth.Agent, ps []*Packet) error {
+	if agent.SeesAllRoles() || len(ps) == 0 {
+		return nil
+	}
+	var all []ctxtype.Record
+	for _, p := range ps {
 		all = append(all, p.Records...)
 	}
 	hidden, err := s.hiddenNow(ctx, agent, all)
@@ -261,17 +302,38 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	if cur != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, cur.T, cur.ID
 	}
-	rows, err := s.store.PacketList(ctx, params)
+	// Packets are history: the page and its records come through the
+	// store's reader (a replica's page may lack packets written a moment
+	// ago by another process, as a page read a moment earlier would).
+	var out []*Packet
+	next := ""
+	err = s.store.Read(ctx, func(db store.DB) error {
+		var err error
+		if out, next, err = listIn(ctx, db, proj, params, lp.Limit); err != nil {
+			return err
+		}
+		return summaryRecords(ctx, db, agent, proj, out)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.summariesNow(ctx, agent, out); err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// listIn reads a page of packets through db, and the cursor of the next.
+func listIn(ctx context.Context, db store.DB, proj string, params store.PacketListParams, limit int) ([]*Packet, string, error) {
+	rows, err := db.PacketList(ctx, params)
 	if err != nil {
 		return nil, "", err
 	}
 	var out []*Packet
-	next := ""
 	for i, r := range rows {
-		if i == lp.Limit {
+		if i == limit {
 			last := rows[i-1]
-			next = page.Encode(packetsListing(proj), page.At{T: last.CreatedAt, ID: last.ID})
-			break
+			return out, page.Encode(packetsListing(proj), page.At{T: last.CreatedAt, ID: last.ID}), nil
 		}
 		p, err := fromRow(r)
 		if err != nil {
@@ -279,8 +341,5 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 		}
 		out = append(out, p)
 	}
-	if err := s.summariesNow(ctx, agent, proj, out); err != nil {
-		return nil, "", err
-	}
-	return out, next, nil
+	return out, "", nil
 }

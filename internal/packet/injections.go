@@ -69,7 +69,14 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	if c != nil {
 		params.HasCursor, params.CursorTime, params.CursorID = true, c.T, c.ID
 	}
-	rows, err := s.store.InjectionList(ctx, params)
+	// The packets that used the item are history: read through the store's
+	// reader (the item's current version and the grants above are not).
+	var rows []store.Injection
+	err = s.store.Read(ctx, func(db store.DB) error {
+		var err error
+		rows, err = db.InjectionList(ctx, params)
+		return err
+	})
 	if err != nil {
 		return nil, "", "", err
 	}

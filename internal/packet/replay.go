@@ -13,8 +13,9 @@ import (
 )
 
 // replayed assembles a stored packet's request again, on its snapshot, with
-// the pipeline that made it.
-func (s *Service) replayed(ctx context.Context, proj string, p *Packet) (*assemble.Result, error) {
+// the pipeline that made it, reading the snapshot through db (pipeline 1's
+// candidates, of packets made before pipeline 2, from the primary).
+func (s *Service) replayed(ctx context.Context, db store.DB, proj string, p *Packet) (*assemble.Result, error) {
 	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors, Render: p.RenderVersion}
 	if p.Pipeline < assemble.Pipeline2 {
 		cands, err := s.snapshotCandidates(ctx, proj, p)
@@ -24,7 +25,7 @@ func (s *Service) replayed(ctx context.Context, proj string, p *Packet) (*assemb
 		in.Candidates = cands
 		return assemble.Assemble(in)
 	}
-	src, err := s.snapshotSource(ctx, proj, p)
+	src, err := s.snapshotSource(ctx, db, proj, p)
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot: %w", err)
 	}
@@ -87,13 +88,15 @@ type Difference struct {
 
 // Replay assembles the stored request again against exactly the versions
 // the packet read (its snapshot) at its own time, and compares. Nothing is
-// stored.
+// stored. The packet and its snapshot's versions are history, read in one
+// read through the store's reader (the replica's, when one serves).
 func (s *Service) Replay(ctx context.Context, agent *auth.Agent, proj, id string) (*ReplayResult, error) {
-	p, err := s.Get(ctx, agent, proj, id)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.replayed(ctx, proj, p)
+	var res *assemble.Result
+	p, err := s.read(ctx, agent, proj, id, func(db store.DB, p *Packet) error {
+		var err error
+		res, err = s.replayed(ctx, db, proj, p)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -307,19 +307,20 @@ func (c *textCache) put(k textKey, t store.VersionText) {
 
 // snapshotSource is pipeline 2's source as of a packet's snapshot: every
 // current version it saw, and the relevance weights of its relevance
-// items, computed as the write path computes them.
-func (s *Service) snapshotSource(ctx context.Context, proj string, p *Packet) (*assemble.MemorySource, error) {
+// items, computed as the write path computes them. It reads through db:
+// a replay reads the packet's history where it read the packet.
+func (s *Service) snapshotSource(ctx context.Context, db store.DB, proj string, p *Packet) (*assemble.MemorySource, error) {
 	layers := []string{proj, ctxtype.SharedProject}
-	vs, err := s.store.SnapshotVersions(ctx, layers, "", p.Snapshot)
+	vs, err := db.SnapshotVersions(ctx, layers, "", p.Snapshot)
 	if err != nil {
 		return nil, err
 	}
 	src := &assemble.MemorySource{Versions: vs}
 	if strings.TrimSpace(p.Request.Query) != "" {
-		if src.Lexemes, err = s.store.QueryLexemes(ctx, p.Request.Query, assemble.MaxQueryLexemes); err != nil {
+		if src.Lexemes, err = db.QueryLexemes(ctx, p.Request.Query, assemble.MaxQueryLexemes); err != nil {
 			return nil, err
 		}
-		if src.Weights, err = s.store.SnapshotTerms(ctx, layers, p.Snapshot); err != nil {
+		if src.Weights, err = db.SnapshotTerms(ctx, layers, p.Snapshot); err != nil {
 			return nil, err
 		}
 	}

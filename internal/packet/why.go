@@ -53,18 +53,22 @@ func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 	return a, nil
 }
 
+// why reads the packet and the item's versions as its snapshot saw them in
+// one read of history (the replica's, when one serves: both never change,
+// and are read through the same db so that they agree), then explains.
 func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, layer string) (*WhyAnswer, error) {
-	p, err := s.Get(ctx, agent, proj, id)
-	if err != nil {
-		return nil, err
-	}
-	if !item.ValidKey(key) {
-		return nil, validation.One("item", "format", "item must be an item key")
-	}
-	if layer != "" && layer != "project" && layer != "shared" {
-		return nil, validation.One("layer", "enum", "layer must be project or shared")
-	}
-	rows, err := s.store.SnapshotVersions(ctx, []string{proj, ctxtype.SharedProject}, key, p.Snapshot)
+	var rows []*ctxtype.Version
+	p, err := s.read(ctx, agent, proj, id, func(db store.DB, p *Packet) error {
+		if !item.ValidKey(key) {
+			return validation.One("item", "format", "item must be an item key")
+		}
+		if layer != "" && layer != "project" && layer != "shared" {
+			return validation.One("layer", "enum", "layer must be project or shared")
+		}
+		var err error
+		rows, err = db.SnapshotVersions(ctx, []string{proj, ctxtype.SharedProject}, key, p.Snapshot)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +180,9 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 	if p.Pipeline < assemble.Pipeline2 || p.Cutoff == nil || v == nil || v.Deleted {
 		return nil, nil
 	}
-	src, err := s.snapshotSource(ctx, proj, p)
+	// From the primary: the packet may have been read from it (the replica
+	// had not replayed it), and a replica behind it would lack versions.
+	src, err := s.snapshotSource(ctx, s.store.DB, proj, p)
 	if err != nil {
 		return nil, err
 	}

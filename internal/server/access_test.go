@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -115,12 +116,12 @@ func TestScopeAndPermissions(t *testing.T) {
 	reader := e.agent("reviewer", auth.ReadOnly, "acme")
 	editor := e.agent("implementer", auth.Edit, "acme")
 	everywhere := e.agent("planner", auth.Edit, "*")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/x", editor, map[string]any{"content": "c"}).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/globex/items/x", e.admin, map[string]any{"content": "g"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/x", editor, api.PutItemJSONRequestBody{Content: "c"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/globex/items/x", e.admin, api.PutItemJSONRequestBody{Content: "g"}).status)
 
 	// Read-only reads, and may not write.
 	require.Equal(t, 200, e.do("GET", "/v1/projects/acme/items/x", reader, nil).status)
-	r := e.do("PUT", "/v1/projects/acme/items/x", reader, map[string]any{"content": "d"})
+	r := e.do("PUT", "/v1/projects/acme/items/x", reader, api.PutItemJSONRequestBody{Content: "d"})
 	require.Equal(t, 403, r.status)
 	require.Equal(t, "forbidden", r.json["code"])
 	require.Equal(t, 403, e.do("DELETE", "/v1/projects/acme/items/x", reader, nil).status)
@@ -133,22 +134,22 @@ func TestScopeAndPermissions(t *testing.T) {
 		require.Equal(t, 404, r.status, path)
 		require.Equal(t, "not_found", r.json["code"])
 	}
-	require.Equal(t, 404, e.do("PUT", "/v1/projects/globex/items/x", reader, map[string]any{"content": "d"}).status)
-	require.Equal(t, 404, e.do("PUT", "/v1/projects/nowhere/items/x", e.admin, map[string]any{"content": "d"}).status)
+	require.Equal(t, 404, e.do("PUT", "/v1/projects/globex/items/x", reader, api.PutItemJSONRequestBody{Content: "d"}).status)
+	require.Equal(t, 404, e.do("PUT", "/v1/projects/nowhere/items/x", e.admin, api.PutItemJSONRequestBody{Content: "d"}).status)
 	require.Equal(t, 200, e.do("GET", "/v1/projects/globex/items/x", everywhere, nil).status)
 
 	// _shared: everybody reads it, only admins write it.
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/style", e.admin, map[string]any{"content": "Be brief."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/style", e.admin, api.PutItemJSONRequestBody{Content: "Be brief."}).status)
 	require.Equal(t, 200, e.do("GET", "/v1/projects/_shared/items/style", reader, nil).status)
-	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared/items/style", editor, map[string]any{"content": "Be long."}).status)
-	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared/items/style", everywhere, map[string]any{"content": "Be long."}).status)
+	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared/items/style", editor, api.PutItemJSONRequestBody{Content: "Be long."}).status)
+	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared/items/style", everywhere, api.PutItemJSONRequestBody{Content: "Be long."}).status)
 
 	// Projects: admins create; everyone lists what they may see.
 	require.Equal(t, 403, e.do("PUT", "/v1/projects/acme", editor, nil).status, "in scope: forbidden")
 	require.Equal(t, 404, e.do("PUT", "/v1/projects/initech", editor, nil).status, "out of scope: as if it did not exist")
 	r = e.do("PUT", "/v1/projects/initech", e.admin, nil)
 	require.Equal(t, 201, r.status, r.text)
-	r = e.do("PUT", "/v1/projects/initech", e.admin, map[string]any{"description": "changed"})
+	r = e.do("PUT", "/v1/projects/initech", e.admin, api.PutProjectJSONRequestBody{Description: ptr("changed")})
 	require.Equal(t, 200, r.status, r.text)
 	require.Equal(t, "changed", r.json["description"])
 	require.Equal(t, 422, e.do("PUT", "/v1/projects/_shared", e.admin, nil).status)
@@ -179,7 +180,7 @@ func TestRolesOnItemEndpoints(t *testing.T) {
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/notes", e.admin, map[string]any{
 		"content": "Rubric notes for everyone but the implementer.", "roles": map[string]any{"hidden_from": []string{"implementer"}},
 	}).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/open", e.admin, map[string]any{"content": "Rubric for all."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/open", e.admin, api.PutItemJSONRequestBody{Content: "Rubric for all."}).status)
 
 	keys := func(r resp) []string {
 		var out []string
@@ -218,7 +219,7 @@ func TestHistoryIsAppendOnlyInTheDatabase(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.project("acme")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/x", e.admin, map[string]any{"content": "c"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/x", e.admin, api.PutItemJSONRequestBody{Content: "c"}).status)
 	ctx := context.Background()
 	_, err := e.pool.Exec(ctx, "UPDATE item_versions SET content = 'forged'")
 	require.ErrorContains(t, err, "append-only")

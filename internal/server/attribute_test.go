@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -18,11 +19,11 @@ func TestAttributeAsPeopleQuote(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	impl := e.agent("implementer", auth.Edit, "acme")
-	e.batch("acme", []map[string]any{
-		{"key": "window", "content": "The refund window is 30 days for customers in the EU, and 14 days for customers anywhere else in the world.", "priority": 2},
-		{"key": "receipt", "content": "Refunds over 500 EUR need a manager and a receipt.", "priority": 1},
+	e.batch("acme", []api.BatchItem{
+		{Key: "window", Content: "The refund window is 30 days for customers in the EU, and 14 days for customers anywhere else in the world.", Priority: ptr(int32(2))},
+		{Key: "receipt", Content: "Refunds over 500 EUR need a manager and a receipt.", Priority: ptr(int32(1))},
 	})
-	p := e.do("POST", "/v1/projects/acme/packets", impl, map[string]any{"target_role": "implementer"})
+	p := e.do("POST", "/v1/projects/acme/packets", impl, api.AssemblePacketJSONRequestBody{TargetRole: "implementer"})
 	require.Equal(t, 201, p.status, p.text)
 	id := p.json["packet_id"].(string)
 	at := func(text string) resp {
@@ -69,14 +70,14 @@ func TestAttributeTask(t *testing.T) {
 	e.project("acme")
 	impl := e.agent("implementer", auth.Edit, "acme")
 	critic := e.agent("critic", auth.Edit, "acme")
-	e.batch("acme", []map[string]any{{"key": "window", "content": "The refund window is 30 days for customers in the EU, and 14 days for customers anywhere else in the world."}})
+	e.batch("acme", []api.BatchItem{{Key: "window", Content: "The refund window is 30 days for customers in the EU, and 14 days for customers anywhere else in the world."}})
 	assemble := func(key, role, task, query string) string {
 		r := e.do("POST", "/v1/projects/acme/packets", key, map[string]any{"target_role": role, "task": map[string]any{"task_id": task, "objective": query}})
 		require.Equal(t, 201, r.status, r.text)
 		return r.json["packet_id"].(string)
 	}
 	p1 := assemble(impl, "implementer", "T-a", "Fix rounding.")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/window", e.admin, map[string]any{"content": "The refund window is 30 days for customers in the EU, and 21 days elsewhere."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/window", e.admin, api.PutItemJSONRequestBody{Content: "The refund window is 30 days for customers in the EU, and 21 days elsewhere."}).status)
 	p2 := assemble(impl, "implementer", "T-a", "Fix rounding again.")
 	assemble(impl, "implementer", "T-b", "Another task.")
 	pc := assemble(critic, "critic", "T-a", "Review.")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/server"
@@ -131,7 +132,7 @@ func TestBulkAppendLinksAsTheFunctionDoes(t *testing.T) {
 	}
 	r := e.do("POST", "/v1/projects/acme/items", writer, map[string]any{"items": items})
 	require.Equal(t, 200, r.status, r.text)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/after", writer, map[string]any{"content": "after the batch"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/after", writer, api.PutItemJSONRequestBody{Content: "after the batch"}).status)
 
 	v := e.verify()
 	require.Equal(t, true, v.json["ok"], v.text)
@@ -222,7 +223,7 @@ func TestAuditVerifyCatchesTamperingOfPacketsAndHandoffs(t *testing.T) {
 		critic := e.agent("critic", "edit", "acme")
 		require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/refunds", writer, map[string]any{
 			"content": "refunds take five days", "trigger": map[string]any{"always": true}}).status)
-		p := e.do("POST", "/v1/projects/acme/packets", writer, map[string]any{"target_role": "planner", "token_budget": 2000})
+		p := e.do("POST", "/v1/projects/acme/packets", writer, api.AssemblePacketJSONRequestBody{TargetRole: "planner", TokenBudget: ptr(2000)})
 		require.Equal(t, 201, p.status, p.text)
 		h := e.do("POST", "/v1/projects/acme/handoffs", writer, map[string]any{
 			"task_id": "T-1", "intent": "request_review", "target": map[string]any{"role": "critic"}, "summary": "ready"})
@@ -379,7 +380,7 @@ func TestBackfillChainsDataOlderThanTheChain(t *testing.T) {
 	e := auditFixture(t)
 	critic := e.agent("critic", "edit", "acme")
 	writer := e.agent("writer", "edit", "acme")
-	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", writer, map[string]any{"target_role": "writer"}).status)
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", writer, api.AssemblePacketJSONRequestBody{TargetRole: "writer"}).status)
 	h := e.do("POST", "/v1/projects/acme/handoffs", writer, map[string]any{"task_id": "T-1", "intent": "request_review", "target": map[string]any{"role": "critic"}})
 	require.Equal(t, 201, h.status, h.text)
 	require.Equal(t, 200, e.do("POST", "/v1/projects/acme/handoffs/"+h.json["id"].(string)+"/accept", critic, map[string]any{}).status)
@@ -422,7 +423,7 @@ func TestRedactionRemovesASecretAndKeepsTheProof(t *testing.T) {
 	var packets []string
 	var lengths []int
 	for range 3 {
-		p := e.do("POST", "/v1/projects/acme/packets", writer, map[string]any{"target_role": "planner"})
+		p := e.do("POST", "/v1/projects/acme/packets", writer, api.AssemblePacketJSONRequestBody{TargetRole: "planner"})
 		require.Equal(t, 201, p.status, p.text)
 		require.Contains(t, p.json["rendered"], secret)
 		packets = append(packets, p.json["packet_id"].(string))
@@ -520,7 +521,7 @@ func TestRedactionOfASharedItemReachesEveryProject(t *testing.T) {
 		"content": "The CI token is " + secret, "trigger": map[string]any{"always": true}}).status)
 	var packets [][2]string
 	for _, p := range []string{"acme", "beta"} {
-		r := e.do("POST", "/v1/projects/"+p+"/packets", e.admin, map[string]any{"target_role": "planner"})
+		r := e.do("POST", "/v1/projects/"+p+"/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "planner"})
 		require.Equal(t, 201, r.status, r.text)
 		require.Contains(t, r.json["rendered"], secret)
 		packets = append(packets, [2]string{p, r.json["packet_id"].(string)})
@@ -586,7 +587,7 @@ func TestRedactedTextLeavesNewPackets(t *testing.T) {
 	t.Cleanup(other.Close)
 	const secret = "TOPSECRET-PAYLOAD-7"
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/leak", e.admin, map[string]any{"content": secret, "trigger": map[string]any{"always": true}}).status)
-	req := map[string]any{"target_role": "implementer"}
+	req := api.AssemblePacketJSONRequestBody{TargetRole: "implementer"}
 	for _, base := range []string{e.url, other.URL} {
 		r := e.doAt(base, "POST", "/v1/projects/acme/packets", e.admin, req)
 		require.Equal(t, 201, r.status, r.text)

@@ -14,215 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
 )
-
-// batch writes items to a project in one batch request, as admin.
-func (e *env) batch(project string, items []map[string]any) {
-	e.t.Helper()
-	r := e.do("POST", "/v1/projects/"+project+"/items", e.admin, map[string]any{"items": items})
-	require.Equal(e.t, 200, r.status, r.text)
-}
-
-func budgetOf(r resp) map[string]any { return r.json["budget"].(map[string]any) }
-
-// TestBudgetCutoff: a packet over a project of many always-on items tries
-// 32 candidates after the first that does not fit and counts the rest:
-// records stay bounded, budget.cutoff and excluded.budget_cutoff say how
-// many were not tried, unresolved_gaps lists at most 20 and
-// unresolved_gaps_more the rest, why? answers budget_cutoff with a rank
-// for an untried item and the stage's reason for one a stage would have
-// dropped, the stored packet answers the same, and a replay is identical.
-func TestBudgetCutoff(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	e.project("big")
-	const n = 300
-	var items []map[string]any
-	for i := range n {
-		it := map[string]any{"key": fmt.Sprintf("fact.%03d", i), "kind": "knowledge",
-			"content": fmt.Sprintf("Fact number %d: %s", i, strings.Repeat("words of filler text ", 8)), "priority": i % 7}
-		switch {
-		case i%10 == 3:
-			it["roles"] = map[string]any{"hidden_from": []string{"support"}}
-		case i == 250:
-			it["template"] = true
-			it["content"] = "Needs {{missing_value}} to render."
-			it["priority"] = 0
-		}
-		items = append(items, it)
-	}
-	e.batch("big", items)
-	support := e.agent("support", auth.ReadOnly, "big")
-
-	body := map[string]any{"target_role": "support", "token_budget": 600}
-	r := e.do("POST", "/v1/projects/big/packets", support, body)
-	require.Equal(t, 201, r.status, r.text)
-	b := budgetOf(r)
-	cutoff := b["cutoff"].(map[string]any)
-	count := int(cutoff["count"].(float64))
-	rank := int(cutoff["rank"].(float64))
-	require.Equal(t, float64(600-r.num2("budget", "used")), cutoff["headroom"])
-	excluded := r.json["excluded"].(map[string]any)
-	require.Equal(t, float64(count), excluded["budget_cutoff"], "excluded counts the untried")
-	require.NotContains(t, excluded, "hidden", "a non-admin never counts hidden items")
-
-	id := r.json["packet_id"].(string)
-	recs := e.do("GET", "/v1/projects/big/packets/"+id+"/records", e.admin, nil)
-	require.Equal(t, 200, recs.status, recs.text)
-	records := recs.json["data"].([]any)
-	items0, budgetRecs, tried := 0, 0, 0
-	for _, x := range records {
-		rec := x.(map[string]any)
-		if rec["subject"] != "item" {
-			continue
-		}
-		items0++
-		if rec["reason"] == "budget" {
-			budgetRecs++
-		}
-		if rec["rank"].(float64) > 0 {
-			tried++
-		}
-	}
-	require.LessOrEqual(t, budgetRecs, 33, "at most the first miss and 32 more are budget exclusions")
-	require.Equal(t, rank-1, tried, "the cutoff's rank follows the last tried")
-	visible := n - n/10
-	hiddenMet := items0 - tried
-	t.Logf("tried %d, untried %d, budget records %d, hidden met %d, answer %d bytes", tried, count, budgetRecs, hiddenMet, len(r.text))
-	require.Less(t, items0, 120, "records do not grow with the project")
-	require.Equal(t, visible, tried+count, "every visible candidate is tried or counted (%d hidden records)", hiddenMet)
-	gaps := b["unresolved_gaps"].([]any)
-	require.LessOrEqual(t, len(gaps), 20)
-	require.Equal(t, float64(budgetRecs-len(gaps)+count), b["unresolved_gaps_more"])
-
-	// why? for the last item by rank (priority 0, oldest key order): past
-	// the cutoff, with its rank after the cutoff's.
-	why := e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.294", support, nil)
-	require.Equal(t, 200, why.status, why.text)
-	require.Equal(t, "excluded", why.json["decision"])
-	require.Equal(t, "budget_cutoff", why.json["reason"])
-	require.Greater(t, why.json["rank"].(float64), float64(rank))
-	require.Equal(t, cutoff, why.json["cutoff"])
-	// The template with no value ranks last but a stage excludes it first.
-	why = e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.250", support, nil)
-	require.Equal(t, 200, why.status, why.text)
-	require.Equal(t, "template_unresolved", why.json["reason"], why.text)
-	// A hidden item is not there for the role, and is for an admin.
-	hid := e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.293", support, nil)
-	never := e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.never", support, nil)
-	require.Equal(t, 200, hid.status, hid.text)
-	require.Equal(t, strings.ReplaceAll(never.text, "fact.never", "fact.293"), hid.text, "as a key that never existed")
-	why = e.do("GET", "/v1/projects/big/packets/"+id+"/why?item=fact.293", e.admin, nil)
-	require.Equal(t, 200, why.status, why.text)
-	require.Equal(t, "hidden", why.json["reason"], why.text)
-
-	got := e.do("GET", "/v1/projects/big/packets/"+id, support, nil)
-	require.Equal(t, 200, got.status)
-	require.Equal(t, b, budgetOf(got), "the stored packet answers the same budget")
-	require.Equal(t, r.json["excluded"], got.json["excluded"])
-	rep := e.do("POST", "/v1/projects/big/packets/"+id+"/replay", e.admin, nil)
-	require.Equal(t, 200, rep.status, rep.text)
-	require.Equal(t, true, rep.json["identical"], rep.text)
-	require.Empty(t, rep.json["differences"], rep.text)
-
-	// The answer is bounded by the text, not by the project.
-	require.Less(t, len(r.text), 2*len(r.json["rendered"].(string))+16<<10)
-}
-
-func (r resp) num2(obj, field string) int {
-	f, _ := r.json[obj].(map[string]any)[field].(float64)
-	return int(f)
-}
-
-// TestBoundedReplayOnRandomWorlds: packets assembled by the database
-// source replay identically from the stored snapshot (the in-memory
-// source), records included, over projects with every trigger, both
-// layers, overrides, contradictions, roles, windows, templates and
-// relevance, under budgets that cut and budgets that do not.
-func TestBoundedReplayOnRandomWorlds(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	rng := rand.New(rand.NewPCG(3, 4))
-	words := []string{"refund", "ledger", "deploy", "alpha", "beta", "gamma", "delta", "policy", "money", "invoice"}
-	text := func(k int) string {
-		var out []string
-		for range k {
-			out = append(out, words[rng.IntN(len(words))])
-		}
-		return strings.Join(out, " ")
-	}
-	cut := 0
-	for world := range 6 {
-		proj := fmt.Sprintf("w%d", world)
-		e.project(proj)
-		for _, layer := range []string{proj, "_shared"} {
-			var items []map[string]any
-			for i := range 60 + rng.IntN(60) {
-				it := map[string]any{"key": fmt.Sprintf("%s.k%03d", proj, i), "kind": []string{"knowledge", "state", "skill", "decision"}[rng.IntN(4)],
-					"content": text(3+rng.IntN(40)) + fmt.Sprintf(" marker%d", i), "priority": rng.IntN(4), "source": "human",
-					"authority":  []string{"policy", "instruction", "evidence", "hypothesis"}[rng.IntN(4)],
-					"confidence": []string{"verified", "probable", "uncertain"}[rng.IntN(3)]}
-				if layer == "_shared" && rng.IntN(3) == 0 {
-					it["key"] = fmt.Sprintf("%s.k%03d", proj, rng.IntN(60)) // overrides
-				}
-				switch rng.IntN(8) {
-				case 0:
-					it["trigger"] = map[string]any{"keywords": []string{words[rng.IntN(len(words))]}}
-				case 1:
-					it["trigger"] = map[string]any{"tool": "lookup"}
-				case 2, 3:
-					it["trigger"] = map[string]any{"relevance": true}
-				}
-				if rng.IntN(8) == 0 {
-					it["roles"] = map[string]any{"hidden_from": []string{"support"}}
-				}
-				if rng.IntN(5) == 0 {
-					it["state_key"] = fmt.Sprintf("%s.s%d", proj, rng.IntN(3))
-				}
-				if rng.IntN(12) == 0 {
-					it["template"] = true
-					it["content"] = "For {{customer}}: " + text(4)
-				}
-				if rng.IntN(15) == 0 {
-					it["valid_until"] = "2020-01-01T00:00:00Z"
-				}
-				items = append(items, it)
-			}
-			// Keys repeat in _shared across worlds: last write wins.
-			dedup := map[string]map[string]any{}
-			var list []map[string]any
-			for _, it := range items {
-				if _, ok := dedup[it["key"].(string)]; !ok {
-					list = append(list, it)
-				}
-				dedup[it["key"].(string)] = it
-			}
-			e.batch(layer, list)
-		}
-		for _, budget := range []int{150, 400, 2000, 16000} {
-			body := map[string]any{"target_role": "support", "token_budget": budget, "query": text(4),
-				"format":       []string{"markdown", "blocks", "json"}[rng.IntN(3)],
-				"history":      []map[string]any{{"role": "user", "author": "person", "content": text(6)}},
-				"tool_results": []map[string]any{{"tool": "lookup", "status": "ok", "content": "{}"}},
-				"variables":    map[string]any{"customer": "Ada"}}
-			r := e.do("POST", "/v1/projects/"+proj+"/packets", e.admin, body)
-			require.Equal(t, 201, r.status, r.text)
-			if budgetOf(r)["cutoff"] != nil {
-				cut++
-			}
-			id := r.json["packet_id"].(string)
-			rep := e.do("POST", "/v1/projects/"+proj+"/packets/"+id+"/replay", e.admin, nil)
-			require.Equal(t, 200, rep.status, rep.text)
-			require.Equal(t, true, rep.json["identical"], "world %d budget %d: %s", world, budget, rep.text)
-			require.Empty(t, rep.json["differences"], "world %d budget %d", world, budget)
-		}
-	}
-	require.Greater(t, cut, 2, "some budgets cut")
-}
 
 // TestTwoServersOneDatabase: two contextd processes (two app instances,
 // each with its own pool) on one database, both assembling while both
@@ -238,10 +35,10 @@ func TestTwoServersOneDatabase(t *testing.T) {
 	other := httptest.NewServer(server.New(server.Config{App: app.New(store.New(pool, 0))}))
 	defer other.Close()
 	f := &env{t: t, url: other.URL, pool: e.pool, agents: e.agents, admin: e.admin}
-	var items []map[string]any
+	var items []api.BatchItem
 	for i := range 200 {
-		items = append(items, map[string]any{"key": fmt.Sprintf("k%03d", i), "kind": "knowledge", "priority": i % 5,
-			"content": fmt.Sprintf("fact %d %s", i, strings.Repeat("filler words ", 10))})
+		items = append(items, api.BatchItem{Key: fmt.Sprintf("k%03d", i), Kind: ptr("knowledge"), Priority: ptr(int32(i % 5)),
+			Content: fmt.Sprintf("fact %d %s", i, strings.Repeat("filler words ", 10))})
 	}
 	e.batch("acme", items)
 
@@ -256,10 +53,10 @@ func TestTwoServersOneDatabase(t *testing.T) {
 			for i := range 8 {
 				if w%2 == 0 {
 					r := srv.do("PUT", fmt.Sprintf("/v1/projects/acme/items/k%03d", (w*8+i)%200), srv.admin,
-						map[string]any{"kind": "knowledge", "content": fmt.Sprintf("rewritten by %d at %d", w, i), "priority": 9})
+						api.PutItemJSONRequestBody{Kind: ptr("knowledge"), Content: fmt.Sprintf("rewritten by %d at %d", w, i), Priority: ptr(int32(9))})
 					require.Contains(t, []int{200, 201}, r.status, r.text)
 				}
-				r := srv.do("POST", "/v1/projects/acme/packets", srv.admin, map[string]any{"target_role": "critic", "token_budget": 500})
+				r := srv.do("POST", "/v1/projects/acme/packets", srv.admin, api.AssemblePacketJSONRequestBody{TargetRole: "critic", TokenBudget: ptr(500)})
 				require.Equal(t, 201, r.status, r.text)
 				mu.Lock()
 				ids = append(ids, r.json["packet_id"].(string))
@@ -310,18 +107,16 @@ func TestDerivedRowsFollowEveryWrite(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	rng := rand.New(rand.NewPCG(11, 12))
-	triggers := []any{nil, map[string]any{"tool": "lookup"}, map[string]any{"tool": "grep"},
-		map[string]any{"keywords": []string{"refund policy", "ledger"}}, map[string]any{"relevance": true}}
-	write := func() map[string]any {
-		it := map[string]any{"kind": "knowledge", "content": fmt.Sprintf("alpha beta %d ledger ledger", rng.IntN(5)), "priority": rng.IntN(4)}
-		if tr := triggers[rng.IntN(len(triggers))]; tr != nil {
-			it["trigger"] = tr
-		}
+	triggers := []*api.Trigger{nil, {Tool: ptr("lookup")}, {Tool: ptr("grep")},
+		{Keywords: &[]string{"refund policy", "ledger"}}, {Relevance: ptr(true)}}
+	write := func() api.ItemWrite {
+		it := api.ItemWrite{Kind: ptr("knowledge"), Content: fmt.Sprintf("alpha beta %d ledger ledger", rng.IntN(5)), Priority: ptr(int32(rng.IntN(4)))}
+		it.Trigger = triggers[rng.IntN(len(triggers))]
 		switch rng.IntN(4) {
 		case 0:
-			it["roles"] = map[string]any{"hidden_from": []string{"support"}}
+			it.Roles = &api.Roles{HiddenFrom: &[]string{"support"}}
 		case 1:
-			it["valid_until"] = "2030-01-01T00:00:00Z"
+			it.ValidUntil = ptr("2030-01-01T00:00:00Z")
 		}
 		return it
 	}
@@ -333,17 +128,17 @@ func TestDerivedRowsFollowEveryWrite(t *testing.T) {
 			r := e.do("DELETE", "/v1/projects/"+layer+"/items/"+key, e.admin, nil)
 			require.Contains(t, []int{200, 204, 404}, r.status, r.text)
 		case 1:
-			var items []map[string]any
+			var items []api.BatchItem
 			for i := range 3 {
 				it := write()
-				it["key"] = fmt.Sprintf("k%02d", (rng.IntN(12)+i)%12)
-				items = append(items, it)
+				items = append(items, api.BatchItem{Key: fmt.Sprintf("k%02d", (rng.IntN(12)+i)%12), Kind: it.Kind, Content: it.Content,
+					Priority: it.Priority, Trigger: it.Trigger, Roles: it.Roles, ValidUntil: it.ValidUntil})
 			}
-			dedup := map[string]map[string]any{}
-			var list []map[string]any
+			seen := map[string]bool{}
+			var list []api.BatchItem
 			for _, it := range items {
-				if _, ok := dedup[it["key"].(string)]; !ok {
-					dedup[it["key"].(string)] = it
+				if !seen[it.Key] {
+					seen[it.Key] = true
 					list = append(list, it)
 				}
 			}
@@ -412,11 +207,11 @@ func TestInjectionsOfOneProject(t *testing.T) {
 	e := setup(t)
 	e.project("p1")
 	e.project("p2")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/house.style", e.admin, map[string]any{"kind": "instruction", "content": "Be brief."}).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/p1/items/own", e.admin, map[string]any{"kind": "knowledge", "content": "p1 only."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/house.style", e.admin, api.PutItemJSONRequestBody{Kind: ptr("instruction"), Content: "Be brief."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/p1/items/own", e.admin, api.PutItemJSONRequestBody{Kind: ptr("knowledge"), Content: "p1 only."}).status)
 	ids := map[string][]string{}
 	for _, p := range []string{"p1", "p1", "p2"} {
-		r := e.do("POST", "/v1/projects/"+p+"/packets", e.admin, map[string]any{"target_role": "support", "token_budget": 2000})
+		r := e.do("POST", "/v1/projects/"+p+"/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "support", TokenBudget: ptr(2000)})
 		require.Equal(t, 201, r.status, r.text)
 		ids[p] = append([]string{r.json["packet_id"].(string)}, ids[p]...) // newest first
 	}
@@ -482,15 +277,15 @@ func TestBatchBodyLimit(t *testing.T) {
 	big := strings.Repeat("word ", 2<<20) // 10 MiB: over the 8 MiB default, under the batch limit
 	// The batch passes the body limit and is judged: the kind is invalid, so
 	// nothing is tokenized or written.
-	r := e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []map[string]any{{"key": "k", "kind": "nonsense", "content": big}}})
+	r := e.do("POST", "/v1/projects/acme/items", e.admin, api.BatchItemsJSONRequestBody{Items: []api.BatchItem{{Key: "k", Kind: ptr("nonsense"), Content: big}}})
 	require.Equal(t, 422, r.status, r.text)
 	require.Equal(t, "validation_failed", r.json["code"])
 	// Any other request of that size is refused.
-	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"kind": "knowledge", "content": big})
+	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Kind: ptr("knowledge"), Content: big})
 	require.Equal(t, 413, r.status)
 	require.Equal(t, "payload_too_large", r.json["code"])
 	// A batch over its own limit is refused too.
-	r = e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []map[string]any{{"key": "k", "kind": "knowledge", "content": strings.Repeat(big, 4)}}})
+	r = e.do("POST", "/v1/projects/acme/items", e.admin, api.BatchItemsJSONRequestBody{Items: []api.BatchItem{{Key: "k", Kind: ptr("knowledge"), Content: strings.Repeat(big, 4)}}})
 	require.Equal(t, 413, r.status)
 	require.Equal(t, "payload_too_large", r.json["code"])
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/k", e.admin, nil).status, "nothing was written")
@@ -511,7 +306,7 @@ func TestRevocationWithCachedKeys(t *testing.T) {
 	f := &env{t: t, url: other.URL, pool: e.pool, agents: e.agents, admin: e.admin}
 
 	mk := func() (string, string) {
-		r := e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "r", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+		r := e.do("POST", "/v1/agents", e.admin, api.CreateAgentJSONRequestBody{Name: "r", Role: "reader", Permission: "read-only", Projects: []string{"acme"}})
 		require.Equal(t, 201, r.status, r.text)
 		return r.json["id"].(string), r.json["key"].(string)
 	}
@@ -561,7 +356,7 @@ func TestRevocationReachesWatchingProcesses(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return listening() == 2 }, 5*time.Second, 20*time.Millisecond)
 
-	r := e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "r", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	r := e.do("POST", "/v1/agents", e.admin, api.CreateAgentJSONRequestBody{Name: "r", Role: "reader", Permission: "read-only", Projects: []string{"acme"}})
 	require.Equal(t, 201, r.status, r.text)
 	id, key := r.json["id"].(string), r.json["key"].(string)
 	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
@@ -587,7 +382,7 @@ func TestRevocationReachesWatchingProcesses(t *testing.T) {
 	require.Less(t, time.Since(start), 500*time.Millisecond, "through NOTIFY, not the TTL")
 
 	// A revocation made outside contextd (an operator's UPDATE) is heard too.
-	r = e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "q", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	r = e.do("POST", "/v1/agents", e.admin, api.CreateAgentJSONRequestBody{Name: "q", Role: "reader", Permission: "read-only", Projects: []string{"acme"}})
 	require.Equal(t, 201, r.status, r.text)
 	id, key = r.json["id"].(string), r.json["key"].(string)
 	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
@@ -598,7 +393,7 @@ func TestRevocationReachesWatchingProcesses(t *testing.T) {
 	require.Less(t, time.Since(start), 500*time.Millisecond, "through the trigger's NOTIFY, not the TTL")
 
 	// So is an operator's DELETE of the agent's row (a leaked key removed).
-	r = e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "d", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	r = e.do("POST", "/v1/agents", e.admin, api.CreateAgentJSONRequestBody{Name: "d", Role: "reader", Permission: "read-only", Projects: []string{"acme"}})
 	require.Equal(t, 201, r.status, r.text)
 	id, key = r.json["id"].(string), r.json["key"].(string)
 	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)
@@ -611,7 +406,7 @@ func TestRevocationReachesWatchingProcesses(t *testing.T) {
 	// A reconnect drops what was kept: the next request looks the agent up,
 	// though the entry is still within keyMaxAge and changes are heard
 	// again.
-	r = e.do("POST", "/v1/agents", e.admin, map[string]any{"name": "s", "role": "reader", "permission": "read-only", "projects": []string{"acme"}})
+	r = e.do("POST", "/v1/agents", e.admin, api.CreateAgentJSONRequestBody{Name: "s", Role: "reader", Permission: "read-only", Projects: []string{"acme"}})
 	require.Equal(t, 201, r.status, r.text)
 	key = r.json["key"].(string)
 	require.Equal(t, 200, f.do("GET", "/v1/projects/acme/items", key, nil).status)

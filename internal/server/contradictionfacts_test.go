@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/api"
 )
 
 // TestContradictionLineNamesTheFacts: the line under Active
@@ -19,7 +21,7 @@ func TestContradictionLineNamesTheFacts(t *testing.T) {
 	long := "Refunds are allowed within 14 days of delivery, " + strings.Repeat("provided the receipt is kept, ", 6)
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/window", e.admin, map[string]any{"content": "Refunds within 30 days.", "kind": "state", "state_key": "refund.window", "authority": "instruction", "source": "human"}).status)
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/window-old", e.admin, map[string]any{"content": long, "kind": "state", "state_key": "refund.window"}).status)
-	p := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "planner"})
+	p := e.do("POST", "/v1/projects/acme/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "planner"})
 	require.Equal(t, 201, p.status, p.text)
 	text := p.json["rendered"].(string)
 	var loser map[string]any

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -20,7 +21,7 @@ func TestCursorsBelongToTheirListing(t *testing.T) {
 	t.Parallel()
 	e := packetWorld(t)
 	e.project("beta")
-	e.batch("beta", []map[string]any{{"key": "b1", "content": "Refunds take a week."}, {"key": "b2", "content": "Refund the fee."}})
+	e.batch("beta", []api.BatchItem{{Key: "b1", Content: "Refunds take a week."}, {Key: "b2", Content: "Refund the fee."}})
 	implementer := e.agent("implementer", auth.Edit, "acme")
 	for i := range 2 {
 		require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", implementer, packetRequest("implementer")).status)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -45,7 +46,7 @@ func TestIdempotentAssembliesDoNotStarveThePool(t *testing.T) {
 		require.Equal(t, 201, s, "request %d", i)
 	}
 	// And the replayed answer of one of them is the packet it made.
-	r1 := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "implementer"}, "Idempotency-Key", "pk-0")
+	r1 := e.do("POST", "/v1/projects/acme/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "implementer"}, "Idempotency-Key", "pk-0")
 	require.Equal(t, 201, r1.status)
 	require.Equal(t, "true", r1.header.Get("Idempotent-Replayed"))
 	require.Equal(t, 200, e.do("GET", "/v1/projects/acme/packets/"+r1.json["packet_id"].(string), e.admin, nil).status)
@@ -62,7 +63,7 @@ func TestNotTextIsAClearError(t *testing.T) {
 		require.Equal(t, 400, r.status, path)
 		require.Equal(t, "malformed", r.json["code"])
 	}
-	r := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "c"}, "Idempotency-Key", "bad\xff")
+	r := e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "c"}, "Idempotency-Key", "bad\xff")
 	require.Equal(t, 422, r.status)
 	for _, tc := range []struct {
 		path    string
@@ -104,8 +105,8 @@ func TestWhyHonoursVisibilityNow(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	impl := e.agent("implementer", auth.Edit, "acme")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/sec", e.admin, map[string]any{"content": "Secret later."}).status)
-	p := e.do("POST", "/v1/projects/acme/packets", impl, map[string]any{"target_role": "implementer"})
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/sec", e.admin, api.PutItemJSONRequestBody{Content: "Secret later."}).status)
+	p := e.do("POST", "/v1/projects/acme/packets", impl, api.AssemblePacketJSONRequestBody{TargetRole: "implementer"})
 	id := p.json["packet_id"].(string)
 	require.Equal(t, "included", e.do("GET", "/v1/projects/acme/packets/"+id+"/why?item=sec", impl, nil).json["decision"])
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/sec", e.admin, map[string]any{"content": "Secret later.", "roles": map[string]any{"hidden_from": []string{"implementer"}}}).status)
@@ -156,9 +157,9 @@ func TestInjectionsListEveryPacketOfTheProject(t *testing.T) {
 	e.project("acme")
 	impl := e.agent("implementer", auth.ReadOnly, "acme")
 	critic := e.agent("critic", auth.ReadOnly, "acme")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/fact", e.admin, map[string]any{"content": "A shared fact."}).status)
-	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", impl, map[string]any{"target_role": "implementer"}).status)
-	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", critic, map[string]any{"target_role": "critic"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/fact", e.admin, api.PutItemJSONRequestBody{Content: "A shared fact."}).status)
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", impl, api.AssemblePacketJSONRequestBody{TargetRole: "implementer"}).status)
+	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", critic, api.AssemblePacketJSONRequestBody{TargetRole: "critic"}).status)
 	r := e.do("GET", "/v1/projects/acme/items/fact/injections", impl, nil)
 	require.Len(t, r.list(), 2)
 	require.Equal(t, "critic", r.list()[0]["target_role"], "newest first")
@@ -186,11 +187,11 @@ func TestScopedAdmin(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	e.project("other")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/other/items/secret", e.admin, map[string]any{"content": "Other's secret."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/other/items/secret", e.admin, api.PutItemJSONRequestBody{Content: "Other's secret."}).status)
 	admin := e.agent("ops", auth.Admin, "acme")
 	require.Equal(t, 404, e.do("GET", "/v1/projects/other/items/secret", admin, nil).status)
-	require.Equal(t, 404, e.do("PUT", "/v1/projects/other", admin, map[string]any{"description": "hijack"}).status)
-	require.Equal(t, 200, e.do("PUT", "/v1/projects/acme", admin, map[string]any{"description": "mine"}).status)
+	require.Equal(t, 404, e.do("PUT", "/v1/projects/other", admin, api.PutProjectJSONRequestBody{Description: ptr("hijack")}).status)
+	require.Equal(t, 200, e.do("PUT", "/v1/projects/acme", admin, api.PutProjectJSONRequestBody{Description: ptr("mine")}).status)
 	names := []string{}
 	for _, p := range e.do("GET", "/v1/projects", admin, nil).list() {
 		names = append(names, p["project"].(string))
@@ -227,7 +228,7 @@ func TestBudgetValuesAndFilters(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.project("acme")
-	r := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "x", "token_budget": 0})
+	r := e.do("POST", "/v1/projects/acme/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "x", TokenBudget: ptr(0)})
 	require.Equal(t, 422, r.status, r.text)
 	require.Equal(t, []string{"/token_budget"}, r.pointers())
 	require.Equal(t, 201, e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "x", "token_budget": nil}).status)
@@ -272,8 +273,8 @@ func TestAttributeEveryOccurrence(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.project("acme")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/a", e.admin, map[string]any{"content": "日本 aaa"}).status)
-	p := e.do("POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "x"})
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/a", e.admin, api.PutItemJSONRequestBody{Content: "日本 aaa"}).status)
+	p := e.do("POST", "/v1/projects/acme/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "x"})
 	id := p.json["packet_id"].(string)
 	rendered := p.json["rendered"].(string)
 	a := e.do("POST", "/v1/projects/acme/packets/"+id+"/attribute", e.admin, map[string]any{"text": "aa"})
@@ -372,13 +373,13 @@ func TestIfMatchOnMissingOrHiddenIs412(t *testing.T) {
 	impl := e.agent("implementer", auth.Edit, "acme")
 	require.Equal(t, 412, e.do("DELETE", "/v1/projects/acme/items/never", e.admin, nil, "If-Match", `"1"`).status)
 	require.Equal(t, 404, e.do("DELETE", "/v1/projects/acme/items/never", e.admin, nil).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/gone", e.admin, map[string]any{"content": "x"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/gone", e.admin, api.PutItemJSONRequestBody{Content: "x"}).status)
 	require.Equal(t, 200, e.do("DELETE", "/v1/projects/acme/items/gone", e.admin, nil).status)
 	require.Equal(t, 412, e.do("DELETE", "/v1/projects/acme/items/gone", e.admin, nil, "If-Match", `"2"`).status)
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/hid", e.admin, map[string]any{"content": "x", "roles": map[string]any{"hidden_from": []string{"implementer"}}}).status)
 	// For the implementer the hidden item answers exactly as a missing one.
-	require.Equal(t, 412, e.do("PUT", "/v1/projects/acme/items/hid", impl, map[string]any{"content": "y"}, "If-Match", `"1"`).status)
-	require.Equal(t, 412, e.do("PUT", "/v1/projects/acme/items/never", impl, map[string]any{"content": "y"}, "If-Match", `"1"`).status)
+	require.Equal(t, 412, e.do("PUT", "/v1/projects/acme/items/hid", impl, api.PutItemJSONRequestBody{Content: "y"}, "If-Match", `"1"`).status)
+	require.Equal(t, 412, e.do("PUT", "/v1/projects/acme/items/never", impl, api.PutItemJSONRequestBody{Content: "y"}, "If-Match", `"1"`).status)
 	require.Equal(t, 412, e.do("DELETE", "/v1/projects/acme/items/hid", impl, nil, "If-Match", `"1"`).status)
 }
 
@@ -386,9 +387,9 @@ func TestQA4Edges(t *testing.T) {
 	t.Parallel()
 	e, a := handoffWorld(t)
 	// Hidden now: gone from every packet endpoint for that role, not only why.
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/vis", e.admin, map[string]any{"content": "Visibility probe."}).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/tone", e.admin, map[string]any{"content": "Be formal."}).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/tone", e.admin, map[string]any{"content": "Be friendly."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/vis", e.admin, api.PutItemJSONRequestBody{Content: "Visibility probe."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/tone", e.admin, api.PutItemJSONRequestBody{Content: "Be formal."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/tone", e.admin, api.PutItemJSONRequestBody{Content: "Be friendly."}).status)
 	p := e.do("POST", "/v1/projects/acme/packets", a.critic, map[string]any{"target_role": "critic", "query": "weather forecast"})
 	id := p.json["packet_id"].(string)
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/vis", e.admin, map[string]any{"content": "Visibility probe.", "roles": map[string]any{"hidden_from": []string{"critic"}}}).status)
@@ -423,7 +424,7 @@ func TestParameterFormatProblems(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.project("acme")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "x"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "x"}).status)
 	for _, c := range []struct {
 		path, param, code, field string
 		status                   int

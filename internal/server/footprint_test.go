@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/footprint"
 )
@@ -79,26 +80,27 @@ func decodeTrace(t *testing.T, r resp) afTrace {
 func footprintWorld(t *testing.T) (*env, map[string]any) {
 	e := setup(t)
 	e.project("fp")
-	e.batch("fp", []map[string]any{
-		{"key": "always.rule", "content": "Always cite the ticket.", "title": "Citations"},
-		{"key": "refund.rules", "content": "Refunds over 500 EUR need a manager.", "trigger": map[string]any{"keywords": []string{"refund"}}, "priority": 3},
-		{"key": "deploy.notes", "content": "Deploys freeze on Fridays.", "trigger": map[string]any{"keywords": []string{"deploy"}}},
-		{"key": "long.note", "content": strings.Repeat("A long note about ledgers. ", 6)},
-		{"key": "greet", "content": "Hello {{customer}}.", "template": true},
-		{"key": "hole", "content": "Your order {{order_id}} shipped.", "template": true},
-		{"key": "window.policy", "content": "Refund window is 30 days.", "state_key": "refund.window", "authority": "policy", "source": "human"},
-		{"key": "window.old", "content": "Refund window is 14 days.", "state_key": "refund.window", "authority": "hypothesis"},
-		{"key": "huge", "content": strings.Repeat("word ", 3000), "priority": 1000},
-		{"key": "critic.rubric", "content": "Reject patches without tests.", "roles": map[string]any{"visible_to": []string{"critic"}}},
-		{"key": "search.ledger", "content": "The ledger reconciles nightly at 02:00.", "trigger": map[string]any{"relevance": true}},
-		{"key": "tool.transcribe", "content": "Transcribe a video.", "title": "transcribe_video", "slot": "tools", "kind": "tool"},
-		{"key": "msg.note", "content": "Remember the customer is waiting.", "slot": "messages"},
-		{"key": "skill.triage", "content": "Triage: read the ticket, then the logs.", "kind": "skill"},
-		{"key": "tone", "content": "Be friendly."},
+	kw := func(w string) *api.Trigger { return &api.Trigger{Keywords: &[]string{w}} }
+	e.batch("fp", []api.BatchItem{
+		{Key: "always.rule", Content: "Always cite the ticket.", Title: ptr("Citations")},
+		{Key: "refund.rules", Content: "Refunds over 500 EUR need a manager.", Trigger: kw("refund"), Priority: ptr(int32(3))},
+		{Key: "deploy.notes", Content: "Deploys freeze on Fridays.", Trigger: kw("deploy")},
+		{Key: "long.note", Content: strings.Repeat("A long note about ledgers. ", 6)},
+		{Key: "greet", Content: "Hello {{customer}}.", Template: ptr(true)},
+		{Key: "hole", Content: "Your order {{order_id}} shipped.", Template: ptr(true)},
+		{Key: "window.policy", Content: "Refund window is 30 days.", StateKey: ptr("refund.window"), Authority: ptr("policy"), Source: ptr("human")},
+		{Key: "window.old", Content: "Refund window is 14 days.", StateKey: ptr("refund.window"), Authority: ptr("hypothesis")},
+		{Key: "huge", Content: strings.Repeat("word ", 3000), Priority: ptr(int32(1000))},
+		{Key: "critic.rubric", Content: "Reject patches without tests.", Roles: &api.Roles{VisibleTo: &[]string{"critic"}}},
+		{Key: "search.ledger", Content: "The ledger reconciles nightly at 02:00.", Trigger: &api.Trigger{Relevance: ptr(true)}},
+		{Key: "tool.transcribe", Content: "Transcribe a video.", Title: ptr("transcribe_video"), Slot: ptr("tools"), Kind: ptr("tool")},
+		{Key: "msg.note", Content: "Remember the customer is waiting.", Slot: ptr("messages")},
+		{Key: "skill.triage", Content: "Triage: read the ticket, then the logs.", Kind: ptr("skill")},
+		{Key: "tone", Content: "Be friendly."},
 	})
-	e.batch("_shared", []map[string]any{
-		{"key": "tone", "content": "Be formal."},
-		{"key": "house.style", "content": "Use British spelling."},
+	e.batch("_shared", []api.BatchItem{
+		{Key: "tone", Content: "Be formal."},
+		{Key: "house.style", Content: "Use British spelling."},
 	})
 	req := map[string]any{
 		"target_role":         "implementer",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -123,7 +124,7 @@ func TestMaxAuthorityIsGrantedAndChanged(t *testing.T) {
 	r = e.do("PATCH", "/v1/agents/"+id, e.admin, map[string]any{"role": "critic", "permission": "read-only"})
 	require.Equal(t, 200, r.status, r.text)
 	require.Equal(t, "critic", r.json["role"])
-	require.Equal(t, 403, e.do("PUT", "/v1/projects/acme/items/x", key, map[string]any{"content": "x"}).status, "read-only now")
+	require.Equal(t, 403, e.do("PUT", "/v1/projects/acme/items/x", key, api.PutItemJSONRequestBody{Content: "x"}).status, "read-only now")
 	require.Equal(t, 403, e.do("PATCH", "/v1/agents/"+id, key, map[string]any{"role": "admin"}).status)
 	outsider := e.agent("ops", auth.Admin, "beta")
 	require.Equal(t, 403, e.do("PATCH", "/v1/agents/"+id, outsider, map[string]any{"role": "x"}).status)

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -179,7 +180,7 @@ func TestDatabaseTimeoutsAreUnavailable(t *testing.T) {
 			t.Cleanup(locker.Close)
 			e := envOn(t, st, locker, server.Config{}, app.Config{})
 			e.project("acme")
-			require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "v1"}).status)
+			require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "v1"}).status)
 
 			// Another session holds the item tables: every read of them waits.
 			tx, err := locker.Begin(t.Context())

@@ -41,7 +41,29 @@ func (s *Server) GetReadyz(ctx context.Context, _ api.GetReadyzRequestObject) (a
 			return nil, notReady(ctx, problem(503, "unavailable", "%v", err))
 		}
 	}
-	return api.GetReadyz200JSONResponse{Status: "ready"}, nil
+	return api.GetReadyz200JSONResponse{Status: "ready", Replica: s.replicaHealth(ctx)}, nil
+}
+
+// replicaHealth is the read replica's part of the probe: whether reads go
+// to it and how far behind it is; nil (absent) when none is configured. A
+// replica down or behind leaves the server ready: its reads go to the
+// primary.
+func (s *Server) replicaHealth(ctx context.Context) *api.ReplicaHealth {
+	st, ok := s.store.ReplicaStatus(ctx)
+	if !ok {
+		return nil
+	}
+	out := &api.ReplicaHealth{InUse: st.InUse}
+	if st.LagBytes >= 0 {
+		out.LagBytes = &st.LagBytes
+	}
+	if st.LagSeconds >= 0 {
+		out.LagSeconds = &st.LagSeconds
+	}
+	if st.Error != "" {
+		out.Error = &st.Error
+	}
+	return out
 }
 
 // notReady is the probe's 503, saying why: the store's reason (pool

@@ -1,32 +1,30 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
-	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/testhttp"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// env is a server on a database of its own, with an admin key.
 // testKeys is the servers' audit key in tests.
-var testKeys, _ = evidence.ParseKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+var testKeys = testhttp.Keys
 
+// env is a server on a database of its own, with an admin key (a
+// testhttp.Server), with the pool for the tests' read-only SQL. A test
+// that starts a server of its own fills url (and what it needs) itself.
 type env struct {
 	t      *testing.T
 	url    string
@@ -43,16 +41,8 @@ func setup(t *testing.T) *env {
 func setupWith(t *testing.T, cfg server.Config) *env {
 	t.Helper()
 	pool := pgtest.New(t)
-	a := app.New(store.New(pool, pgtest.AcquireTimeout), app.WithKeys(testKeys))
-	adoptChains(t, a.Store)
-	cfg.App = a
-	ts := httptest.NewServer(server.New(cfg))
-	t.Cleanup(ts.Close)
-	agents := a.Agents
-	_, key, err := agents.Bootstrap(context.Background())
-	require.NoError(t, err)
-	require.NotEmpty(t, key)
-	return &env{t: t, url: ts.URL, pool: pool, agents: agents, admin: key, app: a}
+	srv := testhttp.Start(t, store.New(pool, pgtest.AcquireTimeout), testhttp.Options{Config: cfg})
+	return &env{t: t, url: srv.URL, pool: pool, agents: srv.App.Agents, admin: srv.Admin, app: srv.App}
 }
 
 // adoptChains seals the chains the test database's migrations wrote (the
@@ -75,7 +65,7 @@ func (e *env) agent(role string, perm auth.Permission, projects ...string) strin
 // project creates a project as admin.
 func (e *env) project(name string) {
 	e.t.Helper()
-	r := e.do("PUT", "/v1/projects/"+name, e.admin, map[string]any{"description": "test"})
+	r := e.do("PUT", "/v1/projects/"+name, e.admin, api.PutProjectJSONRequestBody{Description: ptr("test")})
 	require.Equal(e.t, 201, r.status, r.text)
 }
 
@@ -86,71 +76,30 @@ type resp struct {
 	json   map[string]any
 }
 
-// do sends a request; body may be nil, a string (sent as is) or anything JSON.
+// do sends a request (testhttp.Server.Do); body may be nil, a string or
+// []byte (sent as is), or a typed api body (sent as JSON).
 func (e *env) do(method, path, key string, body any, headers ...string) resp {
 	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		buf, err := json.Marshal(b)
-		require.NoError(e.t, err)
-		rd = bytes.NewReader(buf)
-	}
-	req, err := http.NewRequest(method, e.url+path, rd)
-	require.NoError(e.t, err)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(e.t, err)
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(e.t, err)
-	out := resp{status: res.StatusCode, header: res.Header, text: string(raw)}
-	if len(raw) > 0 && raw[0] == '{' {
-		require.NoError(e.t, json.Unmarshal(raw, &out.json), string(raw))
-	}
-	if res.StatusCode >= 400 {
-		require.Equal(e.t, "application/problem+json", res.Header.Get("Content-Type"), string(raw))
-		require.NotEmpty(e.t, out.json["code"], string(raw))
-	}
-	return out
+	r := testhttp.NewClient(e.t, e.url).Do(method, path, key, body, headers...)
+	return resp{status: r.Status, header: r.Header, text: r.Text, json: r.JSON}
 }
 
-func (r resp) num(field string) int {
-	f, _ := r.json[field].(float64)
-	return int(f)
-}
+func (r resp) num(field string) int { return testhttp.Response{JSON: r.json}.Num(field) }
 
-func (r resp) list() []map[string]any {
-	data, _ := r.json["data"].([]any)
-	out := make([]map[string]any, len(data))
-	for i, d := range data {
-		out[i] = d.(map[string]any)
-	}
-	return out
-}
+func (r resp) list() []map[string]any { return testhttp.Response{JSON: r.json}.List() }
 
 // pointers returns the JSON Pointers of a problem's field errors.
-func (r resp) pointers() []string {
-	errs, _ := r.json["errors"].([]any)
-	var out []string
-	for _, e := range errs {
-		m := e.(map[string]any)
-		p, _ := m["pointer"].(string)
-		if p == "" {
-			p, _ = m["parameter"].(string)
-		}
-		out = append(out, p)
-	}
-	return out
+func (r resp) pointers() []string { return testhttp.Response{JSON: r.json}.Pointers() }
+
+// batch writes items to a project in one batch request, as admin.
+func (e *env) batch(project string, items []api.BatchItem) {
+	e.t.Helper()
+	r := e.do("POST", "/v1/projects/"+project+"/items", e.admin, api.BatchItemsJSONRequestBody{Items: items})
+	require.Equal(e.t, 200, r.status, r.text)
 }
+
+// budgetOf is a packet answer's budget.
+func budgetOf(r resp) map[string]any { return r.json["budget"].(map[string]any) }
+
+// ptr is a pointer to v, for the optional members of the api types.
+func ptr[T any](v T) *T { return &v }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/server"
 )
@@ -57,7 +58,7 @@ func TestIdempotentRetries(t *testing.T) {
 	b1 := e.do("POST", "/v1/projects/acme/items", key, batch, "Idempotency-Key", "req-3")
 	require.Equal(t, 200, b1.status)
 	require.Equal(t, 2, b1.num("created"))
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/b1", key, map[string]any{"content": "changed"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/b1", key, api.PutItemJSONRequestBody{Content: "changed"}).status)
 	b2 := e.do("POST", "/v1/projects/acme/items", key, batch, "Idempotency-Key", "req-3")
 	require.Equal(t, b1.text, b2.text)
 	r = e.do("GET", "/v1/projects/acme/items/b1", key, nil)
@@ -78,14 +79,14 @@ func TestIdempotencyKeyStillRunningIs409(t *testing.T) {
 	_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", a.ID+"/req-9")
 	require.NoError(t, err)
 
-	r := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "c"}, "Idempotency-Key", "req-9")
+	r := e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "c"}, "Idempotency-Key", "req-9")
 	require.Equal(t, 409, r.status, r.text)
 	require.Equal(t, "conflict", r.json["code"])
 	require.NotEmpty(t, r.header.Get("Retry-After"), "a client is told when to try again")
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/k", e.admin, nil).status)
 
 	require.NoError(t, tx.Rollback(ctx))
-	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "c"}, "Idempotency-Key", "req-9")
+	r = e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "c"}, "Idempotency-Key", "req-9")
 	require.Equal(t, 201, r.status, r.text)
 }
 

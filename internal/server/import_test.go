@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 
 	"github.com/stretchr/testify/require"
@@ -158,7 +159,7 @@ func TestImportedRetiredItemWhy(t *testing.T) {
 	e := setup(t)
 	e.project("app")
 	require.Equal(t, 200, e.do("POST", "/v1/projects/app/items:import", e.admin, map[string]any{"format": "kxm", "items": kxmHistory()}).status)
-	p := e.do("POST", "/v1/projects/app/packets", e.admin, map[string]any{"target_role": "planner"})
+	p := e.do("POST", "/v1/projects/app/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "planner"})
 	require.Equal(t, 201, p.status, p.text)
 	w := e.do("GET", "/v1/projects/app/packets/"+p.json["packet_id"].(string)+"/why?item=ctx-refund-v1", e.admin, nil)
 	require.Equal(t, 200, w.status, w.text)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -70,7 +71,7 @@ func TestItemVersionSemantics(t *testing.T) {
 	r = e.do("PUT", path, key, map[string]any{"content": "x"}, "If-Match", `W/"2"`)
 	require.Equal(t, 412, r.status, r.text)
 	require.Contains(t, r.json["detail"], "weak tags only")
-	r = e.do("PUT", "/v1/projects/acme/items/missing", key, map[string]any{"content": "x"}, "If-Match", `"1"`)
+	r = e.do("PUT", "/v1/projects/acme/items/missing", key, api.PutItemJSONRequestBody{Content: "x"}, "If-Match", `"1"`)
 	require.Equal(t, 412, r.status, r.text)
 	r = e.do("PUT", path, key, map[string]any{"content": "Refunds take 7 days."}, "If-Match", `"2"`)
 	require.Equal(t, 201, r.status, r.text)
@@ -115,7 +116,7 @@ func TestItemDefaultsAndFields(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.project("acme")
-	r := e.do("PUT", "/v1/projects/acme/items/a", e.admin, map[string]any{"content": "c"})
+	r := e.do("PUT", "/v1/projects/acme/items/a", e.admin, api.PutItemJSONRequestBody{Content: "c"})
 	require.Equal(t, 201, r.status, r.text)
 	for field, want := range map[string]any{
 		"kind": "knowledge", "source": "project", "authority": "evidence", "confidence": "probable",
@@ -210,14 +211,14 @@ func TestItemValidation(t *testing.T) {
 	require.Equal(t, 422, r.status)
 	require.ElementsMatch(t, []string{"/kind", "/slot", "/content"}, r.pointers())
 	// A bad key.
-	r = e.do("PUT", "/v1/projects/acme/items/"+url.PathEscape("a b"), e.admin, map[string]any{"content": "c"})
+	r = e.do("PUT", "/v1/projects/acme/items/"+url.PathEscape("a b"), e.admin, api.PutItemJSONRequestBody{Content: "c"})
 	require.Equal(t, 422, r.status, r.text)
 	require.Equal(t, []string{"key"}, r.pointers())
 	long := make([]byte, 201)
 	for i := range long {
 		long[i] = 'a'
 	}
-	require.Equal(t, 422, e.do("PUT", "/v1/projects/acme/items/"+string(long), e.admin, map[string]any{"content": "c"}).status)
+	require.Equal(t, 422, e.do("PUT", "/v1/projects/acme/items/"+string(long), e.admin, api.PutItemJSONRequestBody{Content: "c"}).status)
 	// Nothing was written by any of it.
 	r = e.do("GET", "/v1/projects/acme/items", e.admin, nil)
 	require.Empty(t, r.list())
@@ -281,7 +282,7 @@ func TestConcurrentIfMatchOnOneKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.project("acme")
-	r := e.do("PUT", "/v1/projects/acme/items/hot", e.admin, map[string]any{"content": "first"})
+	r := e.do("PUT", "/v1/projects/acme/items/hot", e.admin, api.PutItemJSONRequestBody{Content: "first"})
 	require.Equal(t, 201, r.status, r.text)
 	const n = 8
 	var wg sync.WaitGroup
@@ -488,7 +489,7 @@ func TestDotKeysAreRefused(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	for _, k := range []string{".", ".."} {
-		r := e.do("PUT", "/v1/projects/acme/items/"+k, e.admin, map[string]any{"content": "x"})
+		r := e.do("PUT", "/v1/projects/acme/items/"+k, e.admin, api.PutItemJSONRequestBody{Content: "x"})
 		require.Equal(t, 422, r.status, "%s: %s", k, r.text)
 		require.Contains(t, r.text, `not \".\" or \"..\"`)
 		r = e.do("POST", "/v1/projects/acme/items", e.admin, map[string]any{"items": []any{map[string]any{"key": "ok", "content": "x"}, map[string]any{"key": k, "content": "x"}}})
@@ -496,7 +497,7 @@ func TestDotKeysAreRefused(t *testing.T) {
 		require.Equal(t, []string{"/items/1/key"}, r.pointers())
 	}
 	for _, k := range []string{".a", "a.", "...", "a..b"} {
-		require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/"+k, e.admin, map[string]any{"content": "x"}).status, k)
+		require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/"+k, e.admin, api.PutItemJSONRequestBody{Content: "x"}).status, k)
 		require.Equal(t, 200, e.do("GET", "/v1/projects/acme/items/"+k, e.admin, nil).status, k)
 	}
 	require.Equal(t, 404, e.do("GET", "/v1/projects/acme/items/ok", e.admin, nil).status, "the refused batch wrote nothing")

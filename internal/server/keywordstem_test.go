@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
@@ -19,13 +20,20 @@ func TestKeywordMatchStem(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	implementer := e.agent("implementer", auth.Edit, "acme")
-	e.batch("acme", []map[string]any{
-		{"key": "cb.stem", "content": "Chargebacks go to the risk team.", "trigger": map[string]any{"keywords": []string{"chargeback"}, "match": "stem"}},
-		{"key": "cb.word", "content": "Chargeback words only.", "trigger": map[string]any{"keywords": []string{"chargeback"}}},
-		{"key": "cb.word.explicit", "content": "Chargeback words, said so.", "trigger": map[string]any{"keywords": []string{"chargeback"}, "match": "word"}},
+	kw := func(match api.TriggerMatch, words ...string) *api.Trigger {
+		t := &api.Trigger{Keywords: &words}
+		if match != "" {
+			t.Match = &match
+		}
+		return t
+	}
+	e.batch("acme", []api.BatchItem{
+		{Key: "cb.stem", Content: "Chargebacks go to the risk team.", Trigger: kw("stem", "chargeback")},
+		{Key: "cb.word", Content: "Chargeback words only.", Trigger: kw("", "chargeback")},
+		{Key: "cb.word.explicit", Content: "Chargeback words, said so.", Trigger: kw("word", "chargeback")},
 	})
-	e.batch("_shared", []map[string]any{
-		{"key": "refund.policy", "content": "Refund policies live in the wiki.", "trigger": map[string]any{"keywords": []string{"refund policy"}, "match": "stem"}},
+	e.batch("_shared", []api.BatchItem{
+		{Key: "refund.policy", Content: "Refund policies live in the wiki.", Trigger: kw("stem", "refund policy")},
 	})
 
 	// The item says how it matches; the default is not spelt out.

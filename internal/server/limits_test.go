@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/api"
 )
 
 // nested is a JSON object n levels deep: {"a":{"a":...{"a":1}}}.
@@ -173,9 +175,9 @@ func TestListPagesAreCappedByBytes(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.project("acme")
-	var items []map[string]any
+	var items []api.BatchItem
 	for i := range 10 {
-		items = append(items, map[string]any{"key": fmt.Sprintf("big.%d", i), "content": fmt.Sprint(i) + strings.Repeat("x ", 1<<19)[1:]}) // 1 MiB
+		items = append(items, api.BatchItem{Key: fmt.Sprintf("big.%d", i), Content: fmt.Sprint(i) + strings.Repeat("x ", 1<<19)[1:]}) // 1 MiB
 	}
 	e.batch("acme", items)
 	r := e.do("GET", "/v1/projects/acme/items?limit=1000", e.admin, nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/server"
@@ -180,14 +181,14 @@ func TestIdempotentAnswersAreLoggedAndNamed(t *testing.T) {
 	require.NoError(t, err)
 	e := setupWith(t, server.Config{Logger: log})
 	e.project("acme")
-	created := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "x"}, "Idempotency-Key", "ik-1")
+	created := e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "x"}, "Idempotency-Key", "ik-1")
 	require.Equal(t, 201, created.status, created.text)
-	stale := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "y"}, "Idempotency-Key", "ik-2", "If-Match", `"7"`)
+	stale := e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "y"}, "Idempotency-Key", "ik-2", "If-Match", `"7"`)
 	require.Equal(t, 412, stale.status, stale.text)
 	id := stale.header.Get("X-Request-Id")
 	require.NotEmpty(t, id)
 	require.Equal(t, id, stale.json["request_id"], "the problem names its request")
-	again := e.do("PUT", "/v1/projects/acme/items/k", e.admin, map[string]any{"content": "y"}, "Idempotency-Key", "ik-2", "If-Match", `"7"`)
+	again := e.do("PUT", "/v1/projects/acme/items/k", e.admin, api.PutItemJSONRequestBody{Content: "y"}, "Idempotency-Key", "ik-2", "If-Match", `"7"`)
 	require.Equal(t, 412, again.status)
 	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
 	require.Equal(t, again.header.Get("X-Request-Id"), again.json["request_id"], "a replayed problem names the request it answers")

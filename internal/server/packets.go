@@ -80,13 +80,7 @@ func (s *Server) AssemblePacket(ctx context.Context, r api.AssemblePacketRequest
 	if err != nil {
 		return nil, err
 	}
-	// One decoder for requests from clients and requests read back from the
-	// database, so that both give the same values (numbers included).
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	req, err := assemble.DecodeRequest(raw)
+	req, err := fromPacketRequestAPI(body)
 	if err != nil {
 		return nil, err
 	}

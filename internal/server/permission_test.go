@@ -231,9 +231,9 @@ var walkCases = map[string]walkCase{
 	"putProject": {perm: "admin", ok: 201, call: func(w *world, id identity) (string, any) {
 		if id.name == "admin" {
 			// A project that does not exist yet: creating it is the point.
-			return "/v1/projects/" + w.fresh("new"), map[string]any{"description": "made by the walk"}
+			return "/v1/projects/" + w.fresh("new"), api.PutProjectJSONRequestBody{Description: ptr("made by the walk")}
 		}
-		return home, map[string]any{"description": "test"}
+		return home, api.PutProjectJSONRequestBody{Description: ptr("test")}
 	}},
 	"listItems": {perm: "read", ok: 200, call: at(home + "/items")},
 	"batchItems": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {
@@ -248,7 +248,7 @@ var walkCases = map[string]walkCase{
 	}},
 	"deleteItem": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {
 		key := w.fresh("doomed")
-		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, map[string]any{"content": "to be deleted"})
+		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, api.PutItemJSONRequestBody{Content: "to be deleted"})
 		require.Equal(w.e.t, 201, r.status, r.text)
 		return home + "/items/" + key, nil
 	}},
@@ -257,13 +257,13 @@ var walkCases = map[string]walkCase{
 	"listItemInjections": {perm: "read", ok: 200, call: at(home + "/items/fact/injections")},
 	"redactItemVersion": {perm: "admin", ok: 202, call: func(w *world, _ identity) (string, any) {
 		key := w.fresh("secret")
-		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, map[string]any{"content": "a leaked token"})
+		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, api.PutItemJSONRequestBody{Content: "a leaked token"})
 		require.Equal(w.e.t, 201, r.status, r.text)
 		return home + "/items/" + key + "/versions/1/redact", map[string]any{"reason": "leaked"}
 	}},
 	"getRedaction": {perm: "admin", ok: 200, call: func(w *world, _ identity) (string, any) {
 		key := w.fresh("secret")
-		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, map[string]any{"content": "a leaked token"})
+		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, api.PutItemJSONRequestBody{Content: "a leaked token"})
 		require.Equal(w.e.t, 201, r.status, r.text)
 		r = w.e.do("POST", home+"/items/"+key+"/versions/1/redact", w.e.admin, map[string]any{"reason": "leaked"})
 		require.Equal(w.e.t, 202, r.status, r.text)
@@ -430,7 +430,7 @@ func TestPermissionCreatesProject(t *testing.T) {
 	require.Equal(t, 403, e.do("PUT", "/v1/projects/_shared", editor, nil).status)
 	// Elsewhere a missing project is 404 even for the admin of everything.
 	require.Equal(t, 404, e.do("GET", "/v1/projects/nowhere/items", e.admin, nil).status)
-	require.Equal(t, 404, e.do("PUT", "/v1/projects/nowhere/items/k", e.admin, map[string]any{"content": "x"}).status)
+	require.Equal(t, 404, e.do("PUT", "/v1/projects/nowhere/items/k", e.admin, api.PutItemJSONRequestBody{Content: "x"}).status)
 }
 
 // TestPermissionSharedProject: _shared is in every scope, readable by every
@@ -452,12 +452,12 @@ func TestPermissionSharedProject(t *testing.T) {
 	require.Equal(t, 403, e.do("POST", "/v1/projects/_shared/items", scopedAdmin, map[string]any{"items": []any{map[string]any{"key": "k", "content": "x"}}}).status)
 	require.Equal(t, 403, e.do("DELETE", "/v1/projects/_shared/items/k", scopedAdmin, nil).status)
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/k", sharedAdmin, item).status, "names _shared")
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/k", e.admin, map[string]any{"content": "shared, v2"}).status, "every project")
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/_shared/items/k", e.admin, api.PutItemJSONRequestBody{Content: "shared, v2"}).status, "every project")
 	// A scoped admin cannot hand out _shared either.
 	require.Equal(t, 403, e.do("POST", "/v1/agents", scopedAdmin, map[string]any{"name": "x", "role": "r", "permission": "admin", "projects": []string{"beta", "_shared"}}).status)
 	require.Equal(t, 201, e.do("POST", "/v1/agents", sharedAdmin, map[string]any{"name": "x", "role": "r", "permission": "admin", "projects": []string{"_shared"}}).status)
 	require.Equal(t, 200, e.do("GET", "/v1/projects/_shared/items/k", reader, nil).status)
 	// Assembling needs only read, but not in _shared: a packet is written
 	// to its project (a rule of the packet service).
-	require.Equal(t, 403, e.do("POST", "/v1/projects/_shared/packets", reader, map[string]any{"target_role": "worker"}).status)
+	require.Equal(t, 403, e.do("POST", "/v1/projects/_shared/packets", reader, api.AssemblePacketJSONRequestBody{TargetRole: "worker"}).status)
 }

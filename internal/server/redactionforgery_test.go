@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/audit"
 	"github.com/contextd/contextd/internal/ident"
@@ -33,7 +34,7 @@ func TestAForgedRedactionIsRefused(t *testing.T) {
 	writer := e.agent("writer", "edit", "acme")
 	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/refund.policy", writer, map[string]any{
 		"content": "Refunds over 500 EUR need a manager.", "trigger": map[string]any{"always": true}}).status)
-	pk := e.do("POST", "/v1/projects/acme/packets", writer, map[string]any{"target_role": "writer"})
+	pk := e.do("POST", "/v1/projects/acme/packets", writer, api.AssemblePacketJSONRequestBody{TargetRole: "writer"})
 	require.Equal(t, 201, pk.status, pk.text)
 	pid := pk.json["packet_id"].(string)
 	require.Equal(t, true, e.verify().json["ok"])

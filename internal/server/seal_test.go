@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -69,7 +70,7 @@ func TestEntriesWrittenWithoutTheKeyAreRefused(t *testing.T) {
 
 			// A genuine write after the forgery does not launder it: its
 			// seal covers its own entries only.
-			require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/after", writer, map[string]any{"content": "later"}).status)
+			require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/after", writer, api.PutItemJSONRequestBody{Content: "later"}).status)
 			r = e.verify()
 			require.Equal(t, false, r.json["ok"], r.text)
 			require.Equal(t, cp.num("seq")+1, r.num("first_bad_seq"), r.text)

@@ -9,27 +9,28 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/auth"
 )
 
 // twinItems are the items both twins hold: every trigger, a contradiction
 // group, a template, a pinned-only item.
-func twinItems() []map[string]any {
-	items := []map[string]any{
-		{"key": "rule.refund", "content": "Refunds within 30 days need a receipt.", "authority": "instruction", "source": "project", "priority": 5},
-		{"key": "state.window", "content": "The refund window is 30 days.", "state_key": "refund.window", "authority": "evidence", "priority": 1},
-		{"key": "kw.refund", "content": "Refund desk notes: ledger first.", "trigger": map[string]any{"keywords": []string{"refund"}}},
-		{"key": "tool.lookup", "content": "lookup returns the ledger row.", "trigger": map[string]any{"tool": "lookup"}},
-		{"key": "pin.only", "content": "Pinned notes about invoices.", "trigger": map[string]any{"pinned_only": true}},
-		{"key": "tmpl.greet", "content": "Hello {{name}}, about refunds.", "template": true},
+func twinItems() []api.BatchItem {
+	items := []api.BatchItem{
+		{Key: "rule.refund", Content: "Refunds within 30 days need a receipt.", Authority: ptr("instruction"), Source: ptr("project"), Priority: ptr(int32(5))},
+		{Key: "state.window", Content: "The refund window is 30 days.", StateKey: ptr("refund.window"), Authority: ptr("evidence"), Priority: ptr(int32(1))},
+		{Key: "kw.refund", Content: "Refund desk notes: ledger first.", Trigger: &api.Trigger{Keywords: &[]string{"refund"}}},
+		{Key: "tool.lookup", Content: "lookup returns the ledger row.", Trigger: &api.Trigger{Tool: ptr("lookup")}},
+		{Key: "pin.only", Content: "Pinned notes about invoices.", Trigger: &api.Trigger{PinnedOnly: ptr(true)}},
+		{Key: "tmpl.greet", Content: "Hello {{name}}, about refunds.", Template: ptr(true)},
 	}
 	for i := range 12 {
-		items = append(items, map[string]any{"key": fmt.Sprintf("rel.%02d", i),
-			"content": fmt.Sprintf("Ledger invoice refund reconciliation note %d: tariffs and money.", i), "trigger": map[string]any{"relevance": true}})
+		items = append(items, api.BatchItem{Key: fmt.Sprintf("rel.%02d", i),
+			Content: fmt.Sprintf("Ledger invoice refund reconciliation note %d: tariffs and money.", i), Trigger: &api.Trigger{Relevance: ptr(true)}})
 	}
 	for i := range 20 {
-		items = append(items, map[string]any{"key": fmt.Sprintf("fact.%02d", i), "priority": i % 4,
-			"content": strings.Repeat(fmt.Sprintf("Fact %d about the ledger and refunds. ", i), 4)})
+		items = append(items, api.BatchItem{Key: fmt.Sprintf("fact.%02d", i), Priority: ptr(int32(i % 4)),
+			Content: strings.Repeat(fmt.Sprintf("Fact %d about the ledger and refunds. ", i), 4)})
 	}
 	return items
 }
@@ -37,32 +38,32 @@ func twinItems() []map[string]any {
 // hiddenItems are what only the second twin holds, each hidden from the
 // walking role one way or another, placed to take what a leak would let
 // them take: relevance slots, budget, ranks, a contradiction, pins.
-func hiddenItems() []map[string]any {
-	hide := func(i int) map[string]any {
+func hiddenItems() []api.BatchItem {
+	hide := func(i int) *api.Roles {
 		if i%2 == 0 {
-			return map[string]any{"hidden_from": []string{"walker"}}
+			return &api.Roles{HiddenFrom: &[]string{"walker"}}
 		}
-		return map[string]any{"visible_to": []string{"critic"}}
+		return &api.Roles{VisibleTo: &[]string{"critic"}}
 	}
-	var items []map[string]any
+	var items []api.BatchItem
 	for i := range 60 { // more than the relevance lane's slots
-		items = append(items, map[string]any{"key": fmt.Sprintf("h.rel.%02d", i), "roles": hide(i), "trigger": map[string]any{"relevance": true},
-			"content": "Ledger invoice refund reconciliation tariffs money ledger invoice refund money " + fmt.Sprint(i)})
+		items = append(items, api.BatchItem{Key: fmt.Sprintf("h.rel.%02d", i), Roles: hide(i), Trigger: &api.Trigger{Relevance: ptr(true)},
+			Content: "Ledger invoice refund reconciliation tariffs money ledger invoice refund money " + fmt.Sprint(i)})
 	}
 	for i := range 8 {
 		items = append(items,
-			map[string]any{"key": fmt.Sprintf("h.always.%d", i), "roles": hide(i), "priority": 100 + i, "authority": "policy", "source": "human",
-				"content": strings.Repeat("Secret always-on text that would take the budget. ", 6)},
-			map[string]any{"key": fmt.Sprintf("h.kw.%d", i), "roles": hide(i), "trigger": map[string]any{"keywords": []string{"refund", "ledger"}},
-				"content": "Secret keyword text about refund."},
-			map[string]any{"key": fmt.Sprintf("h.tool.%d", i), "roles": hide(i), "trigger": map[string]any{"tool": "lookup"}, "priority": 50,
-				"content": "Secret tool text."})
+			api.BatchItem{Key: fmt.Sprintf("h.always.%d", i), Roles: hide(i), Priority: ptr(int32(100 + i)), Authority: ptr("policy"), Source: ptr("human"),
+				Content: strings.Repeat("Secret always-on text that would take the budget. ", 6)},
+			api.BatchItem{Key: fmt.Sprintf("h.kw.%d", i), Roles: hide(i), Trigger: &api.Trigger{Keywords: &[]string{"refund", "ledger"}},
+				Content: "Secret keyword text about refund."},
+			api.BatchItem{Key: fmt.Sprintf("h.tool.%d", i), Roles: hide(i), Trigger: &api.Trigger{Tool: ptr("lookup")}, Priority: ptr(int32(50)),
+				Content: "Secret tool text."})
 	}
 	items = append(items,
-		map[string]any{"key": "h.state", "roles": hide(0), "state_key": "refund.window", "authority": "policy", "source": "human", "priority": 99,
-			"content": "Secret: the refund window is 90 days."},
-		map[string]any{"key": "h.pin", "roles": hide(1), "trigger": map[string]any{"pinned_only": true}, "content": "Secret pinned text."},
-		map[string]any{"key": "h.tmpl", "roles": hide(0), "template": true, "content": "Secret {{name}}."},
+		api.BatchItem{Key: "h.state", Roles: hide(0), StateKey: ptr("refund.window"), Authority: ptr("policy"), Source: ptr("human"), Priority: ptr(int32(99)),
+			Content: "Secret: the refund window is 90 days."},
+		api.BatchItem{Key: "h.pin", Roles: hide(1), Trigger: &api.Trigger{PinnedOnly: ptr(true)}, Content: "Secret pinned text."},
+		api.BatchItem{Key: "h.tmpl", Roles: hide(0), Template: ptr(true), Content: "Secret {{name}}."},
 	)
 	return items
 }
@@ -188,10 +189,10 @@ func TestTwinProjectsHideHiddenItems(t *testing.T) {
 
 	// Writes to a hidden key are the one known channel: 404 (412 with
 	// If-Match), where a free key would be created.
-	require.Equal(t, 404, e.do("PUT", "/v1/projects/twin-b/items/h.state", walker, map[string]any{"content": "x"}).status)
-	require.Equal(t, 412, e.do("PUT", "/v1/projects/twin-b/items/h.state", walker, map[string]any{"content": "x"}, "If-Match", `"1"`).status)
+	require.Equal(t, 404, e.do("PUT", "/v1/projects/twin-b/items/h.state", walker, api.PutItemJSONRequestBody{Content: "x"}).status)
+	require.Equal(t, 412, e.do("PUT", "/v1/projects/twin-b/items/h.state", walker, api.PutItemJSONRequestBody{Content: "x"}, "If-Match", `"1"`).status)
 	require.Equal(t, 404, e.do("DELETE", "/v1/projects/twin-b/items/h.state", walker, nil).status)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/twin-a/items/h.state", walker, map[string]any{"content": "x"}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/twin-a/items/h.state", walker, api.PutItemJSONRequestBody{Content: "x"}).status)
 
 	// The walk can tell: for a role the hidden items are visible to, the
 	// twins differ, and an admin still sees what is hidden.
@@ -225,13 +226,13 @@ func TestHiddenSinceIsWithheld(t *testing.T) {
 	e := setup(t)
 	e.project("acme")
 	impl := e.agent("implementer", auth.Edit, "acme")
-	e.batch("acme", []map[string]any{
-		{"key": "open", "content": "Open words about refunds.", "priority": 9},
-		{"key": "sec", "content": "Secret later words.", "priority": 8},
-		{"key": "big", "content": strings.Repeat("Big text that cannot fit. ", 80), "priority": 1},
-		{"key": "big2", "content": strings.Repeat("Other big text. ", 80), "priority": 0},
+	e.batch("acme", []api.BatchItem{
+		{Key: "open", Content: "Open words about refunds.", Priority: ptr(int32(9))},
+		{Key: "sec", Content: "Secret later words.", Priority: ptr(int32(8))},
+		{Key: "big", Content: strings.Repeat("Big text that cannot fit. ", 80), Priority: ptr(int32(1))},
+		{Key: "big2", Content: strings.Repeat("Other big text. ", 80), Priority: ptr(int32(0))},
 	})
-	p := e.do("POST", "/v1/projects/acme/packets", impl, map[string]any{"target_role": "implementer", "token_budget": 300})
+	p := e.do("POST", "/v1/projects/acme/packets", impl, api.AssemblePacketJSONRequestBody{TargetRole: "implementer", TokenBudget: ptr(300)})
 	require.Equal(t, 201, p.status, p.text)
 	id := p.json["packet_id"].(string)
 	gapKeys := func(r resp) []string {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/api"
 )
 
 // TestWorkflowTimeline runs planner → implementer → critic (reject) →
@@ -13,7 +15,7 @@ import (
 func TestWorkflowTimeline(t *testing.T) {
 	t.Parallel()
 	e, a := handoffWorld(t)
-	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/style", e.admin, map[string]any{"content": "Small commits."}).status)
+	require.Equal(t, 201, e.do("PUT", "/v1/projects/acme/items/style", e.admin, api.PutItemJSONRequestBody{Content: "Small commits."}).status)
 	step := func(key, role, stepID string, preds ...string) string {
 		if preds == nil {
 			preds = []string{}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
@@ -142,20 +143,26 @@ func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []strin
 	for i, w := range words {
 		terms[i] = layer + "\x1f" + w // as items.trigger_terms holds them
 	}
-	rows, err := q.BoundedKeywordRefs(ctx, db.ex, dbsqlc.BoundedKeywordRefsParams{Project: layer, Terms: terms})
+	rows, err := q.BoundedKeywordRefs(ctx, db.ex, terms)
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out := make([]KeywordRef, len(rows))
-	for i, r := range rows {
-		out[i] = KeywordRef{
+	out := make([]KeywordRef, 0, len(rows))
+	for _, r := range rows {
+		if r.Project != layer {
+			// The terms carry the layer, so no other layer's item has them;
+			// the statement leaves the project out of its condition only
+			// so that its plan is the GIN index's (queries/bounded.sql).
+			continue
+		}
+		out = append(out, KeywordRef{
 			Pos: ctxtype.RankPos{Authority: r.RankAuthority, Priority: r.RankPriority, Confidence: r.RankConfidence, Time: r.RankTime, Key: r.Key},
 			Version: &ctxtype.Version{Project: layer, Key: r.Key, Fields: ctxtype.Fields{
 				Trigger:   ctxtype.Trigger{Keywords: nonNil(r.TriggerKeywords), Match: matchOf(r.TriggerMatch)},
 				Roles:     ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
 				ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil),
 			}},
-		}
+		})
 	}
 	return out, nil
 }
@@ -174,7 +181,7 @@ func (db DB) BoundedSmall(ctx context.Context, layers, pins []string) ([]*ctxtyp
 	if len(pins) == 0 {
 		return nil, nil
 	}
-	rows, err := q.BoundedSmall(ctx, db.ex, dbsqlc.BoundedSmallParams{Projects: layers, Pins: pins})
+	rows, err := q.BoundedSmall(ctx, db.ex, dbsqlc.BoundedSmallParams{Projects: distinct(layers), Pins: distinct(pins)})
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -183,7 +190,7 @@ func (db DB) BoundedSmall(ctx context.Context, layers, pins []string) ([]*ctxtyp
 
 // BoundedByKeys is the live items of a layer with the keys, narrow.
 func (db DB) BoundedByKeys(ctx context.Context, layer string, keys []string) ([]*ctxtype.Version, error) {
-	rows, err := q.BoundedByKeys(ctx, db.ex, dbsqlc.BoundedByKeysParams{Project: layer, Keys: keys})
+	rows, err := q.BoundedByKeys(ctx, db.ex, dbsqlc.BoundedByKeysParams{Project: layer, Keys: distinct(keys)})
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -193,11 +200,24 @@ func (db DB) BoundedByKeys(ctx context.Context, layer string, keys []string) ([]
 // BoundedStateGroups is every live item of the layers that claims one of
 // the state keys, narrow.
 func (db DB) BoundedStateGroups(ctx context.Context, layers, stateKeys []string) ([]*ctxtype.Version, error) {
-	rows, err := q.BoundedStateGroups(ctx, db.ex, dbsqlc.BoundedStateGroupsParams{Projects: layers, StateKeys: stateKeys})
+	rows, err := q.BoundedStateGroups(ctx, db.ex, dbsqlc.BoundedStateGroupsParams{Projects: distinct(layers), StateKeys: distinct(stateKeys)})
 	if err != nil {
 		return nil, interpret(err)
 	}
 	return narrowOf(rows, func(r dbsqlc.BoundedStateGroupsRow) narrowRow { return narrowRow(r) }), nil
+}
+
+// distinct is ss without repeats, in first-seen order: the by-key reads
+// probe once per element (queries/bounded.sql), so a repeated key would
+// answer its row twice, where "= ANY" answered it once.
+func distinct(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // VersionText is the title and content of one version.

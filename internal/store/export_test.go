@@ -68,3 +68,6 @@ const BulkAppendMin = bulkAppendMin
 func EntryForTest(tx *Tx, chain, kind, subject string, body []byte) error {
 	return tx.entry(chain, kind, subject, body, nil)
 }
+
+// PoolSize is poolSize for tests.
+func PoolSize(cfg Config) int32 { return poolSize(cfg) }

@@ -132,40 +132,28 @@ func (db DB) PacketListTask(ctx context.Context, project, taskID string) ([]Pack
 	return out, nil
 }
 
-// PacketInsert stores a packet and its records (with COPY), with its audit
-// entry.
+// PacketInsert writes a packet and its records. Both statements wait to
+// go with the transaction's next one, its COMMIT for a packet stored alone
+// (with the audit entry appended there too): one round trip for the whole
+// write, where COPY of the records cost two of its own. An error of either
+// is reported by that next statement.
 func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Record) error {
-	err := q.PacketInsert(ctx, tx.ex, dbsqlc.PacketInsertParams{
-		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
-		TaskID: p.TaskID, Request: p.Request, Predecessors: p.Predecessors, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
-		RenderedSha256: p.RenderedSHA256, TokenBudget: int32(p.TokenBudget), TokensUsed: int32(p.TokensUsed), Gaps: p.Gaps,
-		ProvenanceSummary: p.ProvenanceSummary, Snapshot: p.Snapshot,
-		Pipeline: int16(p.Pipeline), BudgetCutoff: p.BudgetCutoff, GapsMore: int32(p.GapsMore), RenderVersion: int16(max(p.RenderVersion, 1)),
+	rp, recs := recordRows(p, records)
+	err := tx.waitForNext(func() error {
+		err := q.PacketInsert(ctx, tx.ex, dbsqlc.PacketInsertParams{
+			Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
+			TaskID: p.TaskID, Request: p.Request, Predecessors: p.Predecessors, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
+			RenderedSha256: p.RenderedSHA256, TokenBudget: int32(p.TokenBudget), TokensUsed: int32(p.TokensUsed), Gaps: p.Gaps,
+			ProvenanceSummary: p.ProvenanceSummary, Snapshot: p.Snapshot,
+			Pipeline: int16(p.Pipeline), BudgetCutoff: p.BudgetCutoff, GapsMore: int32(p.GapsMore), RenderVersion: int16(max(p.RenderVersion, 1)),
+		})
+		if err != nil {
+			return err
+		}
+		return q.PacketRecordInsertRows(ctx, tx.ex, rp)
 	})
 	if err != nil {
 		return interpret(err)
-	}
-	rows := make([]dbsqlc.PacketRecordInsertManyParams, len(records))
-	for i, r := range records {
-		row := dbsqlc.PacketRecordInsertManyParams{
-			Project: p.Project, PacketID: p.ID, Ord: int32(i), SubjectKind: r.SubjectKind,
-			SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int32(r.SubjectVersion),
-			Decision: r.Decision, Section: r.Section, Position: int32(r.Position), Tokens: int32(r.Tokens),
-			Rank: int32(r.Rank), Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer,
-			AdminOnly: r.AdminOnly, CreatedAt: p.CreatedAt,
-		}
-		if r.Span != nil {
-			s, e := int32(r.Span.Start), int32(r.Span.End)
-			row.SpanStart, row.SpanEnd = &s, &e
-		}
-		rows[i] = row
-	}
-	if _, err := q.PacketRecordInsertMany(ctx, tx.ex, rows); err != nil {
-		return interpret(err)
-	}
-	recs := make([]audit.RecordRow, len(rows))
-	for i, r := range rows {
-		recs[i] = recordRow(dbsqlc.PacketRecord(r)) // the row as sent is the row as stored
 	}
 	body, err := audit.PacketBody(packetRow(p), recs)
 	if err := tx.entry(p.Project, audit.KindPacket, p.ID, body, err); err != nil {
@@ -173,6 +161,35 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Reco
 	}
 	tx.tc.entries[len(tx.tc.entries)-1].rows = len(records)
 	return nil
+}
+
+// recordRows is a packet's records as PacketRecordInsertRows sends them,
+// and as the audit entry's body holds them (the rows as sent are the rows
+// as stored).
+func recordRows(p Packet, records []ctxtype.Record) (dbsqlc.PacketRecordInsertRowsParams, []audit.RecordRow) {
+	rp := dbsqlc.PacketRecordInsertRowsParams{Project: p.Project, PacketID: p.ID, CreatedAt: p.CreatedAt}
+	recs := make([]audit.RecordRow, len(records))
+	for i, r := range records {
+		row := dbsqlc.PacketRecord{
+			Project: p.Project, PacketID: p.ID, Ord: int32(i), SubjectKind: r.SubjectKind,
+			SubjectProject: r.SubjectProject, SubjectKey: r.SubjectKey, SubjectVersion: int32(r.SubjectVersion),
+			Decision: r.Decision, Section: r.Section, Position: int32(r.Position), Tokens: int32(r.Tokens),
+			Rank: int32(r.Rank), Rule: r.Rule, Reason: r.Reason, Detail: r.Detail, Layer: r.Layer,
+			AdminOnly: r.AdminOnly, CreatedAt: p.CreatedAt,
+		}
+		start, end := int32(-1), int32(-1)
+		if r.Span != nil {
+			start, end = int32(r.Span.Start), int32(r.Span.End)
+			row.SpanStart, row.SpanEnd = &start, &end
+		}
+		recs[i] = recordRow(row)
+		rp.Ords, rp.SubjectKinds, rp.SubjectProjects = append(rp.Ords, row.Ord), append(rp.SubjectKinds, row.SubjectKind), append(rp.SubjectProjects, row.SubjectProject)
+		rp.SubjectKeys, rp.SubjectVersions, rp.Decisions = append(rp.SubjectKeys, row.SubjectKey), append(rp.SubjectVersions, row.SubjectVersion), append(rp.Decisions, row.Decision)
+		rp.Sections, rp.Positions, rp.SpanStarts, rp.SpanEnds = append(rp.Sections, row.Section), append(rp.Positions, row.Position), append(rp.SpanStarts, start), append(rp.SpanEnds, end)
+		rp.Tokens, rp.Ranks, rp.Rules, rp.Reasons = append(rp.Tokens, row.Tokens), append(rp.Ranks, row.Rank), append(rp.Rules, row.Rule), append(rp.Reasons, row.Reason)
+		rp.Details, rp.Layers, rp.AdminOnlys = append(rp.Details, row.Detail), append(rp.Layers, row.Layer), append(rp.AdminOnlys, row.AdminOnly)
+	}
+	return rp, recs
 }
 
 // Injection is one packet that included an item.

@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,10 +43,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxConns is the pool's size (default 4 × cores, at least 8).
 	MaxConns int32
-	// AcquireTimeout bounds the wait for a free connection; past it the
-	// request gets fault.ErrUnavailable instead of waiting forever (0: 1 s;
-	// a client told 503 backs off, whereas requests queued longer only pile
-	// up behind an exhausted pool).
+	// AcquireTimeout is how long the pool may hand no connection to
+	// anyone before a waiting request gets fault.ErrUnavailable instead of
+	// waiting forever (0: 1 s; a client told 503 backs off, whereas requests
+	// queued longer only pile up behind an exhausted pool). While the pool
+	// hands connections out, requests queue (pool.go, at most MaxQueueWait).
 	AcquireTimeout time.Duration
 	// StatementTimeout bounds every statement on the server side (0: 30 s;
 	// negative: none).
@@ -81,6 +84,9 @@ type Store struct {
 	sealer atomic.Pointer[Sealer]
 	url    string
 	log    *slog.Logger
+	// replica, when set, serves the reads of append-only history
+	// (replica.go); nil: every read goes to this pool.
+	replica atomic.Pointer[Replica]
 }
 
 // RoundTrips is how many round trips to PostgreSQL the store's statements
@@ -90,13 +96,42 @@ func (s *Store) RoundTrips() int64 { return s.trips.Load() }
 
 // Open connects a pool as cfg says and checks that the server answers.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	s, err := open(ctx, cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Ping(ctx); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// poolSize is the pool's size: cfg.MaxConns, else the URL's
+// pool_max_conns, else 4 per core and at least 8. pgxpool's own default
+// (max(4, cores)) is 4 on a 2-core machine: 8 agents would then wait for
+// connections the database has to spare.
+func poolSize(cfg Config) int32 {
+	if cfg.MaxConns > 0 {
+		return cfg.MaxConns
+	}
+	if strings.Contains(cfg.URL, "pool_max_conns") { // a URL or a keyword/value string
+		if pc, err := pgxpool.ParseConfig(cfg.URL); err == nil {
+			return pc.MaxConns
+		}
+	}
+	return int32(max(8, 4*runtime.NumCPU()))
+}
+
+// open is Open without the check that the server answers (a replica may be
+// down at start: OpenReplica), each new connection given up after
+// connectTimeout unless the URL sets connect_timeout (0: the URL's).
+func open(ctx context.Context, cfg Config, connectTimeout time.Duration) (*Store, error) {
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
 	}
-	if cfg.MaxConns > 0 {
-		pc.MaxConns = cfg.MaxConns
-	}
+	pc.MaxConns = poolSize(cfg)
 	pc.HealthCheckPeriod = orDefault(cfg.HealthCheckPeriod, DefaultHealthCheckPeriod)
 	rp := pc.ConnConfig.RuntimeParams
 	if d := orDefault(cfg.StatementTimeout, DefaultStatementTimeout); d > 0 {
@@ -116,6 +151,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Tracer != nil {
 		pc.ConnConfig.Tracer = sqlTracer{t: cfg.Tracer.Tracer("github.com/contextd/contextd/internal/store")}
 	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = connectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", interpret(err))
@@ -124,10 +162,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.url = cfg.URL
 	if cfg.Logger != nil {
 		s.log = cfg.Logger
-	}
-	if err := s.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, err
 	}
 	return s, nil
 }
@@ -174,9 +208,9 @@ func (s *Store) Probe(ctx context.Context, acquire time.Duration) error {
 // Retries is how many transactions were run again since the start.
 func (s *Store) Retries() int64 { return s.retries.Load() }
 
-// conn takes a pooled connection, waiting at most the acquire timeout.
+// conn takes a pooled connection for a request, in the queue (pool.go).
 func (s *Store) conn(ctx context.Context) (*pgxpool.Conn, error) {
-	return s.connWithin(ctx, s.acquire)
+	return s.queue(ctx, s.acquire)
 }
 
 func (s *Store) connWithin(ctx context.Context, acquire time.Duration) (*pgxpool.Conn, error) {

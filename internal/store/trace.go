@@ -69,14 +69,50 @@ func (s sqlTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.Tr
 	return ctx
 }
 
+// statementParents are the contexts that queued a batch's statements, in
+// the batch's order (nil: the batch's own); TraceBatchQuery, called once
+// per statement in that order, takes the next.
+type statementParents struct {
+	ctxs []context.Context
+	next int
+}
+
+type statementParentsKey struct{}
+
+// withStatementParents gives a batch's context the contexts its statements
+// were queued in, so a statement that waited for a later one (Tx.Pipeline,
+// Tx.waitForNext) is traced under the stage that wrote it.
+func withStatementParents(ctx context.Context, parents []context.Context) context.Context {
+	for _, p := range parents {
+		if p != nil {
+			return context.WithValue(ctx, statementParentsKey{}, &statementParents{ctxs: parents})
+		}
+	}
+	return ctx
+}
+
+// parentOf is the context a batch's next statement's span goes under.
+func parentOf(ctx context.Context) context.Context {
+	sp, _ := ctx.Value(statementParentsKey{}).(*statementParents)
+	if sp == nil || sp.next >= len(sp.ctxs) {
+		return ctx
+	}
+	p := sp.ctxs[sp.next]
+	sp.next++
+	if p == nil {
+		return ctx
+	}
+	return p
+}
+
 // TraceBatchQuery is called once a statement's result is read: its span
-// runs from when pgx began reading it.
+// runs from when pgx began reading it, under the context that queued it.
 func (s sqlTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
 	start := data.ReadStartTime
 	if start.IsZero() {
 		start = time.Now()
 	}
-	_, span := s.start(ctx, data.SQL, trace.WithTimestamp(start))
+	_, span := s.start(parentOf(ctx), data.SQL, trace.WithTimestamp(start))
 	end(span, data.Err)
 }
 

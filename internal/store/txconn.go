@@ -66,6 +66,11 @@ type pendingEntry struct {
 type queued struct {
 	sql  string
 	args []any
+	// ctx is the context of the call that queued a statement which waits
+	// (nil for BEGIN and what waits for COMMIT): its span is parented
+	// there, under the stage that wrote it, not under the call that
+	// happened to send it.
+	ctx context.Context
 }
 
 // beginStatements open a transaction. (Forcing generic plans in write
@@ -111,16 +116,19 @@ func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, erro
 // batch, unread; pend is how many pending statements lead it.
 func (t *txConn) sendPending(ctx context.Context, last *queued) (br pgx.BatchResults, pend int) {
 	b := &pgx.Batch{}
+	var parents []context.Context
 	for _, q := range t.pending() {
 		b.Queue(q.sql, q.args...)
+		parents = append(parents, q.ctx)
 	}
 	pend = b.Len()
 	if last != nil {
 		b.Queue(last.sql, last.args...)
+		parents = append(parents, nil)
 	}
 	t.begun, t.waiting = true, nil
 	t.trips.Add(1)
-	return t.c.SendBatch(ctx, b), pend
+	return t.c.SendBatch(withStatementParents(ctx, parents), b), pend
 }
 
 func (t *txConn) quiet() bool { return t.begun && len(t.waiting) == 0 }
@@ -157,7 +165,7 @@ func (t *txConn) settle() error {
 
 func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.defers > 0 {
-		t.waiting = append(t.waiting, queued{sql, args})
+		t.waiting = append(t.waiting, queued{sql, args, ctx})
 		return pgconn.CommandTag{}, nil
 	}
 	if err := t.settle(); err != nil {
@@ -167,7 +175,7 @@ func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 		t.trips.Add(1)
 		return t.c.Exec(ctx, sql, args...)
 	}
-	br, err := t.send(ctx, &queued{sql, args})
+	br, err := t.send(ctx, &queued{sql: sql, args: args})
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -183,7 +191,7 @@ func (t *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 		t.trips.Add(1)
 		return t.c.Query(ctx, sql, args...)
 	}
-	br, err := t.send(ctx, &queued{sql, args})
+	br, err := t.send(ctx, &queued{sql: sql, args: args})
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +275,7 @@ func (t *txConn) rollback(ctx context.Context) error {
 type atCommitExec struct{ t *txConn }
 
 func (a atCommitExec) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	a.t.atCommit = append(a.t.atCommit, queued{sql, args})
+	a.t.atCommit = append(a.t.atCommit, queued{sql: sql, args: args})
 	return pgconn.CommandTag{}, nil
 }
 

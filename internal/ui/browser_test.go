@@ -21,6 +21,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/api"
 )
 
 // chromiumPath finds the browser: $CHROME_PATH, else the usual names.
@@ -326,16 +328,17 @@ func TestBrowserScreenshotOfThePacketPage(t *testing.T) {
 	w := e.seed()
 	// More of a project than the other tests need: sections, a shared
 	// default, a budget tight enough to leave some candidates out.
-	e.must(201, "PUT", "/v1/projects/_shared/items/tone", e.admin, map[string]any{"content": "Be brief and cite the item you rely on.", "trigger": map[string]any{"always": true}})
-	e.must(201, "PUT", "/v1/projects/acme/items/queue.state", e.admin, map[string]any{"kind": "state", "content": "Refund queue: 42 open, oldest 3 days.", "trigger": map[string]any{"always": true}})
-	e.must(201, "PUT", "/v1/projects/acme/items/triage", e.admin, map[string]any{"kind": "skill", "title": "Triage a refund", "content": "1. Find the order.\n2. Check the payment state.\n3. Answer with the expected date.", "trigger": map[string]any{"always": true}})
+	always := &api.Trigger{Always: ptr(true)}
+	e.must(201, "PUT", "/v1/projects/_shared/items/tone", e.admin, api.PutItemJSONRequestBody{Content: "Be brief and cite the item you rely on.", Trigger: always})
+	e.must(201, "PUT", "/v1/projects/acme/items/queue.state", e.admin, api.PutItemJSONRequestBody{Kind: ptr("state"), Content: "Refund queue: 42 open, oldest 3 days.", Trigger: always})
+	e.must(201, "PUT", "/v1/projects/acme/items/triage", e.admin, api.PutItemJSONRequestBody{Kind: ptr("skill"), Title: ptr("Triage a refund"), Content: "1. Find the order.\n2. Check the payment state.\n3. Answer with the expected date.", Trigger: always})
 	for i, c := range []string{"Chargebacks go to finance, never to support.", "Gift cards are not refundable once redeemed.", "Orders older than a year need a manager's approval before any refund is made; write the ticket number in the answer."} {
-		e.must(201, "PUT", fmt.Sprintf("/v1/projects/acme/items/policy.%d", i), e.admin, map[string]any{"content": c, "priority": 3 - i, "trigger": map[string]any{"always": true}})
+		e.must(201, "PUT", fmt.Sprintf("/v1/projects/acme/items/policy.%d", i), e.admin, api.PutItemJSONRequestBody{Content: c, Priority: ptr(int32(3 - i)), Trigger: always})
 	}
-	e.must(201, "PUT", "/v1/projects/acme/items/refunds", e.admin, map[string]any{"content": "Refunds take three working days.\nAsk for the order number.", "title": "Refunds",
-		"priority": 5, "trigger": map[string]any{"always": true}})
-	p := e.must(201, "POST", "/v1/projects/acme/packets", e.admin, map[string]any{"target_role": "planner", "token_budget": 150,
-		"task": map[string]any{"task_id": w.task, "objective": "Answer the customer's refund question"}, "query": "refund"})
+	e.must(201, "PUT", "/v1/projects/acme/items/refunds", e.admin, api.PutItemJSONRequestBody{Content: "Refunds take three working days.\nAsk for the order number.", Title: ptr("Refunds"),
+		Priority: ptr(int32(5)), Trigger: always})
+	p := e.must(201, "POST", "/v1/projects/acme/packets", e.admin, api.AssemblePacketJSONRequestBody{TargetRole: "planner", TokenBudget: ptr(150),
+		Task: &taskRef{TaskId: ptr(w.task), Objective: ptr("Answer the customer's refund question")}, Query: ptr("refund")})
 	b := newTab(t)
 	b.signIn(e.url, w.admin)
 	b.open(e.url, "/ui/projects/acme/packets/"+p["packet_id"].(string))

@@ -1,9 +1,6 @@
 package ui_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,24 +13,22 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/auth"
-	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/pgtest"
-	"github.com/contextd/contextd/internal/server"
 	"github.com/contextd/contextd/internal/store"
+	"github.com/contextd/contextd/internal/testhttp"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// testKeys is the servers' audit key in tests (checkpoints are signed).
-var testKeys, _ = evidence.ParseKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
-
 // env is a whole server (API and explorer) on a database of its own, with
-// an admin key.
+// an admin key: a testhttp.Server, with its store and pool.
 type env struct {
 	t     *testing.T
 	srv   *httptest.Server
+	http  *testhttp.Server
 	url   string
 	app   *app.App
 	st    *store.Store
@@ -46,65 +41,22 @@ func newEnv(t *testing.T) *env { return newEnvOn(t, pgtest.New(t), false) }
 // newEnvOn is a server over pool, served over TLS when tls is set.
 func newEnvOn(t *testing.T, pool *pgxpool.Pool, tls bool) *env {
 	t.Helper()
-	st := store.New(pool, pgtest.AcquireTimeout)
-	a := app.New(st, app.WithKeys(testKeys))
-	_, err := st.AdoptChains(context.Background(), testKeys.Seal) // as serve does when it migrates: the harness migrates without the key
-	require.NoError(t, err)
-	h := server.New(server.Config{App: a})
-	srv := httptest.NewUnstartedServer(h)
-	if tls {
-		srv.StartTLS()
-	} else {
-		srv.Start()
-	}
-	t.Cleanup(srv.Close)
-	e := &env{t: t, srv: srv, url: srv.URL, app: a, st: st, pool: pool}
-	_, key, err := a.Agents.Bootstrap(context.Background())
-	require.NoError(t, err)
-	if key == "" { // a second server over the same database
-		_, key, err = a.Agents.CreateLocal(context.Background(), auth.CreateParams{Name: "admin2", Role: "admin", Permission: auth.Admin, Projects: []string{"*"}})
-		require.NoError(t, err)
-	}
-	e.admin = key
-	return e
+	s := testhttp.Start(t, store.New(pool, pgtest.AcquireTimeout), testhttp.Options{TLS: tls})
+	return &env{t: t, srv: s.TS, http: s, url: s.URL, app: s.App, st: s.Store, pool: pool, admin: s.Admin}
 }
 
 // agent makes an agent and returns its id and key.
 func (e *env) agent(role string, perm auth.Permission, projects ...string) (id, key string) {
 	e.t.Helper()
-	a, key, err := e.app.Agents.CreateLocal(context.Background(), auth.CreateParams{Name: role + "-" + string(perm), Role: role, Permission: perm, Projects: projects})
-	require.NoError(e.t, err)
+	a, key := e.http.Agent(role+"-"+string(perm), role, perm, projects...)
 	return a.ID, key
 }
 
-// api calls the REST API with a bearer key and decodes a JSON answer.
-func (e *env) api(method, path, key string, body any) (int, map[string]any) {
-	e.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(e.t, err)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, e.url+path, rd)
-	require.NoError(e.t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := e.srv.Client().Do(req)
-	require.NoError(e.t, err)
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return res.StatusCode, out
-}
-
-// must is api that requires the status.
+// must calls the REST API with a bearer key and a typed body (nil for
+// none), requires the status and decodes the JSON answer.
 func (e *env) must(status int, method, path, key string, body any) map[string]any {
 	e.t.Helper()
-	got, out := e.api(method, path, key, body)
-	require.Equal(e.t, status, got, "%s %s: %v", method, path, out)
-	return out
+	return e.http.Must(status, method, path, key, body)
 }
 
 // world is the data the explorer tests look at.
@@ -122,24 +74,26 @@ type world struct {
 func (e *env) seed() world {
 	e.t.Helper()
 	w := world{admin: e.admin, task: "T-1"}
-	e.must(201, "PUT", "/v1/projects/acme", e.admin, map[string]any{"description": "the explorer's test project"})
+	e.must(201, "PUT", "/v1/projects/acme", e.admin, api.PutProjectJSONRequestBody{Description: ptr("the explorer's test project")})
 	w.plannerID, w.planner = e.agent("planner", auth.ReadOnly, "acme")
 	_, editor := e.agent("planner", auth.Edit, "acme")
 	_, w.implementer = e.agent("implementer", auth.Edit, "acme")
-	e.must(201, "PUT", "/v1/projects/acme/items/refunds", editor, map[string]any{"content": "Refunds take five days.\nAsk for the order number.", "title": "Refunds", "trigger": map[string]any{"always": true}})
-	e.must(201, "PUT", "/v1/projects/acme/items/refunds", editor, map[string]any{"content": "Refunds take three days.\nAsk for the order number.", "title": "Refunds", "trigger": map[string]any{"always": true}})
-	e.must(201, "PUT", "/v1/projects/acme/items/style", editor, map[string]any{"content": "Answer in plain English.", "kind": "instruction", "trigger": map[string]any{"always": true}})
-	e.must(201, "PUT", "/v1/projects/acme/items/secret", e.admin, map[string]any{"content": "The launch is on Friday.", "title": "Launch date",
-		"trigger": map[string]any{"always": true}, "roles": map[string]any{"hidden_from": []string{"implementer"}}})
-	h1 := e.must(201, "POST", "/v1/projects/acme/handoffs", w.implementer, map[string]any{"task_id": w.task, "workflow_run_id": "run-1", "intent": "request_review",
-		"target": map[string]any{"role": "planner", "permission": "read-only"}, "summary": "First patch", "base_commit": "abc123"})
-	e.must(200, "POST", "/v1/projects/acme/handoffs/"+h1["id"].(string)+"/reject", editor, map[string]any{"reason": "needs tests"})
-	e.must(201, "POST", "/v1/projects/acme/handoffs", w.implementer, map[string]any{"task_id": w.task, "workflow_run_id": "run-1", "intent": "request_review",
-		"target": map[string]any{"role": "planner", "permission": "read-only"}, "summary": "Second patch, with tests", "base_commit": "abc123",
-		"rework_of": h1["id"]})
-	p := e.must(201, "POST", "/v1/projects/acme/packets", editor, map[string]any{"target_role": "planner", "query": "refunds", "task": map[string]any{"task_id": w.task}})
+	always := &api.Trigger{Always: ptr(true)}
+	e.must(201, "PUT", "/v1/projects/acme/items/refunds", editor, api.PutItemJSONRequestBody{Content: "Refunds take five days.\nAsk for the order number.", Title: ptr("Refunds"), Trigger: always})
+	e.must(201, "PUT", "/v1/projects/acme/items/refunds", editor, api.PutItemJSONRequestBody{Content: "Refunds take three days.\nAsk for the order number.", Title: ptr("Refunds"), Trigger: always})
+	e.must(201, "PUT", "/v1/projects/acme/items/style", editor, api.PutItemJSONRequestBody{Content: "Answer in plain English.", Kind: ptr("instruction"), Trigger: always})
+	e.must(201, "PUT", "/v1/projects/acme/items/secret", e.admin, api.PutItemJSONRequestBody{Content: "The launch is on Friday.", Title: ptr("Launch date"),
+		Trigger: always, Roles: &api.Roles{HiddenFrom: &[]string{"implementer"}}})
+	review := func(summary string, reworkOf *string) api.HandoffCreate {
+		return api.HandoffCreate{TaskId: w.task, WorkflowRunId: ptr("run-1"), Intent: "request_review",
+			Target: api.HandoffTarget{Role: ptr("planner"), Permission: ptr("read-only")}, Summary: ptr(summary), BaseCommit: ptr("abc123"), ReworkOf: reworkOf}
+	}
+	h1 := e.must(201, "POST", "/v1/projects/acme/handoffs", w.implementer, review("First patch", nil))
+	e.must(200, "POST", "/v1/projects/acme/handoffs/"+h1["id"].(string)+"/reject", editor, api.RejectHandoffJSONRequestBody{Reason: ptr("needs tests")})
+	e.must(201, "POST", "/v1/projects/acme/handoffs", w.implementer, review("Second patch, with tests", ptr(h1["id"].(string))))
+	p := e.must(201, "POST", "/v1/projects/acme/packets", editor, api.AssemblePacketJSONRequestBody{TargetRole: "planner", Query: ptr("refunds"), Task: &taskRef{TaskId: ptr(w.task)}})
 	w.packet = p["packet_id"].(string)
-	ip := e.must(201, "POST", "/v1/projects/acme/packets", w.implementer, map[string]any{"target_role": "implementer", "query": "refunds"})
+	ip := e.must(201, "POST", "/v1/projects/acme/packets", w.implementer, api.AssemblePacketJSONRequestBody{TargetRole: "implementer", Query: ptr("refunds")})
 	w.implPacket = ip["packet_id"].(string)
 	return w
 }
@@ -195,4 +149,17 @@ func (e *env) signIn(c *http.Client, key string) *http.Response {
 	require.NoError(e.t, err)
 	res.Body.Close()
 	return res
+}
+
+// ptr is a pointer to v, for the optional members of the api types.
+func ptr[T any](v T) *T { return &v }
+
+// taskRef is a packet request's task (an anonymous struct in api).
+type taskRef = struct {
+	AllowedOutcomes   *[]string `json:"allowed_outcomes,omitempty"`
+	Objective         *string   `json:"objective,omitempty"`
+	PermissionCeiling *string   `json:"permission_ceiling,omitempty"`
+	StepAttempt       *int      `json:"step_attempt,omitempty"`
+	StepId            *string   `json:"step_id,omitempty"`
+	TaskId            *string   `json:"task_id,omitempty"`
 }

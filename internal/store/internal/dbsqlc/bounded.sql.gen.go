@@ -16,14 +16,20 @@ const boundedAlways = `-- name: BoundedAlways :many
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = $1 AND i.live AND i.trigger_kind = 'always'
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-      > ($2::smallint, $3::bigint, $4::smallint,
-         $5::bigint, $6::text COLLATE "C")
+FROM (
+    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
+    FROM items i
+    WHERE i.project = $1 AND i.live AND i.trigger_kind = 'always'
+      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+          > ($2::smallint, $3::bigint, $4::smallint,
+             $5::bigint, $6::text COLLATE "C")
+    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+    LIMIT $7
+) i
+CROSS JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = $1 AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v
 ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-LIMIT $7
 `
 
 type BoundedAlwaysParams struct {
@@ -64,6 +70,15 @@ type BoundedAlwaysRow struct {
 // few entries that can go in is read last, by primary key (BoundedTexts).
 // Keys are compared in the C collation, so the database's order is the
 // byte order the pipeline sorts by.
+//
+// Every statement here has one plan whatever the planner's statistics
+// (right after a bulk import there are none; TestAssemblyPlansNeedNoStatistics
+// checks it): what is read by key is read one index probe per key, a
+// LATERAL subquery with OFFSET 0 (which the planner cannot flatten into a
+// join it would then be free to hash) per key and per version, and a
+// lane's page is the rank index's first rows before its versions are
+// read. Without statistics PostgreSQL chose these plans too; after
+// ANALYZE of a small project it hashed item_versions whole instead.
 // One page of a layer's always-on items in rank order, after a cursor
 // (the rank tuple of the last row read; the smallest tuple to start).
 func (q *Queries) BoundedAlways(ctx context.Context, db DBTX, arg BoundedAlwaysParams) ([]BoundedAlwaysRow, error) {
@@ -118,14 +133,18 @@ const boundedByKeys = `-- name: BoundedByKeys :many
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = $1 AND i.key = ANY($2::text[]) AND i.live
+FROM unnest($1::text[]) AS k(key)
+CROSS JOIN LATERAL (
+    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = $2 AND it.key = k.key AND it.live OFFSET 0
+) i
+CROSS JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v
 `
 
 type BoundedByKeysParams struct {
-	Project string
 	Keys    []string
+	Project string
 }
 
 type BoundedByKeysRow struct {
@@ -152,9 +171,9 @@ type BoundedByKeysRow struct {
 }
 
 // Live items of one layer by key: the project items that may override a
-// _shared candidate, and the relevance winners.
+// _shared candidate, and the relevance winners. One probe per key.
 func (q *Queries) BoundedByKeys(ctx context.Context, db DBTX, arg BoundedByKeysParams) ([]BoundedByKeysRow, error) {
-	rows, err := db.Query(ctx, boundedByKeys, arg.Project, arg.Keys)
+	rows, err := db.Query(ctx, boundedByKeys, arg.Keys, arg.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -282,18 +301,14 @@ func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCoun
 }
 
 const boundedKeywordRefs = `-- name: BoundedKeywordRefs :many
-SELECT key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
+SELECT project, key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
        valid_from, valid_until, trigger_keywords, trigger_match
 FROM items
-WHERE project = $1 AND live AND trigger_kind = 'keywords' AND trigger_terms && $2::text[]
+WHERE live AND trigger_kind = 'keywords' AND trigger_terms && $1::text[]
 `
 
-type BoundedKeywordRefsParams struct {
-	Project string
-	Terms   []string
-}
-
 type BoundedKeywordRefsRow struct {
+	Project         string
 	Key             string
 	RankAuthority   int16
 	RankPriority    int64
@@ -313,8 +328,12 @@ type BoundedKeywordRefsRow struct {
 // their rank position, roles, window, keywords and how they match, which is
 // all the keyword lane needs to order them, tell which fire and count those
 // never tried. A stem-mode item's terms are project, U+001F, "~" and a stem.
-func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKeywordRefsParams) ([]BoundedKeywordRefsRow, error) {
-	rows, err := db.Query(ctx, boundedKeywordRefs, arg.Project, arg.Terms)
+// The terms name the project, so the GIN index is the only index that
+// answers: with "project = @project" here as well, PostgreSQL without
+// statistics read the project's every item by its primary key instead.
+// The returned project is checked by the store all the same.
+func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, terms []string) ([]BoundedKeywordRefsRow, error) {
+	rows, err := db.Query(ctx, boundedKeywordRefs, terms)
 	if err != nil {
 		return nil, err
 	}
@@ -323,6 +342,7 @@ func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKe
 	for rows.Next() {
 		var i BoundedKeywordRefsRow
 		if err := rows.Scan(
+			&i.Project,
 			&i.Key,
 			&i.RankAuthority,
 			&i.RankPriority,
@@ -459,9 +479,14 @@ const boundedSmall = `-- name: BoundedSmall :many
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = ANY($1::text[]) AND i.live AND i.key = ANY($2::text[])
+FROM unnest($1::text[]) AS p(project)
+CROSS JOIN unnest($2::text[]) AS k(key)
+CROSS JOIN LATERAL (
+    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = p.project AND it.key = k.key AND it.live OFFSET 0
+) i
+CROSS JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v
 `
 
 type BoundedSmallParams struct {
@@ -492,7 +517,8 @@ type BoundedSmallRow struct {
 	Trigger           json.RawMessage
 }
 
-// The pinned items of both layers (any trigger).
+// The pinned items of both layers (any trigger): one probe of each layer
+// for each pin.
 func (q *Queries) BoundedSmall(ctx context.Context, db DBTX, arg BoundedSmallParams) ([]BoundedSmallRow, error) {
 	rows, err := db.Query(ctx, boundedSmall, arg.Projects, arg.Pins)
 	if err != nil {
@@ -538,9 +564,15 @@ const boundedStateGroups = `-- name: BoundedStateGroups :many
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = ANY($1::text[]) AND i.live AND i.state_key = ANY($2::text[]) AND i.state_key <> ''
+FROM unnest($1::text[]) AS p(project)
+CROSS JOIN unnest($2::text[]) AS s(state_key)
+CROSS JOIN LATERAL (
+    SELECT it.project, it.key, it.current_version FROM items it
+    WHERE it.project = p.project AND it.live AND it.state_key = s.state_key AND it.state_key <> '' OFFSET 0
+) i
+CROSS JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v
 `
 
 type BoundedStateGroupsParams struct {
@@ -572,7 +604,8 @@ type BoundedStateGroupsRow struct {
 }
 
 // Every live item of both layers that claims one of the state keys: the
-// contenders of a contradiction, whatever their trigger.
+// contenders of a contradiction, whatever their trigger. One probe of the
+// state key index per layer and state key.
 func (q *Queries) BoundedStateGroups(ctx context.Context, db DBTX, arg BoundedStateGroupsParams) ([]BoundedStateGroupsRow, error) {
 	rows, err := db.Query(ctx, boundedStateGroups, arg.Projects, arg.StateKeys)
 	if err != nil {
@@ -670,14 +703,20 @@ const boundedTool = `-- name: BoundedTool :many
 SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
        v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-      > ($3::smallint, $4::bigint, $5::smallint,
-         $6::bigint, $7::text COLLATE "C")
+FROM (
+    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
+    FROM items i
+    WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
+      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+          > ($3::smallint, $4::bigint, $5::smallint,
+             $6::bigint, $7::text COLLATE "C")
+    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+    LIMIT $8
+) i
+CROSS JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = $1 AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v
 ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-LIMIT $8
 `
 
 type BoundedToolParams struct {

@@ -143,27 +143,75 @@ func (q *Queries) PacketRecordInjections(ctx context.Context, db DBTX, arg Packe
 	return items, nil
 }
 
-type PacketRecordInsertManyParams struct {
-	Project        string
-	PacketID       string
-	Ord            int32
-	SubjectKind    string
-	SubjectProject string
-	SubjectKey     string
-	SubjectVersion int32
-	Decision       string
-	Section        string
-	Position       int32
-	SpanStart      *int32
-	SpanEnd        *int32
-	Tokens         int32
-	Rank           int32
-	Rule           string
-	Reason         string
-	Detail         string
-	Layer          string
-	AdminOnly      bool
-	CreatedAt      time.Time
+const packetRecordInsertRows = `-- name: PacketRecordInsertRows :exec
+INSERT INTO packet_records (
+    project, packet_id, ord, subject_kind, subject_project, subject_key, subject_version,
+    decision, section, position, span_start, span_end, tokens, rank, rule, reason, detail,
+    layer, admin_only, created_at
+)
+SELECT $1::text, $2::text, r.ord, r.subject_kind, r.subject_project, r.subject_key, r.subject_version,
+       r.decision, r.section, r.position, NULLIF(r.span_start, -1), NULLIF(r.span_end, -1), r.tokens, r.rank, r.rule,
+       r.reason, r.detail, r.layer, r.admin_only, $3::timestamptz
+FROM (SELECT unnest($4::integer[]) AS ord, unnest($5::text[]) AS subject_kind,
+             unnest($6::text[]) AS subject_project, unnest($7::text[]) AS subject_key,
+             unnest($8::integer[]) AS subject_version, unnest($9::text[]) AS decision,
+             unnest($10::text[]) AS section, unnest($11::integer[]) AS position,
+             unnest($12::integer[]) AS span_start, unnest($13::integer[]) AS span_end,
+             unnest($14::integer[]) AS tokens, unnest($15::integer[]) AS rank, unnest($16::text[]) AS rule,
+             unnest($17::text[]) AS reason, unnest($18::text[]) AS detail, unnest($19::text[]) AS layer,
+             unnest($20::boolean[]) AS admin_only) r
+`
+
+type PacketRecordInsertRowsParams struct {
+	Project         string
+	PacketID        string
+	CreatedAt       time.Time
+	Ords            []int32
+	SubjectKinds    []string
+	SubjectProjects []string
+	SubjectKeys     []string
+	SubjectVersions []int32
+	Decisions       []string
+	Sections        []string
+	Positions       []int32
+	SpanStarts      []int32
+	SpanEnds        []int32
+	Tokens          []int32
+	Ranks           []int32
+	Rules           []string
+	Reasons         []string
+	Details         []string
+	Layers          []string
+	AdminOnlys      []bool
+}
+
+// A packet's records, one array per column, in one statement that waits
+// to go with the transaction's COMMIT (Tx.PacketInsert): COPY cost two
+// round trips of its own. A span of -1 is none (spans start at 0).
+func (q *Queries) PacketRecordInsertRows(ctx context.Context, db DBTX, arg PacketRecordInsertRowsParams) error {
+	_, err := db.Exec(ctx, packetRecordInsertRows,
+		arg.Project,
+		arg.PacketID,
+		arg.CreatedAt,
+		arg.Ords,
+		arg.SubjectKinds,
+		arg.SubjectProjects,
+		arg.SubjectKeys,
+		arg.SubjectVersions,
+		arg.Decisions,
+		arg.Sections,
+		arg.Positions,
+		arg.SpanStarts,
+		arg.SpanEnds,
+		arg.Tokens,
+		arg.Ranks,
+		arg.Rules,
+		arg.Reasons,
+		arg.Details,
+		arg.Layers,
+		arg.AdminOnlys,
+	)
+	return err
 }
 
 const packetRecordList = `-- name: PacketRecordList :many

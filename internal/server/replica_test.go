@@ -1,0 +1,193 @@
+package server_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/auth"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/server"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// replicaWorld is a primary with a hot standby and two servers on the
+// primary, as two processes: via reads history from the standby, direct
+// from the primary alone.
+type replicaWorld struct {
+	sb          *pgtest.Standby
+	via, direct *env
+	viaStore    *store.Store
+	planner     string
+}
+
+func newReplicaWorld(t *testing.T) *replicaWorld {
+	t.Helper()
+	sb := pgtest.NewStandby(t)
+	open := func() *store.Store {
+		st, err := store.Open(t.Context(), store.Config{URL: sb.PrimaryURL, AcquireTimeout: pgtest.AcquireTimeout})
+		require.NoError(t, err)
+		t.Cleanup(st.Close)
+		return st
+	}
+	viaStore, directStore := open(), open()
+	adoptChains(t, viaStore)
+	// A short recheck, so that the stopped standby is found back within
+	// the test; the default wait.
+	replica, err := store.OpenReplica(t.Context(), store.ReplicaConfig{Store: store.Config{URL: sb.StandbyURL}, Recheck: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(replica.Close)
+	serve := func(a *app.App) *env {
+		ts := httptest.NewServer(server.New(server.Config{App: a}))
+		t.Cleanup(ts.Close)
+		return &env{t: t, url: ts.URL, agents: a.Agents, app: a}
+	}
+	w := &replicaWorld{sb: sb, viaStore: viaStore,
+		via:    serve(app.New(viaStore, app.WithKeys(testKeys), app.WithReplica(replica))),
+		direct: serve(app.New(directStore, app.WithKeys(testKeys)))}
+	_, key, err := w.via.agents.Bootstrap(context.Background())
+	require.NoError(t, err)
+	w.via.admin, w.direct.admin = key, key
+	w.via.project("acme")
+	w.planner = w.via.agent("planner", auth.Edit, "acme")
+	require.Equal(t, 201, w.via.do("PUT", "/v1/projects/acme/items/style", w.via.admin, map[string]any{"content": "Small commits, each with its test."}).status)
+	return w
+}
+
+// assemble makes a packet of task T-r through e and returns its id.
+func (w *replicaWorld) assemble(e *env, step string) string {
+	w.via.t.Helper()
+	r := e.do("POST", "/v1/projects/acme/packets", w.planner, map[string]any{
+		"target_role": "planner", "task": map[string]any{"task_id": "T-r", "step_id": step, "objective": "Fix the refund rounding bug."}})
+	require.Equal(w.via.t, 201, r.status, r.text)
+	return r.json["packet_id"].(string)
+}
+
+// historyReads are the reads of history about packet id: each goes to
+// the replica.
+func historyReads(id string) [][3]string {
+	return [][3]string{
+		{"GET", "/v1/projects/acme/packets/" + id},
+		{"GET", "/v1/projects/acme/packets/" + id + "/records"},
+		{"GET", "/v1/projects/acme/packets/" + id + "/why?item=style"},
+		{"POST", "/v1/projects/acme/packets/" + id + "/attribute", "Small commits"},
+		{"POST", "/v1/projects/acme/packets/" + id + "/replay"},
+		{"GET", "/v1/projects/acme/packets?task_id=T-r"},
+		{"GET", "/v1/projects/acme/items/style/injections"},
+		{"GET", "/v1/projects/acme/tasks/T-r/history"},
+		{"POST", "/v1/projects/acme/tasks/T-r/attribute", "Small commits"},
+		{"GET", "/v1/projects/acme/audit/entries?limit=1000"},
+	}
+}
+
+// same asks both servers every read of history about id and requires the
+// same 200 answer, byte for byte.
+func (w *replicaWorld) same(t *testing.T, id string) {
+	t.Helper()
+	for _, rd := range historyReads(id) {
+		var body any
+		if rd[2] != "" {
+			body = map[string]any{"text": rd[2]}
+		}
+		got, want := w.via.do(rd[0], rd[1], w.via.admin, body), w.direct.do(rd[0], rd[1], w.direct.admin, body)
+		require.Equal(t, 200, want.status, "%s %s: %s", rd[0], rd[1], want.text)
+		require.Equal(t, want.status, got.status, "%s %s: %s", rd[0], rd[1], got.text)
+		require.Equal(t, want.text, got.text, "%s %s", rd[0], rd[1])
+	}
+}
+
+// status is the replica's status as via's store reports it.
+func (w *replicaWorld) status(t *testing.T) store.ReplicaStatus {
+	st, ok := w.viaStore.ReplicaStatus(t.Context())
+	require.True(t, ok)
+	return st
+}
+
+// TestReadReplica serves the reads of history from a real hot standby
+// (pg_basebackup -R of a throwaway primary): the answers are the
+// primary's; a packet written a moment ago, by this process or another,
+// is never a 404 while the standby is paused; with the standby stopped
+// everything still answers, and it is used again once it is back.
+func TestReadReplica(t *testing.T) {
+	t.Parallel()
+	w := newReplicaWorld(t)
+	first := w.assemble(w.via, "plan")
+	require.Equal(t, 201, w.via.do("POST", "/v1/projects/acme/handoffs", w.planner, manifest("T-r", "implementer", "packet_id", first)).status)
+
+	t.Run("answers through the replica are the primary's", func(t *testing.T) {
+		// One read makes via take the primary's position after its writes;
+		// once the standby has replayed past it, no read need wait.
+		require.Equal(t, 200, w.via.do("GET", "/v1/projects/acme/packets/"+first, w.via.admin, nil).status)
+		w.sb.CatchUp(t)
+		before := w.status(t)
+		w.same(t, first)
+		after := w.status(t)
+		require.True(t, after.InUse)
+		require.GreaterOrEqual(t, after.Reads-before.Reads, int64(len(historyReads(first))), "every read of history was answered by the standby")
+		require.Equal(t, before.Fallbacks, after.Fallbacks, "none went to the primary")
+		ready := w.via.do("GET", "/readyz", "", nil)
+		require.Equal(t, 200, ready.status, ready.text)
+		replica := ready.json["replica"].(map[string]any)
+		require.Equal(t, true, replica["in_use"], ready.text)
+		require.Contains(t, replica, "lag_bytes")
+		require.NotContains(t, w.direct.do("GET", "/readyz", "", nil).json, "replica", "a server without a replica says nothing of one")
+		metrics := w.via.do("GET", "/metrics", w.via.admin, nil)
+		require.Contains(t, metrics.text, "contextd_db_replica_in_use 1")
+		require.Contains(t, metrics.text, "contextd_db_replica_lag_bytes ")
+	})
+
+	t.Run("with replay paused a packet just written still answers", func(t *testing.T) {
+		w.sb.PauseReplay(t)
+		defer w.sb.ResumeReplay(t)
+		// Another process's packet: the standby has not replayed it, so
+		// via's listing (read from the standby) lacks it, which proves the
+		// listing is the standby's; its GET, asked of the primary after the
+		// standby found nothing, is 200 all the same.
+		theirs := w.assemble(w.direct, "theirs")
+		viaList := w.via.do("GET", "/v1/projects/acme/packets?task_id=T-r", w.via.admin, nil)
+		require.NotContains(t, viaList.text, theirs, "the listing came from the paused standby")
+		require.Contains(t, w.direct.do("GET", "/v1/projects/acme/packets?task_id=T-r", w.direct.admin, nil).text, theirs)
+		before := w.status(t)
+		for _, path := range []string{"/v1/projects/acme/packets/" + theirs, "/v1/projects/acme/packets/" + theirs + "/why?item=style"} {
+			got, want := w.via.do("GET", path, w.via.admin, nil), w.direct.do("GET", path, w.direct.admin, nil)
+			require.Equal(t, 200, got.status, got.text)
+			require.Equal(t, want.text, got.text)
+		}
+		require.Greater(t, w.status(t).Fallbacks["missing"], before.Fallbacks["missing"])
+
+		// This process's packet: read your writes sends its reads to the
+		// primary once the standby has not replayed it within the wait.
+		mine := w.assemble(w.via, "mine")
+		before = w.status(t)
+		w.same(t, mine)
+		require.Greater(t, w.status(t).Fallbacks["behind"], before.Fallbacks["behind"])
+		// Not only a packet's GET, which the primary would answer after a
+		// miss anyway: its listing too, which no miss sends there.
+		require.Contains(t, w.via.do("GET", "/v1/projects/acme/packets?task_id=T-r", w.via.admin, nil).text, mine)
+	})
+
+	t.Run("with the standby stopped everything still answers", func(t *testing.T) {
+		w.sb.CatchUp(t)
+		w.sb.StopStandby(t)
+		w.same(t, first)
+		down := w.assemble(w.via, "down")
+		w.same(t, down)
+		st := w.status(t)
+		require.False(t, st.InUse, "the stopped standby is set aside")
+		require.NotEmpty(t, st.Error)
+		ready := w.via.do("GET", "/readyz", "", nil)
+		require.Equal(t, 200, ready.status, "a replica down leaves the server ready: %s", ready.text)
+		require.Equal(t, false, ready.json["replica"].(map[string]any)["in_use"], ready.text)
+
+		w.sb.StartStandby(t)
+		require.Eventually(t, func() bool { return w.status(t).InUse }, 30*time.Second, 50*time.Millisecond, "the standby is probed again and used")
+		w.sb.CatchUp(t)
+		before := w.status(t)
+		w.same(t, down)
+		require.Greater(t, w.status(t).Reads, before.Reads, "reads went to the standby again")
+	})
+}

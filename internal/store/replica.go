@@ -1,0 +1,334 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/contextd/contextd/internal/fault"
+)
+
+// Replica is a streaming standby of the store's primary that serves the
+// reads of append-only history (why, replay, attribute, injections, a
+// packet and its records, task histories, packet listings, audit entries):
+// those rows never change once written, so a standby that has replayed
+// them answers exactly as the primary would. Everything else, and every
+// write, stays on the primary.
+//
+// Two rules keep an answer from the replica correct:
+//
+//   - Read your writes. The process remembers how many of its
+//     transactions wrote history (writeStats.gen); the first replica read
+//     after such a write asks the primary for its WAL insert position once
+//     (one cheap statement, shared by every read until the next write),
+//     and a read goes to the replica only when its replay position has
+//     reached it, waiting at most Wait, else to the primary. The position
+//     is taken at read time rather than at each COMMIT so that the write
+//     path, whose round trips tests hold to a budget, is untouched, and a
+//     process that writes much and reads little pays nothing per write.
+//   - Never a false 404. A read that finds nothing on the replica (a packet,
+//     a handoff or a task written by another process a moment ago, which
+//     no position of this process's covers) runs again on the primary
+//     before it answers not found.
+//
+// A replica that cannot be reached (connect error, lost connection,
+// timeout, or a server that is not a standby) is set aside: its reads go to
+// the primary at once, and a background probe checks it again every
+// Recheck, so no request waits for a dead replica's timeout twice.
+type Replica struct {
+	st      *Store
+	wait    time.Duration
+	recheck time.Duration
+	probe   time.Duration
+	log     *slog.Logger
+
+	// down is set while the replica is set aside; downErr says why.
+	down    atomic.Bool
+	mu      sync.Mutex
+	downErr string
+	stop    context.CancelFunc
+	ctx     context.Context
+	// replayed is the highest replay position seen since the replica was
+	// last found up: a read that needs no more skips asking it.
+	replayed atomic.Int64
+	// markGen and markLSN: the primary's WAL insert position read after
+	// this process's first markGen history writes had committed.
+	markMu  sync.Mutex
+	markGen int64
+	markLSN int64
+
+	reads     atomic.Int64
+	fallbacks [fallbackReasons]atomic.Int64
+}
+
+// Why a read went to the primary although a replica is configured.
+const (
+	// FallbackBehind: the replica had not replayed this process's last
+	// write within the wait.
+	FallbackBehind = iota
+	// FallbackDown: the replica is set aside, or failed the read.
+	FallbackDown
+	// FallbackMissing: the replica found nothing; the primary was asked.
+	FallbackMissing
+	fallbackReasons
+)
+
+// FallbackReasonNames name the fallback reasons, for metrics.
+var FallbackReasonNames = [fallbackReasons]string{"behind", "down", "missing"}
+
+// ReplicaConfig is how a replica is opened; zero values take the defaults.
+type ReplicaConfig struct {
+	// Store is the replica's pool: URL, size and timeouts (those of the
+	// primary's Config, with the replica's URL).
+	Store Config
+	// Wait bounds how long a read waits for the replica to replay this
+	// process's last write before it goes to the primary (0: 100 ms, a
+	// standby on the same network replays within milliseconds, and a
+	// longer wait only adds latency to a read the primary answers anyway;
+	// negative: no wait).
+	Wait time.Duration
+	// Recheck is how often a replica set aside is probed again (default 5 s).
+	Recheck time.Duration
+	// ConnectTimeout bounds a new connection to the replica unless its URL
+	// sets connect_timeout (default 2 s): a replica that vanished must not
+	// hold a read longer than that before it goes to the primary.
+	ConnectTimeout time.Duration
+}
+
+// Defaults of ReplicaConfig.
+const (
+	DefaultReplicaWait           = 100 * time.Millisecond
+	DefaultReplicaRecheck        = 5 * time.Second
+	DefaultReplicaConnectTimeout = 2 * time.Second
+	// replicaPoll is how often a read waiting for the replica asks again.
+	replicaPoll = 5 * time.Millisecond
+)
+
+// OpenReplica opens the pool of a replica without requiring that it
+// answers: a replica down at start is set aside and probed again, and the
+// server starts on its primary alone meanwhile. Close it once nothing
+// reads through the store that uses it.
+func OpenReplica(ctx context.Context, cfg ReplicaConfig) (*Replica, error) {
+	st, err := open(ctx, cfg.Store, orDefault(cfg.ConnectTimeout, DefaultReplicaConnectTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("read database url: %w", err)
+	}
+	r := &Replica{st: st, wait: orDefault(cfg.Wait, DefaultReplicaWait), recheck: orDefault(cfg.Recheck, DefaultReplicaRecheck),
+		probe: orDefault(cfg.ConnectTimeout, DefaultReplicaConnectTimeout), log: st.log}
+	r.ctx, r.stop = context.WithCancel(context.WithoutCancel(ctx))
+	if err := r.check(ctx); err != nil {
+		r.setAside(err)
+	}
+	return r, nil
+}
+
+// Close stops the probe and closes the replica's pool.
+func (r *Replica) Close() {
+	r.stop()
+	r.st.Close()
+}
+
+// UseReplica makes r serve the store's reads of history (nil: none).
+func (s *Store) UseReplica(r *Replica) { s.replica.Store(r) }
+
+// Read runs fn, the reads of one answer about append-only history, on the
+// replica when it may answer them (see Replica), else on the primary; on
+// the replica, fn runs again on the primary when it finds nothing or the
+// replica fails it. fn must therefore only read, and reset what it
+// builds. Reads of what may change (an item's current version and roles,
+// grants) do not belong in fn: they go to the store's own DB.
+func (s *Store) Read(ctx context.Context, fn func(db DB) error) error {
+	return s.route(ctx, func(st *Store) error { return fn(st.DB) })
+}
+
+// ReadSnapshot is Read in one read-only repeatable-read transaction
+// (Snapshot), for reads that must agree with each other.
+func (s *Store) ReadSnapshot(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.route(ctx, func(st *Store) error { return st.Snapshot(ctx, fn) })
+}
+
+// route runs run on the replica's store or the primary's, as Read says.
+func (s *Store) route(ctx context.Context, run func(st *Store) error) error {
+	r := s.replica.Load()
+	if r == nil {
+		return run(s)
+	}
+	if !r.usable(ctx, s) {
+		return run(s)
+	}
+	err := run(r.st)
+	switch {
+	case err == nil:
+		r.reads.Add(1)
+		return nil
+	case ctx.Err() != nil:
+		return err
+	case errors.Is(err, fault.ErrNotFound):
+		r.fallbacks[FallbackMissing].Add(1)
+	case errors.Is(err, fault.ErrUnavailable):
+		// A lost connection sets it aside; so does any other unavailable
+		// (a transaction that gave up reconnecting, a timeout) when the
+		// replica then does not answer a probe: a busy replica stays.
+		if lost(err) {
+			r.setAside(err)
+		} else if cerr := r.check(ctx); cerr != nil {
+			r.setAside(cerr)
+		}
+		r.fallbacks[FallbackDown].Add(1)
+	default:
+		return err
+	}
+	return run(s)
+}
+
+// usable reports whether a read may go to the replica: it is not set
+// aside, and it has replayed this process's last write of history
+// (waiting up to the bound). A false answer is counted as a fallback.
+func (r *Replica) usable(ctx context.Context, primary *Store) bool {
+	if r.down.Load() {
+		r.fallbacks[FallbackDown].Add(1)
+		return false
+	}
+	need, err := r.writtenLSN(ctx, primary)
+	if err != nil {
+		// The primary did not say where it is: the read goes to it, where
+		// it meets the same error if the primary is the trouble.
+		r.fallbacks[FallbackBehind].Add(1)
+		return false
+	}
+	ok, err := r.caughtUp(ctx, need)
+	switch {
+	case err != nil:
+		r.setAside(err)
+		r.fallbacks[FallbackDown].Add(1)
+	case !ok:
+		r.fallbacks[FallbackBehind].Add(1)
+	}
+	return ok && err == nil
+}
+
+// writtenLSN is the primary's WAL insert position read after this
+// process's last history write committed (0: none yet). It asks the
+// primary only when a write committed since the position was last read.
+// The insert position, not the flush position, so that it lies past the
+// commit record even under synchronous_commit = off.
+func (r *Replica) writtenLSN(ctx context.Context, primary *Store) (int64, error) {
+	gen := primary.writes.gen.Load()
+	r.markMu.Lock()
+	markGen, markLSN := r.markGen, r.markLSN
+	r.markMu.Unlock()
+	if gen == 0 || markGen >= gen {
+		return markLSN, nil
+	}
+	var lsn int64
+	if err := primary.DB.ex.QueryRow(ctx, "select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint").Scan(&lsn); err != nil {
+		return 0, interpret(err)
+	}
+	r.markMu.Lock()
+	defer r.markMu.Unlock()
+	if gen > r.markGen {
+		r.markGen, r.markLSN = gen, max(r.markLSN, lsn)
+	}
+	return max(lsn, r.markLSN), nil
+}
+
+// caughtUp reports whether the replica has replayed the WAL up to need,
+// asking it every replicaPoll for at most the wait; an error is the
+// replica's (it cannot be asked).
+func (r *Replica) caughtUp(ctx context.Context, need int64) (bool, error) {
+	if need == 0 || r.replayed.Load() >= need {
+		return true, nil
+	}
+	deadline := time.Now().Add(r.wait)
+	for {
+		got, err := r.replayLSN(ctx)
+		if err != nil {
+			return false, err
+		}
+		if got >= need {
+			return true, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-time.After(min(replicaPoll, left)):
+		}
+	}
+}
+
+// errNotStandby: the read URL names a server that is not in recovery, so
+// whether it holds this process's writes cannot be told by its replay
+// position.
+var errNotStandby = errors.New("the read database is not a streaming standby (pg_is_in_recovery() is false)")
+
+// replayLSN asks the replica how far it has replayed, and remembers it.
+func (r *Replica) replayLSN(ctx context.Context) (int64, error) {
+	var lsn *int64
+	if err := r.st.DB.ex.QueryRow(ctx, "select (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint").Scan(&lsn); err != nil {
+		return 0, interpret(err)
+	}
+	if lsn == nil {
+		return 0, errNotStandby
+	}
+	for {
+		seen := r.replayed.Load()
+		if *lsn <= seen || r.replayed.CompareAndSwap(seen, *lsn) {
+			return *lsn, nil
+		}
+	}
+}
+
+// check asks the replica, within the probe's bound, whether it answers and
+// is a standby.
+func (r *Replica) check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.probe)
+	defer cancel()
+	_, err := r.replayLSN(ctx)
+	return err
+}
+
+// setAside sends the replica's reads to the primary until a probe finds it
+// back, and starts that probe (once).
+func (r *Replica) setAside(err error) {
+	r.mu.Lock()
+	r.downErr = err.Error()
+	r.mu.Unlock()
+	if r.down.Swap(true) {
+		return
+	}
+	r.log.Warn("read replica set aside: its reads go to the primary until it answers again", slog.Any("error", err))
+	go r.watch()
+}
+
+// watch probes a replica set aside every Recheck until it answers as a
+// standby again. What it replayed before is forgotten: a standby that
+// restarted may show less than it did, until it has replayed again.
+func (r *Replica) watch() {
+	t := time.NewTicker(r.recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.replayed.Store(0)
+		err := r.check(r.ctx)
+		if err == nil {
+			r.down.Store(false)
+			r.log.Info("read replica answers again: reads of history go to it")
+			return
+		}
+		r.mu.Lock()
+		r.downErr = err.Error()
+		r.mu.Unlock()
+	}
+}

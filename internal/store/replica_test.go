@@ -1,0 +1,53 @@
+package store_test
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/fault"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// A read replica that cannot be reached at start does not stop the start:
+// it is set aside, and every read goes to the primary at once, without
+// trying it again per read (the probe does, in the background). The
+// standby's own behaviour is tested with a real one (server's
+// TestReadReplica).
+func TestReplicaDownSendsReadsToThePrimary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := "postgres://postgres@" + ln.Addr().String() + "/contextd?sslmode=disable"
+	require.NoError(t, ln.Close()) // nothing listens there now
+
+	st := pgtest.NewStore(t)
+	_, ok := st.ReplicaStatus(ctx)
+	require.False(t, ok, "no replica, no status")
+	r, err := store.OpenReplica(ctx, store.ReplicaConfig{Store: store.Config{URL: dead}})
+	require.NoError(t, err, "a replica down at start is no reason not to start")
+	t.Cleanup(r.Close)
+	st.UseReplica(r)
+
+	for range 3 {
+		runs := 0
+		err = st.Read(ctx, func(db store.DB) error {
+			runs++
+			_, err := db.PacketGet(ctx, "nope", "ctxpkt_none")
+			return err
+		})
+		require.ErrorIs(t, err, fault.ErrNotFound, "the primary's answer")
+		require.Equal(t, 1, runs, "run once, on the primary: the replica set aside is not tried")
+	}
+	status, ok := st.ReplicaStatus(ctx)
+	require.True(t, ok)
+	require.False(t, status.InUse)
+	require.Contains(t, status.Error, "connect")
+	require.Equal(t, int64(3), status.Fallbacks["down"])
+	require.Zero(t, status.Reads)
+	require.Equal(t, int64(-1), status.LagBytes, "unknown, not zero")
+}
