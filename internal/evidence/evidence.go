@@ -111,12 +111,23 @@ func (s *Service) Entries(ctx context.Context, agent *auth.Agent, proj string, a
 	if err := s.authorize(ctx, s.store.DB, agent, proj); err != nil {
 		return Page{}, err
 	}
+	// The primary's head, first: a replica that has not replayed as far
+	// answers as one that found nothing, so the page is asked of the
+	// primary (store.Read), and a page never ends before an entry that a
+	// checkpoint taken a moment ago on the primary names.
+	least, _, err := s.store.DB.AuditHead(ctx, proj)
+	if err != nil {
+		return Page{}, err
+	}
 	var p Page
-	err := s.store.ReadSnapshot(ctx, func(tx *store.Tx) error {
+	err = s.store.ReadSnapshot(ctx, func(tx *store.Tx) error {
 		p = Page{}
 		var err error
 		if p.HeadSeq, p.HeadHash, err = tx.AuditHead(ctx, proj); err != nil {
 			return err
+		}
+		if p.HeadSeq < least {
+			return fmt.Errorf("%w: chain %s is at seq %d here, %d on the primary", fault.ErrNotFound, proj, p.HeadSeq, least)
 		}
 		p.Entries, p.More, err = entriesPage(ctx, tx, proj, after, limit)
 		if n := len(p.Entries); n > 0 && p.Entries[n-1].Seq >= p.HeadSeq {

@@ -61,8 +61,12 @@ func exists(ctx context.Context, db store.DB, name string) (bool, error) {
 // fault.ErrForbidden.
 //
 // It reads through the pool, so what it finds is committed: a project found
-// is remembered for the process (every request asks).
+// is remembered for the process (every request asks). A request already
+// authorized for as much (AuthorizeRequest) is not decided again.
 func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project string, p auth.Permission) error {
+	if decided(ctx, agent, project, p) {
+		return nil
+	}
 	if _, ok := s.known.Load(project); ok && agent.InScope(project) {
 		return permit(agent, project, p)
 	}
@@ -77,6 +81,9 @@ func (s *Service) Authorize(ctx context.Context, agent *auth.Agent, project stri
 // transaction passes tx.DB, so it never waits for a second connection
 // while it holds one.
 func (s *Service) AuthorizeIn(ctx context.Context, db store.DB, agent *auth.Agent, project string, p auth.Permission) error {
+	if decided(ctx, agent, project, p) {
+		return nil
+	}
 	if !agent.InScope(project) {
 		return fmt.Errorf("%w: %s", ErrNotFound, project)
 	}

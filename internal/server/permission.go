@@ -201,9 +201,13 @@ func (s *Server) requirePermission(spec []byte) echo.MiddlewareFunc {
 			if p.CreatesProject && agent.InScope(proj) && agent.Can(proj, need) {
 				return next(c)
 			}
-			if err := s.projects.Authorize(ctx, agent, proj, need); err != nil {
+			// The one decision of the request: the services it calls trust
+			// it for what it covers (project.AuthorizeRequest).
+			ctx, err := s.projects.AuthorizeRequest(ctx, agent, proj, need)
+			if err != nil {
 				return err
 			}
+			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
 		}
 	}

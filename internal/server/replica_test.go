@@ -158,6 +158,13 @@ func TestReadReplica(t *testing.T) {
 			require.Equal(t, want.text, got.text)
 		}
 		require.Greater(t, w.status(t).Fallbacks["missing"], before.Fallbacks["missing"])
+		// The audit chain too: a page never ends before the primary's head
+		// (a checkpoint taken there a moment ago names it).
+		const entries = "/v1/projects/acme/audit/entries?limit=1000"
+		got, want := w.via.do("GET", entries, w.via.admin, nil), w.direct.do("GET", entries, w.direct.admin, nil)
+		require.Equal(t, 200, got.status, got.text)
+		require.Contains(t, want.text, theirs)
+		require.Equal(t, want.text, got.text, "the entries of the paused standby's chain are behind: the primary answers")
 
 		// This process's packet: read your writes sends its reads to the
 		// primary once the standby has not replayed it within the wait.
@@ -169,6 +176,8 @@ func TestReadReplica(t *testing.T) {
 		// miss anyway: its listing too, which no miss sends there.
 		require.Contains(t, w.via.do("GET", "/v1/projects/acme/packets?task_id=T-r", w.via.admin, nil).text, mine)
 	})
+
+	t.Run("a redaction by another process is never read from the standby", w.redactionNeverFromTheStandby)
 
 	t.Run("with the standby stopped everything still answers", func(t *testing.T) {
 		w.sb.CatchUp(t)
@@ -190,4 +199,31 @@ func TestReadReplica(t *testing.T) {
 		w.same(t, down)
 		require.Greater(t, w.status(t).Reads, before.Reads, "reads went to the standby again")
 	})
+}
+
+// redactionNeverFromTheStandby: another process redacts a secret that a
+// packet showed while the standby is paused; reads of that packet through
+// via must not come from the standby, which still holds the secret.
+func (w *replicaWorld) redactionNeverFromTheStandby(t *testing.T) {
+	const secret = "sk-live-4242-replica"
+	require.Equal(t, 201, w.direct.do("PUT", "/v1/projects/acme/items/leak", w.direct.admin, map[string]any{"content": "Deploy key " + secret + "."}).status)
+	leaked := w.assemble(w.direct, "leak")
+	w.sb.CatchUp(t)
+	require.Contains(t, w.via.do("GET", "/v1/projects/acme/packets/"+leaked, w.via.admin, nil).text, secret, "the standby holds the packet")
+	w.sb.PauseReplay(t)
+	defer w.sb.ResumeReplay(t)
+	r := w.direct.do("POST", "/v1/projects/acme/items/leak/versions/1/redact", w.direct.admin, map[string]any{"reason": "a key was pasted"})
+	require.Equal(t, 202, r.status, r.text)
+	require.Eventually(t, func() bool {
+		return w.direct.do("GET", "/v1/projects/acme/redactions/"+r.json["id"].(string), w.direct.admin, nil).json["status"] == "done"
+	}, 10*time.Second, 20*time.Millisecond)
+	before := w.status(t)
+	for _, path := range []string{"/v1/projects/acme/packets/" + leaked, "/v1/projects/acme/packets/" + leaked + "/why?item=leak"} {
+		got, want := w.via.do("GET", path, w.via.admin, nil), w.direct.do("GET", path, w.direct.admin, nil)
+		require.Equal(t, 200, got.status, got.text)
+		require.NotContains(t, want.text, secret, path)
+		require.NotContains(t, got.text, secret, "%s: the paused standby still holds the secret; the read must not come from it", path)
+		require.Equal(t, want.text, got.text, path)
+	}
+	require.Greater(t, w.status(t).Fallbacks["behind"], before.Fallbacks["behind"], "the reads went to the primary")
 }

@@ -19,7 +19,7 @@ import (
 // them answers exactly as the primary would. Everything else, and every
 // write, stays on the primary.
 //
-// Two rules keep an answer from the replica correct:
+// Three rules keep an answer from the replica correct:
 //
 //   - Read your writes. The process remembers how many of its
 //     transactions wrote history (writeStats.gen); the first replica read
@@ -30,6 +30,10 @@ import (
 //     is taken at read time rather than at each COMMIT so that the write
 //     path, whose round trips tests hold to a budget, is untouched, and a
 //     process that writes much and reads little pays nothing per write.
+//   - Redactions first. A redaction rewrites history in place (an item
+//     version's text, the packets that showed it), by any process: a read
+//     goes to the replica only once it has replayed every step of every
+//     redaction the primary has committed (redactionsReplayed).
 //   - Never a false 404. A read that finds nothing on the replica (a packet,
 //     a handoff or a task written by another process a moment ago, which
 //     no position of this process's covers) runs again on the primary
@@ -104,6 +108,9 @@ const (
 	DefaultReplicaWait           = 100 * time.Millisecond
 	DefaultReplicaRecheck        = 5 * time.Second
 	DefaultReplicaConnectTimeout = 2 * time.Second
+	// DefaultReplicaStatementTimeout bounds a statement on the replica
+	// (the primary's statement timeout when that is shorter).
+	DefaultReplicaStatementTimeout = 5 * time.Second
 	// replicaPoll is how often a read waiting for the replica asks again.
 	replicaPoll = 5 * time.Millisecond
 )
@@ -113,6 +120,10 @@ const (
 // server starts on its primary alone meanwhile. Close it once nothing
 // reads through the store that uses it.
 func OpenReplica(ctx context.Context, cfg ReplicaConfig) (*Replica, error) {
+	// A read of history that takes longer than this on the replica is
+	// asked of the primary instead: a slow replica costs a read at most
+	// this much more, not the whole statement timeout twice.
+	cfg.Store.StatementTimeout = min(orDefault(cfg.Store.StatementTimeout, DefaultStatementTimeout), DefaultReplicaStatementTimeout)
 	st, err := open(ctx, cfg.Store, orDefault(cfg.ConnectTimeout, DefaultReplicaConnectTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("read database url: %w", err)
@@ -175,7 +186,7 @@ func (s *Store) route(ctx context.Context, run func(st *Store) error) error {
 		// replica then does not answer a probe: a busy replica stays.
 		if lost(err) {
 			r.setAside(err)
-		} else if cerr := r.check(ctx); cerr != nil {
+		} else if cerr := r.check(ctx); cerr != nil && ctx.Err() == nil {
 			r.setAside(cerr)
 		}
 		r.fallbacks[FallbackDown].Add(1)
@@ -201,7 +212,13 @@ func (r *Replica) usable(ctx context.Context, primary *Store) bool {
 		return false
 	}
 	ok, err := r.caughtUp(ctx, need)
+	if ok && err == nil {
+		ok, err = r.redactionsReplayed(ctx, primary)
+	}
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// The client left: no verdict on the replica.
+		r.fallbacks[FallbackBehind].Add(1)
 	case err != nil:
 		r.setAside(err)
 		r.fallbacks[FallbackDown].Add(1)
@@ -243,14 +260,47 @@ func (r *Replica) caughtUp(ctx context.Context, need int64) (bool, error) {
 	if need == 0 || r.replayed.Load() >= need {
 		return true, nil
 	}
+	return r.waitFor(ctx, func(ctx context.Context) (bool, error) {
+		got, err := r.replayLSN(ctx)
+		return got >= need, err
+	})
+}
+
+// redactionProgress is a number that grows with every step of every
+// redaction (a redaction begun, each batch of its packets done): the rows
+// a redaction rewrites are the one exception to history never changing.
+const redactionProgress = "select count(*) + coalesce(sum(packets_done), 0) from redactions"
+
+// redactionsReplayed reports whether the replica has replayed every step
+// of every redaction the primary has committed, waiting at most the wait:
+// a redaction by any process, which no position of this one covers, must
+// not leave the replica serving the text it removed. It costs one small
+// statement on each side per read; redactions are rare and few.
+func (r *Replica) redactionsReplayed(ctx context.Context, primary *Store) (bool, error) {
+	var need int64
+	if err := primary.DB.ex.QueryRow(ctx, redactionProgress).Scan(&need); err != nil {
+		return false, nil // the primary did not say: the read goes to it
+	}
+	if need == 0 {
+		return true, nil
+	}
+	return r.waitFor(ctx, func(ctx context.Context) (bool, error) {
+		var got int64
+		if err := r.st.DB.ex.QueryRow(ctx, redactionProgress).Scan(&got); err != nil {
+			return false, interpret(err)
+		}
+		return got >= need, nil
+	})
+}
+
+// waitFor asks reached every replicaPoll for at most the wait; an error is
+// the replica's.
+func (r *Replica) waitFor(ctx context.Context, reached func(context.Context) (bool, error)) (bool, error) {
 	deadline := time.Now().Add(r.wait)
 	for {
-		got, err := r.replayLSN(ctx)
-		if err != nil {
-			return false, err
-		}
-		if got >= need {
-			return true, nil
+		ok, err := reached(ctx)
+		if err != nil || ok {
+			return ok, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -299,7 +349,7 @@ func (r *Replica) check(ctx context.Context) error {
 // back, and starts that probe (once).
 func (r *Replica) setAside(err error) {
 	r.mu.Lock()
-	r.downErr = err.Error()
+	r.downErr = replicaReason(err)
 	r.mu.Unlock()
 	if r.down.Swap(true) {
 		return
@@ -328,7 +378,21 @@ func (r *Replica) watch() {
 			return
 		}
 		r.mu.Lock()
-		r.downErr = err.Error()
+		r.downErr = replicaReason(err)
 		r.mu.Unlock()
 	}
+}
+
+// replicaReason says why the replica is not used in words fit for /readyz,
+// which anyone may ask: never the driver's text, which names the login,
+// the database and the address (the log has it).
+func replicaReason(err error) string {
+	var to interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, errNotStandby):
+		return errNotStandby.Error()
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &to) && to.Timeout():
+		return "the read database did not answer in time"
+	}
+	return "the read database cannot be reached"
 }

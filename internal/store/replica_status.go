@@ -51,7 +51,7 @@ func (s *Store) ReplicaStatus(ctx context.Context) (ReplicaStatus, bool) {
 	defer cancel()
 	var primary int64
 	if err := s.DB.ex.QueryRow(ctx, "select (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint").Scan(&primary); err != nil {
-		st.Error = "primary: " + interpret(err).Error()
+		st.Error = "the primary did not say where it is"
 		return st, true
 	}
 	var replayed *int64
@@ -60,7 +60,7 @@ func (s *Store) ReplicaStatus(ctx context.Context) (ReplicaStatus, bool) {
 		"extract(epoch from clock_timestamp() - pg_last_xact_replay_timestamp())::float8").Scan(&replayed, &since)
 	switch {
 	case err != nil:
-		st.Error = interpret(err).Error()
+		st.Error = replicaReason(err)
 	case replayed == nil:
 		st.Error = errNotStandby.Error()
 	default:

@@ -209,6 +209,15 @@ func (t *Tx) Savepoint(ctx context.Context, fn func(tx *Tx) error) error {
 			err = retryableIfLost(interpret(serr))
 		}
 	}
+	if err == nil && len(t.tc.waiting) > 0 {
+		// What fn left waiting for a next statement (Tx.waitForNext) is
+		// fn's too: sent before the release, so that its error undoes fn
+		// rather than surfacing at the release, with the transaction
+		// aborted and nothing rolled back.
+		if ferr := t.tc.flush(ctx); ferr != nil {
+			err = retryableIfLost(interpret(ferr))
+		}
+	}
 	if err != nil {
 		_ = t.tc.settle() // fn's own error is the one to report
 		t.tc.waiting = nil
