@@ -207,17 +207,13 @@ func (db DB) BoundedStateGroups(ctx context.Context, layers, stateKeys []string)
 	return narrowOf(rows, func(r dbsqlc.BoundedStateGroupsRow) narrowRow { return narrowRow(r) }), nil
 }
 
-// distinct is ss without repeats, in first-seen order: the by-key reads
+// distinct is ss sorted, without repeats (a new slice): the by-key reads
 // probe once per element (queries/bounded.sql), so a repeated key would
 // answer its row twice, where "= ANY" answered it once.
 func distinct(ss []string) []string {
-	out := make([]string, 0, len(ss))
-	for _, s := range ss {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
+	out := slices.Clone(ss)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // VersionText is the title and content of one version.

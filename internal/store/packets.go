@@ -139,7 +139,7 @@ func (db DB) PacketListTask(ctx context.Context, project, taskID string) ([]Pack
 // is reported by that next statement.
 func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Record) error {
 	rp, recs := recordRows(p, records)
-	err := tx.waitForNext(func() error {
+	err := tx.waitForNext(ctx, func() error {
 		err := q.PacketInsert(ctx, tx.ex, dbsqlc.PacketInsertParams{
 			Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
 			TaskID: p.TaskID, Request: p.Request, Predecessors: p.Predecessors, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,

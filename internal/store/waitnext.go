@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // waitForNext runs fn with the statements it sends without reading an
 // answer (every :exec query) waiting for the transaction's next statement
 // that is sent, its COMMIT at the latest: Pipeline without the round trip
@@ -7,12 +9,6 @@ package store
 // commits (a packet stored alone: its row, its records, its audit entry
 // and COMMIT go in one). As in Pipeline, their errors are reported by the
 // call that sends them, so the transaction stays all or nothing.
-func (t *Tx) waitForNext(fn func() error) error {
-	t.tc.defers++
-	err := fn()
-	t.tc.defers--
-	if err != nil && t.tc.defers == 0 {
-		t.tc.waiting = nil // never sent: the transaction or savepoint rolls back
-	}
-	return err
+func (t *Tx) waitForNext(ctx context.Context, fn func() error) error {
+	return t.pipeline(ctx, fn, func(context.Context) error { return nil })
 }
