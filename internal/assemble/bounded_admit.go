@@ -77,7 +77,11 @@ func (b *bounded) resolveGroup(ctx context.Context, sk string) error {
 	if done, read := b.groups[sk]; done {
 		return nil
 	} else if !read {
-		if err := b.readGroupRows(ctx, []string{sk}); err != nil {
+		shared, err := b.readGroupRows(ctx, []string{sk})
+		if err != nil {
+			return err
+		}
+		if err := b.readShadows(ctx, shared); err != nil {
 			return err
 		}
 	}

@@ -159,16 +159,21 @@ func capGaps(res *Result) int {
 // handled, and the small lanes' candidates not met. Nil when there are none.
 func (b *bounded) cutoff(ctx context.Context) (*Cutoff, error) {
 	role, now := b.p.req.TargetRole, b.p.in.Now
-	n := 0
+	var open []*stream
+	var qs []LaneQuery
 	for _, s := range b.streams {
-		if s.done && len(s.buf) == 0 {
-			continue
+		if !s.done || len(s.buf) > 0 {
+			open = append(open, s)
+			qs = append(qs, b.query(s, s.cursor))
 		}
-		k, err := b.src.CountAfter(ctx, b.query(s, s.cursor), role, now, b.firesAlone)
-		if err != nil {
-			return nil, err
-		}
-		n += k
+	}
+	counts, err := countsAfter(ctx, b.src, qs, role, now, b.firesAlone)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for i, s := range open {
+		n += counts[i]
 		for _, c := range b.reg {
 			if c.v.Project == s.layer && (c.handled || c.small) && b.inLane(s, c.v) &&
 				ValidAt(c.v, now) && c.v.Roles.Visible(role) && PosOf(c.v).Compare(s.cursor) > 0 {

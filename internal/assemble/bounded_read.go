@@ -42,13 +42,27 @@ func lanes(req *ctxtype.Request, words []string) []Lane {
 func (b *bounded) readSmall(ctx context.Context) error {
 	p, req := b.p, b.p.req
 	layers := []string{p.in.Project, ctxtype.SharedProject}
-	rows, err := b.src.Small(ctx, SmallQuery{Layers: layers, Pins: req.Pins})
+	small := SmallQuery{Layers: layers, Pins: req.Pins}
+	var relevance *RelevanceQuery
+	if strings.TrimSpace(req.Query) != "" {
+		relevance = &RelevanceQuery{Layers: layers, Query: req.Query, Role: req.TargetRole, Now: p.in.Now}
+	}
+	if pf, ok := b.src.(Batcher); ok {
+		first := FirstReads{Small: small, Relevance: relevance, PageSize: pageSize}
+		for _, s := range b.streams {
+			first.Lanes = append(first.Lanes, b.query(s, StartPos))
+		}
+		if err := pf.Prefetch(ctx, first); err != nil {
+			return err
+		}
+	}
+	rows, err := b.src.Small(ctx, small)
 	if err != nil {
 		return err
 	}
 	scores := map[[2]string]float64{}
-	if strings.TrimSpace(req.Query) != "" {
-		postings, n, err := b.src.Postings(ctx, RelevanceQuery{Layers: layers, Query: req.Query, Role: req.TargetRole, Now: p.in.Now})
+	if relevance != nil {
+		postings, n, err := b.src.Postings(ctx, *relevance)
 		if err != nil {
 			return err
 		}
@@ -57,14 +71,18 @@ func (b *bounded) readSmall(ctx context.Context) error {
 			scores[[2]string{s.Layer, s.Key}] = s.Score
 			byLayer[s.Layer] = append(byLayer[s.Layer], s.Key)
 		}
+		var winners []string
+		var keys [][]string
 		for _, layer := range layers {
-			if len(byLayer[layer]) == 0 {
-				continue
+			if len(byLayer[layer]) > 0 {
+				winners, keys = append(winners, layer), append(keys, byLayer[layer])
 			}
-			vs, err := b.src.ByKeys(ctx, layer, byLayer[layer])
-			if err != nil {
-				return err
-			}
+		}
+		vss, err := byKeysOf(ctx, b.src, winners, keys)
+		if err != nil {
+			return err
+		}
+		for _, vs := range vss {
 			rows = append(rows, vs...)
 		}
 	}
@@ -88,13 +106,10 @@ func (b *bounded) readSmall(ctx context.Context) error {
 		b.small = append(b.small, c)
 	}
 	slices.SortFunc(b.small, byRank)
-	var shared []string
-	for _, c := range b.small {
-		if c.v.Project == ctxtype.SharedProject {
-			shared = append(shared, c.v.Key)
-		}
-	}
-	return b.readShadows(ctx, shared)
+	// Every stream's first page is read by the first candidate asked
+	// for: read them now, so that what the pages and the small lanes need
+	// (state groups, texts, shadows) is one trip each.
+	return b.readPages(ctx, b.streams, b.small)
 }
 
 // readShadows learns, for _shared keys not seen yet, whether the project
@@ -187,59 +202,88 @@ func (b *bounded) head(ctx context.Context, s *stream) (*cand, error) {
 }
 
 func (b *bounded) readPage(ctx context.Context, s *stream) error {
-	vs, err := b.src.Lane(ctx, b.query(s, s.read), pageSize)
+	return b.readPages(ctx, []*stream{s}, nil)
+}
+
+// readPages reads the next page of each stream, then what the pages and
+// the candidates with them need, one trip each: the state groups of their
+// state keys, the texts of the rows priced or filled from their text, and
+// the shadows of their _shared rows.
+func (b *bounded) readPages(ctx context.Context, ss []*stream, with []*cand) error {
+	page := slices.Clone(with)
+	var shared []string
+	for _, c := range with {
+		if c.v.Project == ctxtype.SharedProject {
+			shared = append(shared, c.v.Key)
+		}
+	}
+	var reading []*stream
+	var qs []LaneQuery
+	for _, s := range ss {
+		if !s.done {
+			reading, qs = append(reading, s), append(qs, b.query(s, s.read))
+		}
+	}
+	read, err := pages(ctx, b.src, qs, pageSize)
 	if err != nil {
 		return err
 	}
-	if len(vs) < pageSize {
-		s.done = true
-	}
-	var shared []string
 	var needText []*ctxtype.Version
-	for _, v := range vs {
-		c := b.cand(v)
-		if !c.small {
-			c.rule, _ = b.p.fire(c.v, nil, false)
+	for i, s := range reading {
+		vs := read[i]
+		if len(vs) < pageSize {
+			s.done = true
 		}
-		s.buf = append(s.buf, c)
-		s.read = PosOf(v)
-		if v.Project == ctxtype.SharedProject {
-			shared = append(shared, v.Key)
-		}
-		// Templates are filled when met, and outside markdown every
-		// entry's cost is counted from its text: read the page's at once.
-		if v.Template || b.p.req.Format != ctxtype.Markdown {
-			needText = append(needText, c.v)
+		for _, v := range vs {
+			c := b.cand(v)
+			if !c.small {
+				c.rule, _ = b.p.fire(c.v, nil, false)
+			}
+			s.buf = append(s.buf, c)
+			page = append(page, c)
+			s.read = PosOf(v)
+			if v.Project == ctxtype.SharedProject {
+				shared = append(shared, v.Key)
+			}
+			// Templates are filled when met, and outside markdown every
+			// entry's cost is counted from its text: read the page's at once.
+			if v.Template || b.p.req.Format != ctxtype.Markdown {
+				needText = append(needText, c.v)
+			}
 		}
 	}
-	if err := b.readGroups(ctx, s.buf); err != nil {
+	groupShared, err := b.readGroups(ctx, page)
+	if err != nil {
 		return err
 	}
 	if err := b.src.Texts(ctx, needText); err != nil {
 		return err
 	}
-	return b.readShadows(ctx, shared)
+	return b.readShadows(ctx, append(shared, groupShared...))
 }
 
-// readGroups reads, in one trip, the contenders of the state keys of a
-// page that are not resolved yet.
-func (b *bounded) readGroups(ctx context.Context, cs []*cand) error {
+// readGroups reads, in one trip, the contenders of the state keys of
+// candidates that are not read yet, and returns the keys of the _shared
+// contenders, whose shadows the caller reads.
+func (b *bounded) readGroups(ctx context.Context, cs []*cand) ([]string, error) {
 	var keys []string
 	for _, c := range cs {
-		if sk := c.v.StateKey; sk != "" && !b.groups[sk] && !slices.Contains(keys, sk) {
-			keys = append(keys, sk)
+		if sk := c.v.StateKey; sk != "" {
+			if _, read := b.groups[sk]; !read && !slices.Contains(keys, sk) {
+				keys = append(keys, sk)
+			}
 		}
 	}
 	return b.readGroupRows(ctx, keys)
 }
 
-func (b *bounded) readGroupRows(ctx context.Context, keys []string) error {
+func (b *bounded) readGroupRows(ctx context.Context, keys []string) ([]string, error) {
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	vs, err := b.src.StateGroups(ctx, []string{b.p.in.Project, ctxtype.SharedProject}, keys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var shared []string
 	for _, v := range vs {
@@ -251,7 +295,7 @@ func (b *bounded) readGroupRows(ctx context.Context, keys []string) error {
 	for _, k := range keys {
 		b.groups[k] = false // read, not resolved
 	}
-	return b.readShadows(ctx, shared)
+	return shared, nil
 }
 
 // query is a stream's lane after a position.

@@ -47,6 +47,80 @@ type Source interface {
 	CountAfter(ctx context.Context, q LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) (int, error)
 }
 
+// Batcher is a Source that makes several reads at once (one round trip
+// where each would be one). A Source without it is read call by call; the
+// packet is the same either way.
+type Batcher interface {
+	// Prefetch is told the reads pipeline 2 starts with (FirstReads)
+	// before it makes any; the Source's methods may then answer them
+	// from what it read ahead.
+	Prefetch(ctx context.Context, r FirstReads) error
+	// Pages' i-th answer is Lane of qs[i] and n.
+	Pages(ctx context.Context, qs []LaneQuery, n int) ([][]*ctxtype.Version, error)
+	// ByKeysOf's i-th answer is ByKeys of layers[i] and keys[i].
+	ByKeysOf(ctx context.Context, layers []string, keys [][]string) ([][]*ctxtype.Version, error)
+	// CountsAfter's i-th count is CountAfter of qs[i].
+	CountsAfter(ctx context.Context, qs []LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) ([]int, error)
+}
+
+// FirstReads are the reads pipeline 2 makes first: the small lanes, the
+// relevance lists when there is a query, and the first page (PageSize
+// rows from StartPos) of every lane of each layer.
+type FirstReads struct {
+	Small     SmallQuery
+	Relevance *RelevanceQuery
+	Lanes     []LaneQuery
+	PageSize  int
+}
+
+// pages is Batcher.Pages of src, or Lane of each query.
+func pages(ctx context.Context, src Source, qs []LaneQuery, n int) ([][]*ctxtype.Version, error) {
+	if b, ok := src.(Batcher); ok {
+		return b.Pages(ctx, qs, n)
+	}
+	out := make([][]*ctxtype.Version, len(qs))
+	for i, q := range qs {
+		vs, err := src.Lane(ctx, q, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = vs
+	}
+	return out, nil
+}
+
+// byKeysOf is Batcher.ByKeysOf of src, or ByKeys of each layer.
+func byKeysOf(ctx context.Context, src Source, layers []string, keys [][]string) ([][]*ctxtype.Version, error) {
+	if b, ok := src.(Batcher); ok {
+		return b.ByKeysOf(ctx, layers, keys)
+	}
+	out := make([][]*ctxtype.Version, len(layers))
+	for i, layer := range layers {
+		vs, err := src.ByKeys(ctx, layer, keys[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = vs
+	}
+	return out, nil
+}
+
+// countsAfter is Batcher.CountsAfter of src, or CountAfter of each query.
+func countsAfter(ctx context.Context, src Source, qs []LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) ([]int, error) {
+	if b, ok := src.(Batcher); ok {
+		return b.CountsAfter(ctx, qs, role, now, fires)
+	}
+	out := make([]int, len(qs))
+	for i, q := range qs {
+		n, err := src.CountAfter(ctx, q, role, now, fires)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
 // Lane is a trigger whose items can be many, read in rank order a page at
 // a time: the always-on items, the items of one tool, or the keyword items
 // whose keywords start with a word a person said.

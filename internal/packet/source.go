@@ -2,7 +2,6 @@ package packet
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +29,21 @@ type dbSource struct {
 	toolOpens map[laneKey]int
 	// keywords is, by layer, the keyword lane's items in rank order.
 	keywords map[string][]store.KeywordRef
+	// ahead is what Prefetch read for the calls that follow it.
+	ahead prefetched
+}
+
+// prefetched is what dbSource.Prefetch read, until the call it was read
+// for takes it.
+type prefetched struct {
+	small    []*ctxtype.Version
+	hasSmall bool
+	postings []assemble.Posting
+	lexemes  int
+	hasPost  bool
+	// pages are the lanes' first pages (of pageSize rows).
+	pages    map[laneKey][]*ctxtype.Version
+	pageSize int
 }
 
 type laneKey struct {
@@ -49,12 +63,24 @@ func newDBSource(tx *store.Tx, texts *textCache) *dbSource {
 
 // Small implements assemble.Source.
 func (s *dbSource) Small(ctx context.Context, q assemble.SmallQuery) ([]*ctxtype.Version, error) {
+	if s.ahead.hasSmall {
+		s.ahead.hasSmall = false
+		return s.ahead.small, nil
+	}
 	return s.tx.BoundedSmall(ctx, q.Layers, q.Pins)
 }
 
 // Postings implements assemble.Source, in one trip.
 func (s *dbSource) Postings(ctx context.Context, q assemble.RelevanceQuery) ([]assemble.Posting, int, error) {
-	rows, n, err := s.tx.BoundedRelevanceLists(ctx, store.BoundedRelevanceParams{
+	if s.ahead.hasPost {
+		s.ahead.hasPost = false
+		return s.ahead.postings, s.ahead.lexemes, nil
+	}
+	return postings(ctx, s.tx.DB, q)
+}
+
+func postings(ctx context.Context, db store.DB, q assemble.RelevanceQuery) ([]assemble.Posting, int, error) {
+	rows, n, err := db.BoundedRelevanceLists(ctx, store.BoundedRelevanceParams{
 		Layers: q.Layers, Query: q.Query, MaxLexemes: assemble.MaxQueryLexemes, At: q.Now, Role: q.Role, PerLexeme: assemble.PostingsPerLexeme,
 	})
 	if err != nil {
@@ -67,48 +93,13 @@ func (s *dbSource) Postings(ctx context.Context, q assemble.RelevanceQuery) ([]a
 	return out, n, nil
 }
 
-// Lane implements assemble.Source. The keyword lane is found whole from
-// the item rows by the first words (what it holds is the person's words'
-// matches, not the project), and its versions are read a page at a time.
+// Lane implements assemble.Source: Pages of one query.
 func (s *dbSource) Lane(ctx context.Context, q assemble.LaneQuery, n int) ([]*ctxtype.Version, error) {
-	layer, lane := q.Layer, q.Lane
-	if lane.Keywords {
-		refs, err := s.keywordRefs(ctx, layer, q.Words)
-		if err != nil {
-			return nil, err
-		}
-		i, _ := slices.BinarySearchFunc(refs, q.After, func(r store.KeywordRef, p ctxtype.RankPos) int { return r.Pos.Compare(p) })
-		for i < len(refs) && refs[i].Pos.Compare(q.After) <= 0 {
-			i++
-		}
-		var keys []string
-		for _, r := range refs[i:min(i+n, len(refs))] {
-			keys = append(keys, r.Version.Key)
-		}
-		if len(keys) == 0 {
-			return nil, nil
-		}
-		vs, err := s.tx.BoundedByKeys(ctx, layer, keys)
-		if err != nil {
-			return nil, err
-		}
-		slices.SortFunc(vs, func(a, b *ctxtype.Version) int { return assemble.PosOf(a).Compare(assemble.PosOf(b)) })
-		if len(vs) < len(keys) && i+n < len(refs) {
-			// A page short of rows would end the lane early; it cannot
-			// happen in one snapshot, so say so rather than drop items.
-			return nil, fmt.Errorf("keyword lane of %s: %d of %d items read", layer, len(vs), len(keys))
-		}
-		return vs, nil
-	}
-	vs, err := s.tx.BoundedLane(ctx, layer, lane.Tool, q.After, n)
+	vs, err := s.Pages(ctx, []assemble.LaneQuery{q}, n)
 	if err != nil {
 		return nil, err
 	}
-	k := laneKey{layer, lane}
-	for _, v := range vs {
-		s.read[k] = append(s.read[k], readRow{pos: assemble.PosOf(v), open: isOpen(v)})
-	}
-	return vs, nil
+	return vs[0], nil
 }
 
 // isOpen is the items.open column of migration 00005: no roles, no
@@ -182,6 +173,18 @@ func setText(v *ctxtype.Version, t store.VersionText) {
 // start); the restricted ones are counted from their own partial index,
 // which carries their roles and window.
 func (s *dbSource) CountAfter(ctx context.Context, q assemble.LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) (int, error) {
+	n, err := s.countRead(ctx, q, now, role, fires)
+	if err != nil || q.Lane.Keywords {
+		return n, err
+	}
+	restricted, err := countRestricted(ctx, s.tx.DB, q, role, now)
+	return n + restricted, err
+}
+
+// countRead is what CountAfter counts from what it has read: the keyword
+// lane whole, and the open items of another lane (its counter less the
+// open rows read up to the cursor).
+func (s *dbSource) countRead(ctx context.Context, q assemble.LaneQuery, now time.Time, role string, fires func(*ctxtype.Version) bool) (int, error) {
 	layer, lane, after := q.Layer, q.Lane, q.After
 	if lane.Keywords {
 		refs, err := s.keywordRefs(ctx, layer, q.Words)
@@ -205,16 +208,17 @@ func (s *dbSource) CountAfter(ctx context.Context, q assemble.LaneQuery, role st
 			open--
 		}
 	}
-	var restricted int
-	if lane.Tool != "" {
-		restricted, err = s.tx.BoundedCountTool(ctx, layer, lane.Tool, after, role, now)
-	} else {
-		restricted, err = s.tx.BoundedCountRestricted(ctx, layer, after, role, now)
+	return open, nil
+}
+
+// countRestricted counts the restricted items (with roles or a validity
+// window) of a lane after its cursor that the role sees at now, from
+// their own partial index.
+func countRestricted(ctx context.Context, db store.DB, q assemble.LaneQuery, role string, now time.Time) (int, error) {
+	if q.Lane.Tool != "" {
+		return db.BoundedCountTool(ctx, q.Layer, q.Lane.Tool, q.After, role, now)
 	}
-	if err != nil {
-		return 0, err
-	}
-	return open + restricted, nil
+	return db.BoundedCountRestricted(ctx, q.Layer, q.After, role, now)
 }
 
 // keywordRefs is the keyword lane of a layer, in rank order, read once.
@@ -222,12 +226,21 @@ func (s *dbSource) keywordRefs(ctx context.Context, layer string, words []string
 	if refs, ok := s.keywords[layer]; ok {
 		return refs, nil
 	}
-	refs, err := s.tx.BoundedKeywordRefs(ctx, layer, words)
+	refs, err := keywordRefs(ctx, s.tx.DB, layer, words)
+	if err != nil {
+		return nil, err
+	}
+	s.keywords[layer] = refs
+	return refs, nil
+}
+
+// keywordRefs is the keyword lane of a layer, in rank order.
+func keywordRefs(ctx context.Context, db store.DB, layer string, words []string) ([]store.KeywordRef, error) {
+	refs, err := db.BoundedKeywordRefs(ctx, layer, words)
 	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(refs, func(a, b store.KeywordRef) int { return a.Pos.Compare(b.Pos) })
-	s.keywords[layer] = refs
 	return refs, nil
 }
 

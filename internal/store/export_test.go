@@ -71,3 +71,19 @@ func EntryForTest(tx *Tx, chain, kind, subject string, body []byte) error {
 
 // PoolSize is poolSize for tests.
 func PoolSize(cfg Config) int32 { return poolSize(cfg) }
+
+// DBQueryTextForTest is QueryTextForTest through a DB (a read of Tx.Reads).
+func DBQueryTextForTest(ctx context.Context, db DB, sql string) (string, error) {
+	var s string
+	err := db.ex.QueryRow(ctx, sql).Scan(&s)
+	return s, err
+}
+
+// DBTwoStatementsForTest sends two statements through db.
+func DBTwoStatementsForTest(ctx context.Context, db DB) error {
+	if _, err := db.ex.Exec(ctx, "SELECT 1"); err != nil {
+		return err
+	}
+	_, err := db.ex.Exec(ctx, "SELECT 2")
+	return err
+}

@@ -71,6 +71,8 @@ type queued struct {
 	// there, under the stage that wrote it, not under the call that
 	// happened to send it.
 	ctx context.Context
+	// exec: its answer is read as a command tag, not rows (Tx.Reads).
+	exec bool
 }
 
 // beginStatements open a transaction. (Forcing generic plans in write
@@ -102,7 +104,11 @@ func (t *txConn) pending() []queued {
 // batch, reads the pending ones' results and returns the batch positioned
 // at last's result; the caller reads it and closes the batch.
 func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, error) {
-	br, pend := t.sendPending(ctx, last)
+	var lasts []queued
+	if last != nil {
+		lasts = append(lasts, *last)
+	}
+	br, pend := t.sendPending(ctx, lasts...)
 	for range pend {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -112,9 +118,9 @@ func (t *txConn) send(ctx context.Context, last *queued) (pgx.BatchResults, erro
 	return br, nil
 }
 
-// sendPending sends the pending statements and last (when not nil) in one
-// batch, unread; pend is how many pending statements lead it.
-func (t *txConn) sendPending(ctx context.Context, last *queued) (br pgx.BatchResults, pend int) {
+// sendPending sends the pending statements and then last in one batch,
+// unread; pend is how many pending statements lead it.
+func (t *txConn) sendPending(ctx context.Context, last ...queued) (br pgx.BatchResults, pend int) {
 	b := &pgx.Batch{}
 	var parents []context.Context
 	for _, q := range t.pending() {
@@ -122,8 +128,8 @@ func (t *txConn) sendPending(ctx context.Context, last *queued) (br pgx.BatchRes
 		parents = append(parents, q.ctx)
 	}
 	pend = b.Len()
-	if last != nil {
-		b.Queue(last.sql, last.args...)
+	for _, q := range last {
+		b.Queue(q.sql, q.args...)
 		parents = append(parents, nil)
 	}
 	t.begun, t.waiting = true, nil
@@ -142,7 +148,7 @@ func (t *txConn) sendUnread(ctx context.Context) error {
 	if t.quiet() {
 		return nil
 	}
-	t.unread, t.unreadN = t.sendPending(ctx, nil)
+	t.unread, t.unreadN = t.sendPending(ctx)
 	return nil
 }
 
@@ -165,7 +171,7 @@ func (t *txConn) settle() error {
 
 func (t *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.defers > 0 {
-		t.waiting = append(t.waiting, queued{sql, args, ctx})
+		t.waiting = append(t.waiting, queued{sql: sql, args: args, ctx: ctx})
 		return pgconn.CommandTag{}, nil
 	}
 	if err := t.settle(); err != nil {
