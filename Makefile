@@ -22,9 +22,23 @@ build: ## Build bin/contextd
 run: build ## Start the server (embedded PostgreSQL unless DATABASE_URL is set)
 	./$(BIN) serve $(ARGS)
 
+# demo loads internal/demo's support desk into the server `make run` started
+# (or CONTEXTD_URL's; ARGS=--project NAME, --url, --key); `contextd demo`
+# says how to start one when none answers.
+.PHONY: demo
+demo: build ## Load the demo project (a support desk) into a running `make run` server (ARGS=--project NAME)
+	./$(BIN) demo $(ARGS)
+
 .PHONY: test
 test: ## Run the whole suite against real PostgreSQL, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# The docs' runnable blocks (```sh run, see CONTRIBUTING.md) run against a
+# fresh server built from this tree; the build tag keeps them out of
+# `make test`, and .ci/run runs them after it.
+.PHONY: docs-test
+docs-test: ## Run the runnable blocks of README.md and docs/*.md against a fresh server (CONTRIBUTING.md, "Docs that run")
+	$(GO) test -tags docstest -count=1 -timeout 15m -run '^TestDocs$$' ./internal/docstest/
 
 # The explorer's browser tests (internal/ui, build tag uitest) drive a real
 # headless Chromium, so `make test` leaves them out; CHROME_PATH names the

@@ -664,7 +664,7 @@ type AuditVerification struct {
 
 // BatchItem defines model for BatchItem.
 type BatchItem struct {
-	// Authority policy, instruction, evidence (default), hypothesis.
+	// Authority policy, instruction, evidence, hypothesis. Default: the highest the item's kind, its source and the writer's max_authority allow (docs/authority.md).
 	Authority *string `json:"authority,omitempty"`
 
 	// Confidence verified, probable (default), uncertain.
@@ -729,7 +729,7 @@ type Budget struct {
 	Cutoff   *Cutoff `json:"cutoff,omitempty"`
 	Headroom int     `json:"headroom"`
 
-	// UnresolvedGaps The highest-ranked budget exclusions, at most 20 (after the inviolable gap when the request's own parts exceed the budget).
+	// UnresolvedGaps The highest-ranked budget exclusions, at most 20 (after the inviolable gap when the request's own parts exceed the budget, and the unresolved pins in key order).
 	UnresolvedGaps []Gap `json:"unresolved_gaps"`
 
 	// UnresolvedGapsMore The budget exclusions unresolved_gaps does not list, the candidates past the cutoff included.
@@ -765,7 +765,7 @@ type FieldError struct {
 type Gap struct {
 	Key *string `json:"key,omitempty"`
 
-	// Reason budget or budget_exceeded_by_inviolable
+	// Reason budget, budget_exceeded_by_inviolable, or pin_unresolved (a pin that names no item the role may see: missing and hidden look alike)
 	Reason  string `json:"reason"`
 	Tokens  *int   `json:"tokens,omitempty"`
 	Version *int   `json:"version,omitempty"`
@@ -787,7 +787,7 @@ type Handoff struct {
 	ReworkOf          *string             `json:"rework_of,omitempty"`
 	Source            HandoffSource       `json:"source"`
 
-	// Status pending, accepted, rejected or superseded
+	// Status pending; accepted or rejected by its target; withdrawn by its source (a handoff withdrawn before withdrawn was a status of its own stays superseded, with no superseded_by); superseded by a newer handoff of its task to the same role (superseded_by names it)
 	Status               string           `json:"status"`
 	StatusReason         *string          `json:"status_reason,omitempty"`
 	SuggestedNextStep    *HandoffNextStep `json:"suggested_next_step,omitempty"`
@@ -863,7 +863,7 @@ type HandoffDetail struct {
 	ReworkOf *string       `json:"rework_of,omitempty"`
 	Source   HandoffSource `json:"source"`
 
-	// Status pending, accepted, rejected or superseded
+	// Status pending; accepted or rejected by its target; withdrawn by its source (a handoff withdrawn before withdrawn was a status of its own stays superseded, with no superseded_by); superseded by a newer handoff of its task to the same role (superseded_by names it)
 	Status               string           `json:"status"`
 	StatusReason         *string          `json:"status_reason,omitempty"`
 	SuggestedNextStep    *HandoffNextStep `json:"suggested_next_step,omitempty"`
@@ -886,7 +886,7 @@ type HandoffEvent struct {
 	ActorRole string    `json:"actor_role"`
 	CreatedAt time.Time `json:"created_at"`
 
-	// Event created, accepted, rejected or superseded
+	// Event created, or the status the event set
 	Event string `json:"event"`
 
 	// FromStatus Absent for creation.
@@ -1049,7 +1049,7 @@ type ItemList struct {
 
 // ItemWrite defines model for ItemWrite.
 type ItemWrite struct {
-	// Authority policy, instruction, evidence (default), hypothesis.
+	// Authority policy, instruction, evidence, hypothesis. Default: the highest the item's kind, its source and the writer's max_authority allow (docs/authority.md).
 	Authority *string `json:"authority,omitempty"`
 
 	// Confidence verified, probable (default), uncertain.
@@ -1299,7 +1299,7 @@ type PacketUse struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal; and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
+	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, gone, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal; and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
 	Code     string        `json:"code"`
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`
@@ -1314,6 +1314,11 @@ type Problem struct {
 
 // Project defines model for Project.
 type Project struct {
+	// ArchivedAt When the project was archived (DELETE); absent while it is not.
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
+
+	// ArchivedBy The id of the agent that archived it; absent while it is not archived.
+	ArchivedBy  *string   `json:"archived_by,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	Description string    `json:"description"`
 	Project     string    `json:"project"`
@@ -1626,6 +1631,9 @@ type ListGlobalAuditEntriesParams struct {
 
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
+	// Archived true lists the archived projects only; false (the default) the live ones.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+
 	// Limit Page size, 1 to 1000 (default 100).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1680,7 +1688,7 @@ type StreamHandoffEventsParams struct {
 
 // GetHandoffParams defines parameters for GetHandoff.
 type GetHandoffParams struct {
-	// Format contextd (the default): a HandoffDetail; kxm: KXM's handoff manifest v1 with the status contextd holds, mapped as the README says.
+	// Format contextd (the default): a HandoffDetail; kxm: KXM's handoff manifest v1 with the status contextd holds, mapped as docs/formats.md says.
 	Format *GetHandoffParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
 
@@ -1737,7 +1745,7 @@ type GetItemParams struct {
 	// AsOf RFC 3339 time; recorded time, not the validity window.
 	AsOf *string `form:"as_of,omitempty" json:"as_of,omitempty"`
 
-	// Format contextd (the default): an Item; kxm: KXM's ContextItem v1, mapped as the README says.
+	// Format contextd (the default): an Item; kxm: KXM's ContextItem v1, mapped as docs/formats.md says.
 	Format *GetItemParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// IfNoneMatch '"<version>"' entity tags from an earlier ETag (a list, weak ones alike) or "*": 304 without a body when the version answered would be one of them. A tag of another form matches nothing.
@@ -1818,7 +1826,7 @@ type AssemblePacketParams struct {
 type ListPacketRecordsParams struct {
 	Decision *string `form:"decision,omitempty" json:"decision,omitempty"`
 
-	// Format contextd (the default): a RecordList; agentfootprint: an AgentfootprintTrace, the records in agentfootprint's vocabulary, mapped as the README says.
+	// Format contextd (the default): a RecordList; agentfootprint: an AgentfootprintTrace, the records in agentfootprint's vocabulary, mapped as docs/formats.md says.
 	Format *ListPacketRecordsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
 
@@ -1838,6 +1846,12 @@ type WhyPacketParams struct {
 
 	// Layer For an item in both layers: project (default) or shared.
 	Layer *string `form:"layer,omitempty" json:"layer,omitempty"`
+}
+
+// RestoreProjectParams defines parameters for RestoreProject.
+type RestoreProjectParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // AttributeTaskJSONBody defines parameters for AttributeTask.
@@ -1916,10 +1930,16 @@ type ServerInterface interface {
 	// VerifyGlobalAudit Recompute the global chain and check every agent row against its last entry.
 	// (GET /v1/audit/verify)
 	VerifyGlobalAudit(ctx echo.Context) error
-	// ListProjects The projects the caller may see.
+	// ListProjects The live projects the caller may see (with archived=true, the archived ones instead).
 	// (GET /v1/projects)
 	ListProjects(ctx echo.Context, params ListProjectsParams) error
-	// PutProject Create or update a project (admin).
+	// ArchiveProject Archive a project (admin of it). It leaves the project list, and every write and packet assembly in it answers 410 gone; its items, packets, handoffs and audit chain stay, and its history stays readable (packets, why, replay, records, attribute, task history, audit). The project's audit chain records who archived it. _shared cannot be archived (422 reserved); an archived project answers 410 gone. Nothing is deleted: POST .../restore brings it back.
+	// (DELETE /v1/projects/{project})
+	ArchiveProject(ctx echo.Context, project ProjectPath) error
+	// GetProject A project, archived or not (an archived one has archived_at and archived_by).
+	// (GET /v1/projects/{project})
+	GetProject(ctx echo.Context, project ProjectPath) error
+	// PutProject Create or update a project (admin); an archived project answers 410 gone.
 	// (PUT /v1/projects/{project})
 	PutProject(ctx echo.Context, project ProjectPath, params PutProjectParams) error
 	// GetAuditCheckpoint A signed checkpoint of the project's chain head, to keep outside the database.
@@ -1949,7 +1969,7 @@ type ServerInterface interface {
 	// RejectHandoff Reject a pending handoff with a reason (target role or admin).
 	// (POST /v1/projects/{project}/handoffs/{id}/reject)
 	RejectHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params RejectHandoffParams) error
-	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 	// (POST /v1/projects/{project}/handoffs/{id}/withdraw)
 	WithdrawHandoff(ctx echo.Context, project ProjectPath, id HandoffID, params WithdrawHandoffParams) error
 	// ListItems Latest live versions, by key (by full-text rank, then key, when q is given).
@@ -2006,6 +2026,9 @@ type ServerInterface interface {
 	// GetRedaction A redaction's progress.
 	// (GET /v1/projects/{project}/redactions/{id})
 	GetRedaction(ctx echo.Context, project ProjectPath, id string) error
+	// RestoreProject Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
+	// (POST /v1/projects/{project}/restore)
+	RestoreProject(ctx echo.Context, project ProjectPath, params RestoreProjectParams) error
 	// AttributeTask Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	// (POST /v1/projects/{project}/tasks/{task_id}/attribute)
 	AttributeTask(ctx echo.Context, project ProjectPath, taskId string) error
@@ -2192,6 +2215,13 @@ func (w *ServerInterfaceWrapper) ListProjects(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListProjectsParams
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
 	// ------------- Optional query parameter "limit" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
@@ -2208,6 +2238,38 @@ func (w *ServerInterfaceWrapper) ListProjects(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListProjects(ctx, params)
+	return err
+}
+
+// ArchiveProject converts echo context to params.
+func (w *ServerInterfaceWrapper) ArchiveProject(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ArchiveProject(ctx, project)
+	return err
+}
+
+// GetProject converts echo context to params.
+func (w *ServerInterfaceWrapper) GetProject(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetProject(ctx, project)
 	return err
 }
 
@@ -3364,6 +3426,42 @@ func (w *ServerInterfaceWrapper) GetRedaction(ctx echo.Context) error {
 	return err
 }
 
+// RestoreProject converts echo context to params.
+func (w *ServerInterfaceWrapper) RestoreProject(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RestoreProjectParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RestoreProject(ctx, project, params)
+	return err
+}
+
 // AttributeTask converts echo context to params.
 func (w *ServerInterfaceWrapper) AttributeTask(ctx echo.Context) error {
 	var err error
@@ -3462,7 +3560,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealthz, options.OperationMiddlewares["getHealthz"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadyz, options.OperationMiddlewares["getReadyz"]...)
 	router.GET(options.BaseURL+"/v1/projects", wrapper.ListProjects, options.OperationMiddlewares["listProjects"]...)
+	router.DELETE(options.BaseURL+"/v1/projects/:project", wrapper.ArchiveProject, options.OperationMiddlewares["archiveProject"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project", wrapper.GetProject, options.OperationMiddlewares["getProject"]...)
 	router.PUT(options.BaseURL+"/v1/projects/:project", wrapper.PutProject, options.OperationMiddlewares["putProject"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/restore", wrapper.RestoreProject, options.OperationMiddlewares["restoreProject"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items", wrapper.ListItems, options.OperationMiddlewares["listItems"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/items", wrapper.BatchItems, options.OperationMiddlewares["batchItems"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/items\\:import", wrapper.ImportItems, options.OperationMiddlewares["importItems"]...)
@@ -3906,6 +4007,92 @@ type ListProjectsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListProjectsdefaultApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProjectRequestObject struct {
+	Project ProjectPath `json:"project"`
+}
+
+type ArchiveProjectResponseObject interface {
+	VisitArchiveProjectResponse(w http.ResponseWriter) error
+}
+
+type ArchiveProject200JSONResponse Project
+
+func (response ArchiveProject200JSONResponse) VisitArchiveProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProjectdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ArchiveProjectdefaultApplicationProblemPlusJSONResponse) VisitArchiveProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProjectRequestObject struct {
+	Project ProjectPath `json:"project"`
+}
+
+type GetProjectResponseObject interface {
+	VisitGetProjectResponse(w http.ResponseWriter) error
+}
+
+type GetProject200JSONResponse Project
+
+func (response GetProject200JSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProjectdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetProjectdefaultApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5357,6 +5544,50 @@ func (response GetRedactiondefaultApplicationProblemPlusJSONResponse) VisitGetRe
 	return err
 }
 
+type RestoreProjectRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  RestoreProjectParams
+}
+
+type RestoreProjectResponseObject interface {
+	VisitRestoreProjectResponse(w http.ResponseWriter) error
+}
+
+type RestoreProject200JSONResponse Project
+
+func (response RestoreProject200JSONResponse) VisitRestoreProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreProjectdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RestoreProjectdefaultApplicationProblemPlusJSONResponse) VisitRestoreProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AttributeTaskRequestObject struct {
 	Project ProjectPath `json:"project"`
 	TaskId  string      `json:"task_id"`
@@ -5475,10 +5706,16 @@ type StrictServerInterface interface {
 	// VerifyGlobalAudit Recompute the global chain and check every agent row against its last entry.
 	// (GET /v1/audit/verify)
 	VerifyGlobalAudit(ctx context.Context, request VerifyGlobalAuditRequestObject) (VerifyGlobalAuditResponseObject, error)
-	// ListProjects The projects the caller may see.
+	// ListProjects The live projects the caller may see (with archived=true, the archived ones instead).
 	// (GET /v1/projects)
 	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
-	// PutProject Create or update a project (admin).
+	// ArchiveProject Archive a project (admin of it). It leaves the project list, and every write and packet assembly in it answers 410 gone; its items, packets, handoffs and audit chain stay, and its history stays readable (packets, why, replay, records, attribute, task history, audit). The project's audit chain records who archived it. _shared cannot be archived (422 reserved); an archived project answers 410 gone. Nothing is deleted: POST .../restore brings it back.
+	// (DELETE /v1/projects/{project})
+	ArchiveProject(ctx context.Context, request ArchiveProjectRequestObject) (ArchiveProjectResponseObject, error)
+	// GetProject A project, archived or not (an archived one has archived_at and archived_by).
+	// (GET /v1/projects/{project})
+	GetProject(ctx context.Context, request GetProjectRequestObject) (GetProjectResponseObject, error)
+	// PutProject Create or update a project (admin); an archived project answers 410 gone.
 	// (PUT /v1/projects/{project})
 	PutProject(ctx context.Context, request PutProjectRequestObject) (PutProjectResponseObject, error)
 	// GetAuditCheckpoint A signed checkpoint of the project's chain head, to keep outside the database.
@@ -5508,7 +5745,7 @@ type StrictServerInterface interface {
 	// RejectHandoff Reject a pending handoff with a reason (target role or admin).
 	// (POST /v1/projects/{project}/handoffs/{id}/reject)
 	RejectHandoff(ctx context.Context, request RejectHandoffRequestObject) (RejectHandoffResponseObject, error)
-	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 	// (POST /v1/projects/{project}/handoffs/{id}/withdraw)
 	WithdrawHandoff(ctx context.Context, request WithdrawHandoffRequestObject) (WithdrawHandoffResponseObject, error)
 	// ListItems Latest live versions, by key (by full-text rank, then key, when q is given).
@@ -5565,6 +5802,9 @@ type StrictServerInterface interface {
 	// GetRedaction A redaction's progress.
 	// (GET /v1/projects/{project}/redactions/{id})
 	GetRedaction(ctx context.Context, request GetRedactionRequestObject) (GetRedactionResponseObject, error)
+	// RestoreProject Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
+	// (POST /v1/projects/{project}/restore)
+	RestoreProject(ctx context.Context, request RestoreProjectRequestObject) (RestoreProjectResponseObject, error)
 	// AttributeTask Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	// (POST /v1/projects/{project}/tasks/{task_id}/attribute)
 	AttributeTask(ctx context.Context, request AttributeTaskRequestObject) (AttributeTaskResponseObject, error)
@@ -5868,6 +6108,56 @@ func (sh *strictHandler) ListProjects(ctx echo.Context, params ListProjectsParam
 		return err
 	} else if validResponse, ok := response.(ListProjectsResponseObject); ok {
 		return validResponse.VisitListProjectsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ArchiveProject operation middleware
+func (sh *strictHandler) ArchiveProject(ctx echo.Context, project ProjectPath) error {
+	var request ArchiveProjectRequestObject
+
+	request.Project = project
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ArchiveProject(ctx.Request().Context(), request.(ArchiveProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ArchiveProject")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ArchiveProjectResponseObject); ok {
+		return validResponse.VisitArchiveProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetProject operation middleware
+func (sh *strictHandler) GetProject(ctx echo.Context, project ProjectPath) error {
+	var request GetProjectRequestObject
+
+	request.Project = project
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetProject(ctx.Request().Context(), request.(GetProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetProject")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetProjectResponseObject); ok {
+		return validResponse.VisitGetProjectResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -6898,6 +7188,32 @@ func (sh *strictHandler) GetRedaction(ctx echo.Context, project ProjectPath, id 
 		return err
 	} else if validResponse, ok := response.(GetRedactionResponseObject); ok {
 		return validResponse.VisitGetRedactionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RestoreProject operation middleware
+func (sh *strictHandler) RestoreProject(ctx echo.Context, project ProjectPath, params RestoreProjectParams) error {
+	var request RestoreProjectRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreProject(ctx.Request().Context(), request.(RestoreProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreProject")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RestoreProjectResponseObject); ok {
+		return validResponse.VisitRestoreProjectResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -44,3 +44,7 @@ SELECT EXISTS (
     SELECT 1 FROM agents
     WHERE role = @role AND revoked_at IS NULL AND (@project::text = ANY(projects) OR '*' = ANY(projects))
 );
+
+-- name: AgentNames :many
+-- The names of agents by id, for a page that shows who did what.
+SELECT id, name FROM agents WHERE id = ANY(@ids::text[]) ORDER BY id;

@@ -11,6 +11,24 @@ func (c *Client) PutProject(ctx context.Context, project, description string) (*
 	return decode[Project](c)(c.raw.PutProject(ctx, project, &PutProjectParams{}, ProjectWrite{Description: &description}))
 }
 
+// Project is a project, archived or not (ArchivedAt and ArchivedBy are set
+// while it is archived).
+func (c *Client) Project(ctx context.Context, project string) (*Project, error) {
+	return decode[Project](c)(c.raw.GetProject(ctx, project))
+}
+
+// ArchiveProject archives a project (admin of it): it leaves the lists and
+// refuses writes and packets (410 gone) while its history stays readable.
+func (c *Client) ArchiveProject(ctx context.Context, project string) (*Project, error) {
+	return decode[Project](c)(c.raw.ArchiveProject(ctx, project))
+}
+
+// RestoreProject brings an archived project back (admin of it); one that
+// is not archived is a 409 conflict.
+func (c *Client) RestoreProject(ctx context.Context, project string) (*Project, error) {
+	return decode[Project](c)(c.raw.RestoreProject(ctx, project, &RestoreProjectParams{}))
+}
+
 // PutItem writes an item (a full replacement) and answers its current
 // version: a new one when something changed, else the one it already was.
 func (c *Client) PutItem(ctx context.Context, project, key string, item ItemWrite) (*Item, error) {

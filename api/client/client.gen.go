@@ -664,7 +664,7 @@ type AuditVerification struct {
 
 // BatchItem defines model for BatchItem.
 type BatchItem struct {
-	// Authority policy, instruction, evidence (default), hypothesis.
+	// Authority policy, instruction, evidence, hypothesis. Default: the highest the item's kind, its source and the writer's max_authority allow (docs/authority.md).
 	Authority *string `json:"authority,omitempty"`
 
 	// Confidence verified, probable (default), uncertain.
@@ -729,7 +729,7 @@ type Budget struct {
 	Cutoff   *Cutoff `json:"cutoff,omitempty"`
 	Headroom int     `json:"headroom"`
 
-	// UnresolvedGaps The highest-ranked budget exclusions, at most 20 (after the inviolable gap when the request's own parts exceed the budget).
+	// UnresolvedGaps The highest-ranked budget exclusions, at most 20 (after the inviolable gap when the request's own parts exceed the budget, and the unresolved pins in key order).
 	UnresolvedGaps []Gap `json:"unresolved_gaps"`
 
 	// UnresolvedGapsMore The budget exclusions unresolved_gaps does not list, the candidates past the cutoff included.
@@ -765,7 +765,7 @@ type FieldError struct {
 type Gap struct {
 	Key *string `json:"key,omitempty"`
 
-	// Reason budget or budget_exceeded_by_inviolable
+	// Reason budget, budget_exceeded_by_inviolable, or pin_unresolved (a pin that names no item the role may see: missing and hidden look alike)
 	Reason  string `json:"reason"`
 	Tokens  *int   `json:"tokens,omitempty"`
 	Version *int   `json:"version,omitempty"`
@@ -787,7 +787,7 @@ type Handoff struct {
 	ReworkOf          *string             `json:"rework_of,omitempty"`
 	Source            HandoffSource       `json:"source"`
 
-	// Status pending, accepted, rejected or superseded
+	// Status pending; accepted or rejected by its target; withdrawn by its source (a handoff withdrawn before withdrawn was a status of its own stays superseded, with no superseded_by); superseded by a newer handoff of its task to the same role (superseded_by names it)
 	Status               string           `json:"status"`
 	StatusReason         *string          `json:"status_reason,omitempty"`
 	SuggestedNextStep    *HandoffNextStep `json:"suggested_next_step,omitempty"`
@@ -863,7 +863,7 @@ type HandoffDetail struct {
 	ReworkOf *string       `json:"rework_of,omitempty"`
 	Source   HandoffSource `json:"source"`
 
-	// Status pending, accepted, rejected or superseded
+	// Status pending; accepted or rejected by its target; withdrawn by its source (a handoff withdrawn before withdrawn was a status of its own stays superseded, with no superseded_by); superseded by a newer handoff of its task to the same role (superseded_by names it)
 	Status               string           `json:"status"`
 	StatusReason         *string          `json:"status_reason,omitempty"`
 	SuggestedNextStep    *HandoffNextStep `json:"suggested_next_step,omitempty"`
@@ -886,7 +886,7 @@ type HandoffEvent struct {
 	ActorRole string    `json:"actor_role"`
 	CreatedAt time.Time `json:"created_at"`
 
-	// Event created, accepted, rejected or superseded
+	// Event created, or the status the event set
 	Event string `json:"event"`
 
 	// FromStatus Absent for creation.
@@ -1049,7 +1049,7 @@ type ItemList struct {
 
 // ItemWrite defines model for ItemWrite.
 type ItemWrite struct {
-	// Authority policy, instruction, evidence (default), hypothesis.
+	// Authority policy, instruction, evidence, hypothesis. Default: the highest the item's kind, its source and the writer's max_authority allow (docs/authority.md).
 	Authority *string `json:"authority,omitempty"`
 
 	// Confidence verified, probable (default), uncertain.
@@ -1299,7 +1299,7 @@ type PacketUse struct {
 
 // ProblemDocument defines model for Problem.
 type ProblemDocument struct {
-	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal; and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
+	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, gone, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal; and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
 	Code     string        `json:"code"`
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`
@@ -1314,6 +1314,11 @@ type ProblemDocument struct {
 
 // Project defines model for Project.
 type Project struct {
+	// ArchivedAt When the project was archived (DELETE); absent while it is not.
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
+
+	// ArchivedBy The id of the agent that archived it; absent while it is not archived.
+	ArchivedBy  *string   `json:"archived_by,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	Description string    `json:"description"`
 	Project     string    `json:"project"`
@@ -1629,6 +1634,9 @@ type ListGlobalAuditEntriesParams struct {
 
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
+	// Archived true lists the archived projects only; false (the default) the live ones.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+
 	// Limit Page size, 1 to 1000 (default 100).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1683,7 +1691,7 @@ type StreamHandoffEventsParams struct {
 
 // GetHandoffParams defines parameters for GetHandoff.
 type GetHandoffParams struct {
-	// Format contextd (the default): a HandoffDetail; kxm: KXM's handoff manifest v1 with the status contextd holds, mapped as the README says.
+	// Format contextd (the default): a HandoffDetail; kxm: KXM's handoff manifest v1 with the status contextd holds, mapped as docs/formats.md says.
 	Format *GetHandoffParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
 
@@ -1740,7 +1748,7 @@ type GetItemParams struct {
 	// AsOf RFC 3339 time; recorded time, not the validity window.
 	AsOf *string `form:"as_of,omitempty" json:"as_of,omitempty"`
 
-	// Format contextd (the default): an Item; kxm: KXM's ContextItem v1, mapped as the README says.
+	// Format contextd (the default): an Item; kxm: KXM's ContextItem v1, mapped as docs/formats.md says.
 	Format *GetItemParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// IfNoneMatch '"<version>"' entity tags from an earlier ETag (a list, weak ones alike) or "*": 304 without a body when the version answered would be one of them. A tag of another form matches nothing.
@@ -1821,7 +1829,7 @@ type AssemblePacketParams struct {
 type ListPacketRecordsParams struct {
 	Decision *string `form:"decision,omitempty" json:"decision,omitempty"`
 
-	// Format contextd (the default): a RecordList; agentfootprint: an AgentfootprintTrace, the records in agentfootprint's vocabulary, mapped as the README says.
+	// Format contextd (the default): a RecordList; agentfootprint: an AgentfootprintTrace, the records in agentfootprint's vocabulary, mapped as docs/formats.md says.
 	Format *ListPacketRecordsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
 
@@ -1841,6 +1849,12 @@ type WhyPacketParams struct {
 
 	// Layer For an item in both layers: project (default) or shared.
 	Layer *string `form:"layer,omitempty" json:"layer,omitempty"`
+}
+
+// RestoreProjectParams defines parameters for RestoreProject.
+type RestoreProjectParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // AttributeTaskJSONBody defines parameters for AttributeTask.
@@ -2029,19 +2043,29 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/audit/verify (the `VerifyGlobalAudit` operationId).
 	VerifyGlobalAudit(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListProjects The projects the caller may see.
+	// ListProjects The live projects the caller may see (with archived=true, the archived ones instead).
 	//
 	// Corresponds with GET /v1/projects (the `ListProjects` operationId).
 	ListProjects(ctx context.Context, params *ListProjectsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PutProjectWithBody Create or update a project (admin).
+	// ArchiveProject Archive a project (admin of it). It leaves the project list, and every write and packet assembly in it answers 410 gone; its items, packets, handoffs and audit chain stay, and its history stays readable (packets, why, replay, records, attribute, task history, audit). The project's audit chain records who archived it. _shared cannot be archived (422 reserved); an archived project answers 410 gone. Nothing is deleted: POST .../restore brings it back.
+	//
+	// Corresponds with DELETE /v1/projects/{project} (the `ArchiveProject` operationId).
+	ArchiveProject(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProject A project, archived or not (an archived one has archived_at and archived_by).
+	//
+	// Corresponds with GET /v1/projects/{project} (the `GetProject` operationId).
+	GetProject(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutProjectWithBody Create or update a project (admin); an archived project answers 410 gone.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /v1/projects/{project} (the `PutProject` operationId).
 	PutProjectWithBody(ctx context.Context, project ProjectPath, params *PutProjectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PutProject Create or update a project (admin).
+	// PutProject Create or update a project (admin); an archived project answers 410 gone.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2074,7 +2098,7 @@ type ClientInterface interface {
 
 	// CreateHandoffWithBody Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2083,7 +2107,7 @@ type ClientInterface interface {
 
 	// CreateHandoff Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2092,7 +2116,7 @@ type ClientInterface interface {
 
 	// StreamHandoffEvents Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 	//
-	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
 	//
 	// Corresponds with GET /v1/projects/{project}/handoffs/events (the `StreamHandoffEvents` operationId).
 	StreamHandoffEvents(ctx context.Context, project ProjectPath, params *StreamHandoffEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2130,14 +2154,14 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/projects/{project}/handoffs/{id}/reject (the `RejectHandoff` operationId).
 	RejectHandoff(ctx context.Context, project ProjectPath, id HandoffID, params *RejectHandoffParams, body RejectHandoffJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// WithdrawHandoffWithBody Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// WithdrawHandoffWithBody Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/projects/{project}/handoffs/{id}/withdraw (the `WithdrawHandoff` operationId).
 	WithdrawHandoffWithBody(ctx context.Context, project ProjectPath, id HandoffID, params *WithdrawHandoffParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2222,7 +2246,7 @@ type ClientInterface interface {
 
 	// ImportItemsWithBody Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2231,7 +2255,7 @@ type ClientInterface interface {
 
 	// ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2295,6 +2319,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/projects/{project}/redactions/{id} (the `GetRedaction` operationId).
 	GetRedaction(ctx context.Context, project ProjectPath, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RestoreProject Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
+	//
+	// Corresponds with POST /v1/projects/{project}/restore (the `RestoreProject` operationId).
+	RestoreProject(ctx context.Context, project ProjectPath, params *RestoreProjectParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AttributeTaskWithBody Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	//
@@ -2491,7 +2520,7 @@ func (c *Raw) VerifyGlobalAudit(ctx context.Context, reqEditors ...RequestEditor
 	return c.Client.Do(req)
 }
 
-// ListProjects The projects the caller may see.
+// ListProjects The live projects the caller may see (with archived=true, the archived ones instead).
 //
 // Corresponds with GET /v1/projects (the `ListProjects` operationId).
 func (c *Raw) ListProjects(ctx context.Context, params *ListProjectsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2506,7 +2535,37 @@ func (c *Raw) ListProjects(ctx context.Context, params *ListProjectsParams, reqE
 	return c.Client.Do(req)
 }
 
-// PutProjectWithBody Create or update a project (admin).
+// ArchiveProject Archive a project (admin of it). It leaves the project list, and every write and packet assembly in it answers 410 gone; its items, packets, handoffs and audit chain stay, and its history stays readable (packets, why, replay, records, attribute, task history, audit). The project's audit chain records who archived it. _shared cannot be archived (422 reserved); an archived project answers 410 gone. Nothing is deleted: POST .../restore brings it back.
+//
+// Corresponds with DELETE /v1/projects/{project} (the `ArchiveProject` operationId).
+func (c *Raw) ArchiveProject(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchiveProjectRequest(c.Server, project)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProject A project, archived or not (an archived one has archived_at and archived_by).
+//
+// Corresponds with GET /v1/projects/{project} (the `GetProject` operationId).
+func (c *Raw) GetProject(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProjectRequest(c.Server, project)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutProjectWithBody Create or update a project (admin); an archived project answers 410 gone.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2523,7 +2582,7 @@ func (c *Raw) PutProjectWithBody(ctx context.Context, project ProjectPath, param
 	return c.Client.Do(req)
 }
 
-// PutProject Create or update a project (admin).
+// PutProject Create or update a project (admin); an archived project answers 410 gone.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2606,7 +2665,7 @@ func (c *Raw) ListHandoffs(ctx context.Context, project ProjectPath, params *Lis
 
 // CreateHandoffWithBody Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2625,7 +2684,7 @@ func (c *Raw) CreateHandoffWithBody(ctx context.Context, project ProjectPath, pa
 
 // CreateHandoff Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2644,7 +2703,7 @@ func (c *Raw) CreateHandoff(ctx context.Context, project ProjectPath, params *Cr
 
 // StreamHandoffEvents Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 //
-// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
 //
 // Corresponds with GET /v1/projects/{project}/handoffs/events (the `StreamHandoffEvents` operationId).
 func (c *Raw) StreamHandoffEvents(ctx context.Context, project ProjectPath, params *StreamHandoffEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2742,7 +2801,7 @@ func (c *Raw) RejectHandoff(ctx context.Context, project ProjectPath, id Handoff
 	return c.Client.Do(req)
 }
 
-// WithdrawHandoffWithBody Take back a pending handoff (its source agent or an admin); it becomes superseded.
+// WithdrawHandoffWithBody Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2759,7 +2818,7 @@ func (c *Raw) WithdrawHandoffWithBody(ctx context.Context, project ProjectPath, 
 	return c.Client.Do(req)
 }
 
-// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes superseded.
+// WithdrawHandoff Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2974,7 +3033,7 @@ func (c *Raw) RedactItemVersion(ctx context.Context, project ProjectPath, key Ke
 
 // ImportItemsWithBody Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2993,7 +3052,7 @@ func (c *Raw) ImportItemsWithBody(ctx context.Context, project ProjectPath, para
 
 // ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3158,6 +3217,21 @@ func (c *Raw) WhyPacket(ctx context.Context, project ProjectPath, id PacketID, p
 // Corresponds with GET /v1/projects/{project}/redactions/{id} (the `GetRedaction` operationId).
 func (c *Raw) GetRedaction(ctx context.Context, project ProjectPath, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRedactionRequest(c.Server, project, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RestoreProject Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
+//
+// Corresponds with POST /v1/projects/{project}/restore (the `RestoreProject` operationId).
+func (c *Raw) RestoreProject(ctx context.Context, project ProjectPath, params *RestoreProjectParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreProjectRequest(c.Server, project, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3636,6 +3710,18 @@ func NewListProjectsRequest(server string, params *ListProjectsParams) (*http.Re
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -3664,6 +3750,74 @@ func NewListProjectsRequest(server string, params *ListProjectsParams) (*http.Re
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewArchiveProjectRequest constructs an http.Request for the ArchiveProject method
+func NewArchiveProjectRequest(server string, project ProjectPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetProjectRequest constructs an http.Request for the GetProject method
+func NewGetProjectRequest(server string, project ProjectPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5748,6 +5902,55 @@ func NewGetRedactionRequest(server string, project ProjectPath, id string) (*htt
 	return req, nil
 }
 
+// NewRestoreProjectRequest constructs an http.Request for the RestoreProject method
+func NewRestoreProjectRequest(server string, project ProjectPath, params *RestoreProjectParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/restore", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewAttributeTaskRequest calls the generic AttributeTask builder with application/json body
 func NewAttributeTaskRequest(server string, project ProjectPath, taskId string, body AttributeTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5966,21 +6169,35 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/audit/verify (the `VerifyGlobalAudit` operationId).
 	VerifyGlobalAuditWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*VerifyGlobalAuditResponse, error)
 
-	// ListProjectsWithResponse The projects the caller may see.
+	// ListProjectsWithResponse The live projects the caller may see (with archived=true, the archived ones instead).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/projects (the `ListProjects` operationId).
 	ListProjectsWithResponse(ctx context.Context, params *ListProjectsParams, reqEditors ...RequestEditorFn) (*ListProjectsResponse, error)
 
-	// PutProjectWithBodyWithResponse Create or update a project (admin).
+	// ArchiveProjectWithResponse Archive a project (admin of it). It leaves the project list, and every write and packet assembly in it answers 410 gone; its items, packets, handoffs and audit chain stay, and its history stays readable (packets, why, replay, records, attribute, task history, audit). The project's audit chain records who archived it. _shared cannot be archived (422 reserved); an archived project answers 410 gone. Nothing is deleted: POST .../restore brings it back.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/projects/{project} (the `ArchiveProject` operationId).
+	ArchiveProjectWithResponse(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*ArchiveProjectResponse, error)
+
+	// GetProjectWithResponse A project, archived or not (an archived one has archived_at and archived_by).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project} (the `GetProject` operationId).
+	GetProjectWithResponse(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*GetProjectResponse, error)
+
+	// PutProjectWithBodyWithResponse Create or update a project (admin); an archived project answers 410 gone.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /v1/projects/{project} (the `PutProject` operationId).
 	PutProjectWithBodyWithResponse(ctx context.Context, project ProjectPath, params *PutProjectParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutProjectResponse, error)
 
-	// PutProjectWithResponse Create or update a project (admin).
+	// PutProjectWithResponse Create or update a project (admin); an archived project answers 410 gone.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6021,7 +6238,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateHandoffWithBodyWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6030,7 +6247,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateHandoffWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 	//
-	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+	// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6039,7 +6256,7 @@ type ClientWithResponsesInterface interface {
 
 	// StreamHandoffEventsWithResponse Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 	//
-	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6081,14 +6298,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/projects/{project}/handoffs/{id}/reject (the `RejectHandoff` operationId).
 	RejectHandoffWithResponse(ctx context.Context, project ProjectPath, id HandoffID, params *RejectHandoffParams, body RejectHandoffJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectHandoffResponse, error)
 
-	// WithdrawHandoffWithBodyWithResponse Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// WithdrawHandoffWithBodyWithResponse Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/projects/{project}/handoffs/{id}/withdraw (the `WithdrawHandoff` operationId).
 	WithdrawHandoffWithBodyWithResponse(ctx context.Context, project ProjectPath, id HandoffID, params *WithdrawHandoffParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WithdrawHandoffResponse, error)
 
-	// WithdrawHandoffWithResponse Take back a pending handoff (its source agent or an admin); it becomes superseded.
+	// WithdrawHandoffWithResponse Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6185,7 +6402,7 @@ type ClientWithResponsesInterface interface {
 
 	// ImportItemsWithBodyWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6194,7 +6411,7 @@ type ClientWithResponsesInterface interface {
 
 	// ImportItemsWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6270,6 +6487,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/projects/{project}/redactions/{id} (the `GetRedaction` operationId).
 	GetRedactionWithResponse(ctx context.Context, project ProjectPath, id string, reqEditors ...RequestEditorFn) (*GetRedactionResponse, error)
+
+	// RestoreProjectWithResponse Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/restore (the `RestoreProject` operationId).
+	RestoreProjectWithResponse(ctx context.Context, project ProjectPath, params *RestoreProjectParams, reqEditors ...RequestEditorFn) (*RestoreProjectResponse, error)
 
 	// AttributeTaskWithBodyWithResponse Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	//
@@ -6823,6 +7047,116 @@ func (r ListProjectsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListProjectsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ArchiveProjectResponseDefaultHeaders the declared response headers of an HTTP default response for ArchiveProject
+type ArchiveProjectResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type ArchiveProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Project
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ArchiveProjectResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ArchiveProjectResponse) GetJSON200() *Project {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ArchiveProjectResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ArchiveProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ArchiveProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ArchiveProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ArchiveProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProjectResponseDefaultHeaders the declared response headers of an HTTP default response for GetProject
+type GetProjectResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type GetProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Project
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetProjectResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProjectResponse) GetJSON200() *Project {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetProjectResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProjectResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8473,6 +8807,61 @@ func (r GetRedactionResponse) ContentType() string {
 	return ""
 }
 
+// RestoreProjectResponseDefaultHeaders the declared response headers of an HTTP default response for RestoreProject
+type RestoreProjectResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type RestoreProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Project
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RestoreProjectResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RestoreProjectResponse) GetJSON200() *Project {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RestoreProjectResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RestoreProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RestoreProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RestoreProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RestoreProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AttributeTaskResponseDefaultHeaders the declared response headers of an HTTP default response for AttributeTask
 type AttributeTaskResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -8728,7 +9117,7 @@ func (c *ClientWithResponses) VerifyGlobalAuditWithResponse(ctx context.Context,
 	return ParseVerifyGlobalAuditResponse(rsp)
 }
 
-// ListProjectsWithResponse The projects the caller may see.
+// ListProjectsWithResponse The live projects the caller may see (with archived=true, the archived ones instead).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8741,7 +9130,33 @@ func (c *ClientWithResponses) ListProjectsWithResponse(ctx context.Context, para
 	return ParseListProjectsResponse(rsp)
 }
 
-// PutProjectWithBodyWithResponse Create or update a project (admin).
+// ArchiveProjectWithResponse Archive a project (admin of it). It leaves the project list, and every write and packet assembly in it answers 410 gone; its items, packets, handoffs and audit chain stay, and its history stays readable (packets, why, replay, records, attribute, task history, audit). The project's audit chain records who archived it. _shared cannot be archived (422 reserved); an archived project answers 410 gone. Nothing is deleted: POST .../restore brings it back.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/projects/{project} (the `ArchiveProject` operationId).
+func (c *ClientWithResponses) ArchiveProjectWithResponse(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*ArchiveProjectResponse, error) {
+	rsp, err := c.ArchiveProject(ctx, project, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseArchiveProjectResponse(rsp)
+}
+
+// GetProjectWithResponse A project, archived or not (an archived one has archived_at and archived_by).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project} (the `GetProject` operationId).
+func (c *ClientWithResponses) GetProjectWithResponse(ctx context.Context, project ProjectPath, reqEditors ...RequestEditorFn) (*GetProjectResponse, error) {
+	rsp, err := c.GetProject(ctx, project, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProjectResponse(rsp)
+}
+
+// PutProjectWithBodyWithResponse Create or update a project (admin); an archived project answers 410 gone.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8754,7 +9169,7 @@ func (c *ClientWithResponses) PutProjectWithBodyWithResponse(ctx context.Context
 	return ParsePutProjectResponse(rsp)
 }
 
-// PutProjectWithResponse Create or update a project (admin).
+// PutProjectWithResponse Create or update a project (admin); an archived project answers 410 gone.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8825,7 +9240,7 @@ func (c *ClientWithResponses) ListHandoffsWithResponse(ctx context.Context, proj
 
 // CreateHandoffWithBodyWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8840,7 +9255,7 @@ func (c *ClientWithResponses) CreateHandoffWithBodyWithResponse(ctx context.Cont
 
 // CreateHandoffWithResponse Hand work to another role; supersedes the task's earlier pending handoff to that role.
 //
-// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. The README maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
+// The body is contextd's HandoffCreate or, recognised by its schema member ("kxm.handoff-manifest.v1"), KXM's handoff manifest v1 as KXM emits it (camelCase; its handoffId, status and createdAt are ignored, never refused: contextd assigns the id, a new handoff is pending, and the time is the server's; a warning names what was replaced). Validation errors of a manifest point into the manifest as sent. docs/formats.md maps each member. The task's pending handoff to the same target role is superseded only when the caller may withdraw it (its source agent, or an admin of the project); anyone else's create is 409 conflict, whose detail names that handoff, and writes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8855,7 +9270,7 @@ func (c *ClientWithResponses) CreateHandoffWithResponse(ctx context.Context, pro
 
 // StreamHandoffEventsWithResponse Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 //
-// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8933,7 +9348,7 @@ func (c *ClientWithResponses) RejectHandoffWithResponse(ctx context.Context, pro
 	return ParseRejectHandoffResponse(rsp)
 }
 
-// WithdrawHandoffWithBodyWithResponse Take back a pending handoff (its source agent or an admin); it becomes superseded.
+// WithdrawHandoffWithBodyWithResponse Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8946,7 +9361,7 @@ func (c *ClientWithResponses) WithdrawHandoffWithBodyWithResponse(ctx context.Co
 	return ParseWithdrawHandoffResponse(rsp)
 }
 
-// WithdrawHandoffWithResponse Take back a pending handoff (its source agent or an admin); it becomes superseded.
+// WithdrawHandoffWithResponse Take back a pending handoff (its source agent or an admin); it becomes withdrawn.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9121,7 +9536,7 @@ func (c *ClientWithResponses) RedactItemVersionWithResponse(ctx context.Context,
 
 // ImportItemsWithBodyWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9136,7 +9551,7 @@ func (c *ClientWithResponses) ImportItemsWithBodyWithResponse(ctx context.Contex
 
 // ImportItemsWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). The README maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9277,6 +9692,19 @@ func (c *ClientWithResponses) GetRedactionWithResponse(ctx context.Context, proj
 		return nil, err
 	}
 	return ParseGetRedactionResponse(rsp)
+}
+
+// RestoreProjectWithResponse Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/restore (the `RestoreProject` operationId).
+func (c *ClientWithResponses) RestoreProjectWithResponse(ctx context.Context, project ProjectPath, params *RestoreProjectParams, reqEditors ...RequestEditorFn) (*RestoreProjectResponse, error) {
+	rsp, err := c.RestoreProject(ctx, project, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRestoreProjectResponse(rsp)
 }
 
 // AttributeTaskWithBodyWithResponse Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
@@ -9745,6 +10173,98 @@ func ParseListProjectsResponse(rsp *http.Response) (*ListProjectsResponse, error
 	switch {
 	case true:
 		var headers ListProjectsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseArchiveProjectResponse parses an HTTP response from a ArchiveProjectWithResponse call
+func ParseArchiveProjectResponse(rsp *http.Response) (*ArchiveProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ArchiveProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Project
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ArchiveProjectResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProjectResponse parses an HTTP response from a GetProjectWithResponse call
+func ParseGetProjectResponse(rsp *http.Response) (*GetProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Project
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetProjectResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -11149,6 +11669,52 @@ func ParseGetRedactionResponse(rsp *http.Response) (*GetRedactionResponse, error
 	switch {
 	case true:
 		var headers GetRedactionResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRestoreProjectResponse parses an HTTP response from a RestoreProjectWithResponse call
+func ParseRestoreProjectResponse(rsp *http.Response) (*RestoreProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RestoreProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Project
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RestoreProjectResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -19,7 +19,7 @@ type Event struct {
 	// as EventsOptions.LastEventID to resume after it.
 	ID string
 	// Type is the event's name, the transition: created, accepted,
-	// rejected or superseded.
+	// rejected, withdrawn or superseded.
 	Type string
 	// Data is the event's data as sent: an EventData.
 	Data json.RawMessage

@@ -173,7 +173,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AuditKeyFile, "audit-key-file", "",
 		"file with the audit key: base64 of 32 bytes, the same for every process (env CONTEXTD_AUDIT_KEY_FILE, or the key itself in CONTEXTD_AUDIT_KEY)")
 	fs.StringToStringVar(&c.limitArgs, "limit", nil,
-		"change an input limit, name=value (repeatable); names: "+strings.Join(limits.Names(), ", ")+" (defaults in the README)")
+		"change an input limit, name=value (repeatable); names: "+strings.Join(limits.Names(), ", ")+" (defaults in docs/operations.md)")
 }
 
 // Validate fills in from the environment and the config file what the

@@ -92,6 +92,7 @@ func Assemble(in Input) (*Result, error) {
 	p.rank()
 	p.requestParts()
 	p.itemRecords()
+	p.pinsOfCandidates()
 	if err := p.budget(); err != nil {
 		return nil, err
 	}

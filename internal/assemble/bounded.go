@@ -29,9 +29,9 @@ type StageHook interface {
 
 // The stages AssembleBounded reports to a StageHook, in order.
 const (
-	StagePlan    = "plan"    // lanes, the request's own parts, the budget's start
+	StagePlan    = "plan"    // lanes, the request's own parts
 	StageSmall   = "small"   // pins and the top relevance matches
-	StageSelect  = "select"  // the lanes in rank order: stages per candidate, budget, render
+	StageSelect  = "select"  // the budget's start, the lanes in rank order: stages per candidate, budget, render
 	StageCutoff  = "cutoff"  // counting what the budget did not try
 	StageRecords = "records" // the records, in their order
 	StageExplain = "explain" // only for why? of an untried candidate
@@ -92,7 +92,6 @@ func (b *bounded) cand(v *ctxtype.Version) *cand {
 func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*Result, *Explanation, error) {
 	p := newPipeline(in)
 	b := &bounded{p: p, src: src, opt: opt, reg: map[[2]string]*cand{}, shadows: map[string]*ctxtype.Version{}, groups: map[string]bool{}}
-	var bud *budgeter
 	err := b.stage(ctx, StagePlan, func(context.Context) error {
 		b.words = p.personWords()
 		for _, lane := range lanes(in.Request, b.words) {
@@ -101,9 +100,7 @@ func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*R
 			}
 		}
 		p.requestParts()
-		var err error
-		bud, err = p.startBudget()
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -111,7 +108,17 @@ func AssembleBounded(ctx context.Context, in Input, src Source, opt Options) (*R
 	if err := b.stage(ctx, StageSmall, b.readSmall); err != nil {
 		return nil, nil, err
 	}
-	if err := b.stage(ctx, StageSelect, func(ctx context.Context) error { return b.tryAndRender(ctx, bud) }); err != nil {
+	// The pins the small lanes did not resolve are gaps, which the kxm
+	// text lists: known before the budget starts.
+	b.pinsOfRegistry()
+	err = b.stage(ctx, StageSelect, func(ctx context.Context) error {
+		bud, err := p.startBudget()
+		if err != nil {
+			return err
+		}
+		return b.tryAndRender(ctx, bud)
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	var cutoff *Cutoff

@@ -41,9 +41,10 @@ type budgeter struct {
 // they alone exceed the budget, the packet is inviolable: no entry goes in.
 func (p *pipeline) startBudget() (*budgeter, error) {
 	if p.req.Format == ctxtype.KXM {
-		// The kxm text holds its count and a line of the budget's gaps:
-		// reserve both at their widest.
-		p.doc.Used, p.doc.Gaps = kxmReserve, []string{kxmBudgetGap(kxmReserve)}
+		// The kxm text holds its count and its gaps: the unresolved pins,
+		// which the request decides, and the line counting the budget's
+		// gaps, reserved at its widest with the count.
+		p.doc.Used, p.doc.Gaps = kxmReserve, append(p.pinLines(), p.kxmCountGap(kxmReserve, false))
 	}
 	base, err := p.count(render.Text(render.Render(p.req.Format, p.doc)))
 	p.doc.Used, p.doc.Gaps = base, nil
@@ -54,6 +55,7 @@ func (p *pipeline) startBudget() (*budgeter, error) {
 		p.inviolable = true
 		p.gaps = append(p.gaps, ctxtype.Gap{Reason: gapInviolable})
 	}
+	p.gaps = append(p.gaps, p.pinGaps()...)
 	return &budgeter{used: base, started: map[string]bool{}}, nil
 }
 

@@ -80,8 +80,10 @@ func findRequest(res *Result, key string) *ctxtype.Record {
 // TestKXMBudgetExact: over random candidates, budgets and both tokenizers,
 // in both pipelines, the kxm packet's estimatedTokens equals its used
 // count, which is the exact count of its text and within the budget; the
-// gaps the text lists are the budget exclusions (the first MaxGaps of
-// them, then how many more); the same input gives the same bytes.
+// gaps the text lists are the budget exclusions: from Render3 on the first
+// of them by layer, key and version (at most MaxGaps, as many as fit),
+// then how many more, before Render3 only how many; the same input gives
+// the same bytes.
 func TestKXMBudgetExact(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -93,8 +95,8 @@ func TestKXMBudgetExact(t *testing.T) {
 		}
 		return strings.Join(b, " ")
 	}
-	settles := map[bool]int{}
-	for iter := range 120 {
+	settles := map[string]int{}
+	for iter := range 160 {
 		var vs []*ctxtype.Version
 		for i := range rng.IntN(40) {
 			project := []string{"acme", "acme", "_shared"}[rng.IntN(3)]
@@ -114,38 +116,22 @@ func TestKXMBudgetExact(t *testing.T) {
 				r.Task = &ctxtype.Task{Objective: text(1 + rng.IntN(20))}
 			}
 		})
-		res := run(t, r, cands(vs...))
+		in := Input{Project: "acme", PacketID: "ctxpkt_b", Request: r, Candidates: cands(vs...), Now: t0, Render: []int{CurrentRender, Render2}[iter%4/3]}
+		res, err := Assemble(in)
+		require.NoError(t, err)
+		checkInvariants(t, r, res)
 		if iter%2 == 1 {
 			// Pipeline 2, from a source that reads text on demand.
 			src := &MemorySource{Versions: vs, Narrow: true}
-			var err error
-			res, _, err = AssembleBounded(context.Background(), Input{Project: "acme", PacketID: "ctxpkt_b", Request: r, Now: t0}, src, Options{})
+			in.Candidates = nil
+			res, _, err = AssembleBounded(context.Background(), in, src, Options{})
 			require.NoError(t, err)
 			checkInvariants(t, r, res)
 		}
 		est, _, gaps := kxmBudget(t, res.Rendered)
 		require.Equal(t, res.Used, est, "iteration %d: estimatedTokens is budget.used", iter)
-		var want []string
-		budgetGaps := 0
-		for _, g := range res.Gaps {
-			if g.Reason == ctxtype.ReasonBudget {
-				budgetGaps++
-			} else {
-				want = append(want, g.Reason)
-			}
-		}
-		// Pipeline 2 lists MaxGaps and counts the rest, the untried ones
-		// past its cutoff among them; the text counts what was tried.
-		budgetGaps += res.GapsMore
-		if res.Cutoff != nil {
-			budgetGaps -= res.Cutoff.Count
-		}
-		if budgetGaps > 0 {
-			want = append(want, fmt.Sprintf("budget: %d entries left out (the packet's budget.unresolved_gaps lists them)", budgetGaps))
-		}
-		if want == nil {
-			want = []string{}
-		}
+		want, kind := kxmWantGaps(t, res, in.Render, gaps)
+		settles[kind]++
 		require.Equal(t, want, gaps, "iteration %d", iter)
 		for _, rec := range res.Records {
 			if rec.SubjectKind == ctxtype.SubjectItem && rec.Decision == ctxtype.Included {
@@ -154,11 +140,89 @@ func TestKXMBudgetExact(t *testing.T) {
 			}
 		}
 		if iter%2 == 0 {
-			again := run(t, r, cands(vs...))
+			again, err := Assemble(in)
+			require.NoError(t, err)
 			require.Equal(t, res.Rendered, again.Rendered, "iteration %d: same input, same bytes", iter)
 		}
-		settles[budgetGaps > 0]++
 	}
-	require.Positive(t, settles[true], "some packets left entries out")
-	require.Positive(t, settles[false], "some packets held everything")
+	for _, k := range []string{"counted before Render3", "named and counted", "counted", "all named", "held everything"} {
+		require.Positive(t, settles[k], "some packets: %s (%v)", k, settles)
+	}
+}
+
+// kxmWantGaps is what a kxm packet's unresolvedGaps must be, given how
+// many entries its text names (gaps): the non-budget gaps, the first of
+// the budget exclusions named by layer, key and version (at most
+// MaxGaps), then the count of the rest the budget tried; and which of
+// those shapes it is.
+func kxmWantGaps(t *testing.T, res *Result, renderVersion int, gaps []string) ([]string, string) {
+	t.Helper()
+	want, names := []string{}, []string{}
+	budgetGaps := 0
+	layer := map[string]string{}
+	for _, rec := range res.Records {
+		if rec.Reason == ctxtype.ReasonBudget {
+			layer[rec.SubjectKey] = rec.SubjectProject
+		}
+	}
+	for _, g := range res.Gaps {
+		if g.Reason == ctxtype.ReasonBudget {
+			budgetGaps++
+			names = append(names, fmt.Sprintf("budget: %s/%s v%d", layer[g.Key], g.Key, g.Version))
+		} else {
+			want = append(want, g.Reason)
+		}
+	}
+	// Pipeline 2 lists MaxGaps and counts the rest, the untried ones
+	// past its cutoff among them; the text counts what was tried.
+	budgetGaps += res.GapsMore
+	if res.Cutoff != nil {
+		budgetGaps -= res.Cutoff.Count
+	}
+	named := 0
+	for _, g := range gaps {
+		if strings.HasPrefix(g, "budget: ") && !strings.Contains(g, "entries left out") {
+			named++
+		}
+	}
+	require.LessOrEqual(t, named, min(MaxGaps, budgetGaps))
+	want = append(want, names[:named]...)
+	switch rest := budgetGaps - named; {
+	case rest > 0 && renderVersion == Render2:
+		return append(want, fmt.Sprintf("budget: %d entries left out (the packet's budget.unresolved_gaps lists them)", rest)), "counted before Render3"
+	case rest > 0 && named > 0:
+		return append(want, fmt.Sprintf("budget: %d more entries left out", rest)), "named and counted"
+	case rest > 0:
+		return append(want, fmt.Sprintf("budget: %d entries left out", rest)), "counted"
+	case named > 0:
+		return want, "all named"
+	}
+	return want, "held everything"
+}
+
+// TestKXMNamesWhatWasLeftOut: a kxm document whose budget left entries
+// out names them, by layer, key and version, in rank order, so it stands
+// alone; when the budget cannot hold their names, it counts them.
+func TestKXMNamesWhatWasLeftOut(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("Refunds need the order number and a reason. ", 30)
+	vs := []*ctxtype.Version{
+		ver("acme", "a.first", long, func(v *ctxtype.Version) { v.Priority = 3 }),
+		ver("acme", "b.second", long, func(v *ctxtype.Version) { v.Priority = 2 }),
+		ver("_shared", "c.third", long, func(v *ctxtype.Version) { v.Priority = 1; v.Version = 4 }),
+	}
+	assemble := func(budget int) (*Result, []string) {
+		r := req(func(r *ctxtype.Request) { r.Format, r.TokenBudget = ctxtype.KXM, budget })
+		res := run(t, r, cands(vs...))
+		_, _, gaps := kxmBudget(t, res.Rendered)
+		return res, gaps
+	}
+	res, gaps := assemble(600)
+	require.Equal(t, ctxtype.Included, find(res, "a.first").Decision)
+	require.Equal(t, []string{"budget: acme/b.second v1", "budget: _shared/c.third v4"}, gaps)
+	require.Len(t, res.Gaps, 2)
+	_, gaps = assemble(185)
+	require.Equal(t, []string{"budget: acme/a.first v1", "budget: 2 more entries left out"}, gaps, "as many names as the budget holds")
+	_, gaps = assemble(180)
+	require.Equal(t, []string{"budget: 3 entries left out"}, gaps, "no room for a name: the count, which the budget reserved")
 }

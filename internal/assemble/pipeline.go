@@ -53,6 +53,9 @@ type pipeline struct {
 	pieceCounts map[int]pieceCount
 	used        int
 	gaps        []ctxtype.Gap
+	// unresolvedPins are the pins that name nothing the role may see, in
+	// key order (resolvePins; from Render3 on).
+	unresolvedPins []string
 }
 
 // cand is a candidate moving through the pipeline.

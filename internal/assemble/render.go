@@ -1,8 +1,6 @@
 package assemble
 
 import (
-	"fmt"
-
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/render"
 	"github.com/contextd/contextd/internal/token"
@@ -87,62 +85,6 @@ func (p *pipeline) renderIncluded() ([]render.Piece, string, int, error) {
 	text := render.Text(pieces)
 	n, err := p.countPieces(pieces)
 	return pieces, text, n, err
-}
-
-// maxSettle bounds the passes that settle the kxm format's estimatedTokens.
-const maxSettle = 8
-
-// renderKXM renders the kxm format, whose text holds its own token count
-// (budget.estimatedTokens) and its gaps. The count is settled by fixpoint:
-// render with a guess (the last count), count exactly, and render again
-// with that count until the two agree. Both tokenizers split digits into
-// pre-tokens of at most three, each one token, so the number's own tokens
-// depend only on its digit count and grow with it; the count as a function
-// of the guess is then non-decreasing and takes at most two or three
-// values, and iterating it reaches a fixpoint in a pass or two.
-func (p *pipeline) renderKXM() ([]render.Piece, string, int, error) {
-	p.doc.Gaps = p.textGaps()
-	for pass := 0; ; pass++ {
-		pieces := render.Render(ctxtype.KXM, p.doc)
-		n, err := p.countPieces(pieces)
-		if err != nil {
-			return nil, "", 0, err
-		}
-		if n == p.doc.Used {
-			return pieces, render.Text(pieces), n, nil
-		}
-		if pass == maxSettle {
-			return nil, "", 0, fmt.Errorf("kxm: estimatedTokens did not settle (%d, then %d)", p.doc.Used, n)
-		}
-		p.doc.Used = n
-	}
-}
-
-// textGaps are the kxm format's unresolvedGaps: the inviolable gap, and
-// one line counting the entries the budget tried and left out (the
-// packet's unresolved_gaps lists them; pipeline 2's untried candidates,
-// counted after rendering, are not in the line). One line of fixed form, so the budget can
-// reserve its tokens up front (kxmGapReserve) and a packet that fits with
-// no entry still fits when every entry is left out.
-func (p *pipeline) textGaps() []string {
-	gaps := []string{}
-	if p.inviolable {
-		gaps = append(gaps, gapInviolable)
-	}
-	out := 0
-	for i := range p.ranked {
-		if i >= len(p.included) || !p.included[i] {
-			out++
-		}
-	}
-	if out > 0 {
-		gaps = append(gaps, kxmBudgetGap(out))
-	}
-	return gaps
-}
-
-func kxmBudgetGap(n int) string {
-	return fmt.Sprintf("%s: %d entries left out (the packet's budget.unresolved_gaps lists them)", ctxtype.ReasonBudget, n)
 }
 
 // kxmReserve is six digits, more than any budget (MaxBudget) or any

@@ -24,6 +24,13 @@ const (
 	// the loser's content, cut at 120 characters), as KXM prints the
 	// losing fact, and the loser's record carries the line's tokens.
 	Render2 = 2
+	// Render3 makes a pin that names no item the role may see a gap of
+	// the packet (GapPinUnresolved), and the kxm format's unresolvedGaps
+	// name what they count: each unresolved pin, and the entries the budget
+	// left out by layer, key and version (the first MaxGaps of them, as
+	// many as the budget holds, then how many more), so a kxm document
+	// says what it lacks without the packet's answer around it.
+	Render3 = 3
 	// CurrentRender is the layout new packets are rendered with.
-	CurrentRender = Render2
+	CurrentRender = Render3
 )

@@ -159,12 +159,24 @@ func HandoffEventBody(e HandoffEventRow) ([]byte, error) {
 type ProjectRow struct {
 	Project, Description string
 	CreatedAt, UpdatedAt time.Time
+	// ArchivedAt and ArchivedBy are set while the project is archived;
+	// RestoredAt and RestoredBy once it has been restored (migration
+	// 00029).
+	ArchivedAt, RestoredAt *time.Time
+	ArchivedBy, RestoredBy *string
 }
 
-// ProjectBody is a project's entry body: its columns in ProjectRow's order.
+// ProjectBody is a project's entry body: its columns in ProjectRow's
+// order, each of archived_at, archived_by, restored_at and restored_by
+// only when set, so that the entries written before they existed, and
+// those of a project never archived, stay what they were. The entry of an
+// archive says who archived the project and when, that of a restore who
+// restored it.
 func ProjectBody(p ProjectRow) ([]byte, error) {
 	return newObject(KindProject).str("project", p.Project).str("description", p.Description).
-		time("created_at", &p.CreatedAt).time("updated_at", &p.UpdatedAt).bytes()
+		time("created_at", &p.CreatedAt).time("updated_at", &p.UpdatedAt).
+		omitTime("archived_at", p.ArchivedAt).omitStr("archived_by", p.ArchivedBy).
+		omitTime("restored_at", p.RestoredAt).omitStr("restored_by", p.RestoredBy).bytes()
 }
 
 // KindAgent is an agent (its authority and its key's hash) in the global

@@ -54,6 +54,14 @@ func (o *object) omitStr(n string, v *string) *object {
 	return o.str(n, *v)
 }
 
+// omitTime is omitStr for a time.
+func (o *object) omitTime(n string, t *time.Time) *object {
+	if t == nil {
+		return o
+	}
+	return o.time(n, t)
+}
+
 func (o *object) int(n string, v int64) *object {
 	o.name(n).b.WriteString(strconv.FormatInt(v, 10))
 	return o

@@ -247,7 +247,7 @@ func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, caller *Agent, p C
 		return nil, "", fmt.Errorf("%w: an admin grants only projects in its own scope", fault.ErrForbidden)
 	}
 	if p.MaxAuthority == "" {
-		p.MaxAuthority = Capped(DefaultMaxAuthority(p.Permission), caller.ceiling())
+		p.MaxAuthority = Capped(DefaultMaxAuthority(p.Permission), caller.Ceiling())
 	}
 	if err := caller.grants(p.MaxAuthority); err != nil {
 		return nil, "", err

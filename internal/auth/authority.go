@@ -76,9 +76,10 @@ func (e *GrantError) Error() string {
 // Is makes a GrantError forbidden.
 func (e *GrantError) Is(target error) bool { return target == fault.ErrForbidden }
 
-// ceiling is the agent's max_authority, its permission's default when
-// unset (an agent made before ceilings existed).
-func (a *Agent) ceiling() string {
+// Ceiling is the highest authority the agent's item writes may claim: its
+// max_authority, its permission's default when unset (an agent made before
+// ceilings existed).
+func (a *Agent) Ceiling() string {
 	if a.MaxAuthority == "" {
 		return DefaultMaxAuthority(a.Permission)
 	}
@@ -97,8 +98,8 @@ func (a *Agent) CheckAuthority(claims []Claim) error {
 		}
 		var detail string
 		switch src := SourceCeiling(c.Source); {
-		case r > authorityRank[a.ceiling()]:
-			detail = fmt.Sprintf("authority %q exceeds this agent's max_authority %q", c.Authority, a.ceiling())
+		case r > authorityRank[a.Ceiling()]:
+			detail = fmt.Sprintf("authority %q exceeds this agent's max_authority %q", c.Authority, a.Ceiling())
 		case r > authorityRank[src]:
 			detail = fmt.Sprintf("authority %q exceeds the ceiling %q of source %q", c.Authority, src, c.Source)
 		default:

@@ -23,9 +23,9 @@ type UpdateParams struct {
 // authority_exceeds_grant at /max_authority): an admin hands out only the
 // authority it holds.
 func (a *Agent) grants(maxAuthority string) error {
-	if authorityRank[maxAuthority] > authorityRank[a.ceiling()] {
+	if authorityRank[maxAuthority] > authorityRank[a.Ceiling()] {
 		return &GrantError{Fields: []validation.Field{{Pointer: "/max_authority", Code: "authority_exceeds_grant",
-			Detail: fmt.Sprintf("max_authority %q exceeds your own max_authority %q; an admin grants at most its own", maxAuthority, a.ceiling())}}}
+			Detail: fmt.Sprintf("max_authority %q exceeds your own max_authority %q; an admin grants at most its own", maxAuthority, a.Ceiling())}}}
 	}
 	return nil
 }

@@ -45,10 +45,15 @@ type Config struct {
 	// ANALYZE, for contextd and the floor alike: what a user sees in the
 	// first minute after an import (autovacuum not yet run, or off).
 	NoAnalyze bool
+	// Dedicated says the servers and their database are the bench's
+	// alone (it started them, or its user says so). Only then does it
+	// write _shared, whose items every project's packets read: on a
+	// server of others, its corpus lives in its own projects alone.
+	Dedicated bool
 
 	Projects int     // bench projects bench-0..N-1
 	Items    int     // items per project
-	Shared   int     // items in _shared
+	Shared   int     // items in _shared; more than 0 only when Dedicated
 	Always   float64 // fraction of always-on items
 	Seed     uint64  // the corpus's and the workload's random seed
 	Reuse    bool    // skip seeding when the same corpus is complete already
@@ -100,6 +105,10 @@ func (cfg *Config) validate() error {
 	if cfg.Shared < 0 {
 		errs = append(errs, fmt.Errorf("--shared must not be negative, not %d", cfg.Shared))
 	}
+	if seeds := !isMode(cfg.Only) || cfg.Only == ModeGet; seeds && cfg.Shared > 0 && !cfg.Dedicated {
+		errs = append(errs, fmt.Errorf("--shared %d would write items into _shared, which the packets of every project on the server read: "+
+			"bench writes _shared only on a server of its own (without --url, or with --dedicated)", cfg.Shared))
+	}
 	if cfg.Always < 0 || cfg.Always > 1 {
 		errs = append(errs, fmt.Errorf("--always must be a fraction between 0 and 1, not %g", cfg.Always))
 	}
@@ -145,6 +154,10 @@ type runner struct {
 	// progressOps are the operations the progress line shows, with their
 	// rates; nil: the mixed workload's.
 	progressOps []string
+	// claimed are the projects the run may write in (claim), and
+	// agentsMade the agents it made: what it reports at its end.
+	claimed    []string
+	agentsMade int
 
 	answers, answerBytes, renderedBytes atomic.Int64
 	samples                             reservoir
@@ -164,6 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return runMode(ctx, cfg)
 	}
 	r := newRunner(&cfg)
+	defer r.reportMade()
 	r.setLayers()
 	if err := r.seed(ctx); err != nil {
 		return nil, err
@@ -238,6 +252,7 @@ func (r *runner) createAgents(ctx context.Context) error {
 		if err := r.c.call(ctx, http.MethodPost, "/v1/agents", r.cfg.AdminKey, body, &out); err != nil {
 			return agent{}, fmt.Errorf("create agent %s: %w", name, err)
 		}
+		r.agentsMade++
 		return agent{id: out.ID, key: out.Key, role: role}, nil
 	}
 	for w := range r.cfg.Concurrency {

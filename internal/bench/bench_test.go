@@ -109,6 +109,14 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// ownServer is Defaults for a server of the test's own (testServer), on
+// which the bench may write _shared.
+func ownServer() Config {
+	cfg := Defaults()
+	cfg.Dedicated = true
+	return cfg
+}
+
 // testServer is contextd on a database of its own: its URL, an admin key
 // and the database URL.
 func testServer(t *testing.T) (string, string, string) {
@@ -129,7 +137,7 @@ func TestShortRunWithFloor(t *testing.T) {
 	t.Parallel()
 	url, key, dbURL := testServer(t)
 	progress := &syncBuffer{}
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url, url}, key, dbURL
 	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency, cfg.Floor = 200, 20, 2*time.Second, 2, true
 	cfg.Progress, cfg.RSS = progress, SelfRSSMiB
@@ -189,7 +197,7 @@ func TestShortRunWithFloor(t *testing.T) {
 func TestFloorStoresPackets(t *testing.T) {
 	t.Parallel()
 	url, key, dbURL := testServer(t)
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
 	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency, cfg.Only = 200, 200, 200*time.Millisecond, 1, OpAssemble
 	_, err := Run(t.Context(), cfg)
@@ -220,7 +228,7 @@ func TestFloorStoresPackets(t *testing.T) {
 func TestReuseAndSmallerCorpus(t *testing.T) {
 	t.Parallel()
 	url, key, dbURL := testServer(t)
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
 	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency = 120, 12, 200*time.Millisecond, 1
 	_, err := Run(t.Context(), cfg)
@@ -253,7 +261,7 @@ func TestReuseAndSmallerCorpus(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.Floor, cfg.Phases, cfg.Only, cfg.Shared, cfg.Always = []string{"http://x"}, "k", true, 3, "why", -1, 1.5
 	_, err := Run(t.Context(), cfg)
 	require.Error(t, err)
@@ -268,7 +276,7 @@ func TestConfigErrors(t *testing.T) {
 func TestNoAnalyze(t *testing.T) {
 	t.Parallel()
 	url, key, dbURL := testServer(t)
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
 	cfg.Items, cfg.Shared, cfg.Duration, cfg.Concurrency, cfg.Only = 100, 10, 400*time.Millisecond, 1, OpAssemble
 	cfg.Floor, cfg.NoAnalyze = true, true
@@ -315,7 +323,7 @@ func TestShortSweep(t *testing.T) {
 	t.Parallel()
 	url, key, dbURL := testServer(t)
 	progress := &syncBuffer{}
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
 	cfg.Items, cfg.Shared, cfg.Duration, cfg.Sweep = 100, 10, time.Second, []int{2, 1}
 	cfg.Progress, cfg.RSS = progress, SelfRSSMiB
@@ -383,7 +391,7 @@ func TestParseSweep(t *testing.T) {
 		_, err := ParseSweep(in)
 		require.ErrorContains(t, err, want, in)
 	}
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.Sweep, cfg.Only, cfg.Phases = []string{"http://x"}, "k", []int{1, 8}, ModePut, 3
 	_, err = Run(t.Context(), cfg)
 	for _, want := range []string{"--sweep runs assembly alone", "--sweep measures a floor", "--phases must be even"} {

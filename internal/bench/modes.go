@@ -70,6 +70,7 @@ type ModeResult struct {
 // the database, which validate has checked.
 func runMode(ctx context.Context, cfg Config) (*Result, error) {
 	r := newRunner(&cfg)
+	defer r.reportMade()
 	var (
 		m   *ModeResult
 		err error
@@ -159,6 +160,9 @@ func (r *runner) compare(op string, phases []Phase, walls map[string]time.Durati
 // createProject creates (or describes) a project through the API, as any
 // client would.
 func (r *runner) createProject(ctx context.Context, project, description string) error {
+	if err := r.claim(ctx, project); err != nil {
+		return err
+	}
 	body := map[string]string{"description": description}
 	if err := r.c.call(ctx, "PUT", "/v1/projects/"+project, r.cfg.AdminKey, body, nil); err != nil {
 		return fmt.Errorf("create project %s: %w", project, err)

@@ -24,7 +24,7 @@ func dbPool(t *testing.T, url string) *pgxpool.Pool {
 func modeConfig(t *testing.T, mode string) (Config, *syncBuffer) {
 	t.Helper()
 	url, key, dbURL := testServer(t)
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.DatabaseURL = []string{url}, key, dbURL
 	cfg.Only, cfg.Duration, cfg.Concurrency = mode, time.Second, 2
 	cfg.Items, cfg.Shared, cfg.IngestItems, cfg.Records = 100, 10, 200, 2000
@@ -134,7 +134,7 @@ func TestInjectionsMode(t *testing.T) {
 
 func TestModeConfigErrors(t *testing.T) {
 	t.Parallel()
-	cfg := Defaults()
+	cfg := ownServer()
 	cfg.URLs, cfg.AdminKey, cfg.Only, cfg.IngestItems, cfg.Records = []string{"http://x"}, "k", ModeIngest, MaxBatch+1, 10
 	_, err := Run(t.Context(), cfg)
 	require.Error(t, err)

@@ -76,6 +76,9 @@ func (r *runner) existingMarkers(ctx context.Context) (map[string]string, error)
 // it complete already. Keys a previous, larger corpus left beyond the
 // asked counts are tombstoned, so the live corpus is exactly the asked one.
 func (r *runner) seed(ctx context.Context) error {
+	if err := r.claim(ctx, r.projects...); err != nil {
+		return err
+	}
 	markers, err := r.existingMarkers(ctx)
 	if err != nil {
 		return fmt.Errorf("list projects: %w", err)
@@ -104,6 +107,9 @@ func (r *runner) seed(ctx context.Context) error {
 	}
 	for _, d := range markers {
 		prevShared = max(prevShared, markerCount(markerSharedRE, d))
+	}
+	if !r.cfg.Dedicated {
+		prevShared = 0 // _shared is not the bench's to tidy on a server of others (Clean removes what it wrote)
 	}
 	for _, p := range r.projects {
 		if err := r.c.call(ctx, http.MethodPut, "/v1/projects/"+p, r.cfg.AdminKey, map[string]string{"description": r.cfg.marker(false)}, nil); err != nil {

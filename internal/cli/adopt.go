@@ -36,7 +36,8 @@ left alone.
 
 The key: --audit-key-file, else CONTEXTD_AUDIT_KEY, else the embedded
 default's audit.key in --data-dir.`,
-		Args: cobra.NoArgs,
+		Example: `  contextd audit verify --project acme --checkpoint acme-cp.json && contextd audit adopt --audit-key-file /etc/contextd/audit.key`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, err := adoptKeys(keyFile, db)
 			if err != nil {

@@ -34,6 +34,8 @@ func newAuditCheckpoint() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "checkpoint",
 		Short: "Save a signed checkpoint of a project's chain head (keep it outside the database)",
+		Example: `  contextd audit checkpoint --project acme --out acme-cp.json
+  contextd audit checkpoint --global --out global-cp.json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := auditClient(&f, global)
 			if err != nil {
@@ -88,8 +90,12 @@ to check what only the database can show: the mutable rows (items,
 handoffs, agents) against the chain, every row against an entry, and
 (--global) every stored idempotency answer against its HMAC.
 
-It prints "ok entries=N head=HEX", or "bad seq=N problem=CODE: detail" and
-exits non-zero.`,
+It prints "ok entries=N head=HEX" (and, with --checkpoint, a line saying the
+checkpoint's signature and head were checked), or "bad seq=N problem=CODE:
+detail" and exits non-zero.`,
+		Example: `  contextd audit verify --project acme
+  contextd audit verify --project acme --checkpoint acme-cp.json
+  contextd audit verify --global --rows=false`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := auditClient(&f, global)
 			if err != nil {
@@ -122,6 +128,10 @@ exits non-zero.`,
 			if res.Problem != nil {
 				return errSilentFailure
 			}
+			if cp != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "checkpoint %s: signature checked (public key %s); its head seq=%d %s of %s is on the chain\n",
+					checkpoint, cp.PublicKey, cp.Seq, cp.Head, cp.Time)
+			}
 			return nil
 		},
 	}
@@ -139,6 +149,9 @@ var errSilentFailure = errors.New("audit verification failed")
 // auditClient is the client of an audit command: of a project's chain, or
 // with --global of the global chain (agents and keys), whose project is "".
 func auditClient(f *clientFlags, global bool) (*client, error) {
+	if err := f.resolve(); err != nil {
+		return nil, err
+	}
 	if global {
 		f.project = audit.GlobalChain
 	} else if f.project == "" {

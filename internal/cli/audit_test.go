@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -74,6 +75,10 @@ func TestAuditVerifyAndCheckpointFromTheClientSide(t *testing.T) {
 	stdout, errs, code = run(t, append([]string{"audit", "verify", "--checkpoint", cpFile}, args()...)...)
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, stdout, "ok entries=5 ")
+	require.Contains(t, stdout, fmt.Sprintf("\ncheckpoint %s: signature checked (public key %s); its head seq=4 %s of %s is on the chain\n", cpFile, cp.PublicKey, cp.Head, cp.Time),
+		"it says what the checkpoint added")
+	stdout, _, _ = run(t, append([]string{"audit", "verify"}, args()...)...)
+	require.NotContains(t, stdout, "checkpoint", "without one it says nothing of a checkpoint")
 
 	stdout, errs, code = run(t, "audit", "verify", "--global", "--url", base, "--key", key)
 	require.Equal(t, 0, code, errs)

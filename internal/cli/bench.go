@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,21 @@ and runs --concurrency agents for --duration: ~70% packet assembly, 15% item
 writes, 10% why and injections, 5% handoff create and accept (--only
 assemble: assembly alone). It prints ops/s, p50, p95, p99 and errors per
 operation (--json: one object).
+
+Against a running server (--url) bench changes nothing that is not its
+own: it writes only in projects it made (named bench-..., described
+"contextd bench ...", restored if --clean archived them; a project of such
+a name that it did not make stops it), its agents are named
+bench-<run>-..., and it writes no _shared items, which the packets of every
+project read (its corpus is then the bench projects' alone; --dedicated
+says the server and its database are the bench's, and writes them too).
+The end of a run says what it made. --clean (with --url and --key) removes
+what bench runs made: it archives the bench projects (DELETE: their history
+stays, POST .../restore brings one back), revokes the bench agents and
+deletes the bench items of _shared that are still as a bench wrote them.
+
+  contextd bench --url http://127.0.0.1:8080 --key "$CONTEXTD_KEY" --duration 10s
+  contextd bench --url http://127.0.0.1:8080 --key "$CONTEXTD_KEY" --clean
 
 Without --url it starts contextd in this process on a free loopback port, on
 the embedded PostgreSQL cluster in --data-dir (or on --database-url); the
@@ -103,6 +119,8 @@ func newBench() *cobra.Command {
 		cpuprofile string
 		sweep      string
 		asJSON     bool
+		dedicated  bool
+		clean      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -114,7 +132,13 @@ func newBench() *cobra.Command {
 			defer stop()
 			stderr := cmd.ErrOrStderr()
 			cfg.Progress = progressWriter(stderr)
+			if clean {
+				return benchClean(ctx, cmd, urls, cfg.AdminKey, asJSON)
+			}
 			if err := benchSweep(cmd, sweep, &cfg); err != nil {
+				return err
+			}
+			if err := benchShared(cmd, len(urls) > 0, dedicated, &cfg); err != nil {
 				return err
 			}
 			if len(urls) == 0 {
@@ -177,7 +201,57 @@ func newBench() *cobra.Command {
 	f.StringVar(&dataDir, "data-dir", ".contextd-bench", "data directory of the embedded cluster of the in-process server")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a pprof CPU profile of this process during the load to this file")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	f.BoolVar(&dedicated, "dedicated", false, "with --url: the servers and their database are the bench's alone; write the _shared layer (--shared) too")
+	f.BoolVar(&clean, "clean", false, "with --url and --key: archive the bench projects, revoke the bench agents and delete the bench items of _shared, then stop")
 	return cmd
+}
+
+// benchShared settles who may write _shared: a bench of its own server
+// (without --url, or --dedicated) writes --shared items there; against a
+// server of others it writes none, since every project's packets read
+// them, and says so.
+func benchShared(cmd *cobra.Command, remote, dedicated bool, cfg *bench.Config) error {
+	switch {
+	case !remote && dedicated:
+		return errors.New("--dedicated goes with --url; without --url the bench's server is its own anyway")
+	case !remote || dedicated:
+		cfg.Dedicated = true
+	case cmd.Flags().Changed("shared") && cfg.Shared > 0:
+		return fmt.Errorf("--shared %d with --url would write items into _shared, which the packets of every project on that server read; "+
+			"add --dedicated if the server and its database are the bench's alone", cfg.Shared)
+	default:
+		cfg.Shared = 0
+		fmt.Fprintln(cmd.ErrOrStderr(), "bench: --url: no _shared items (the packets of every project read them); the corpus is the bench projects' alone (--dedicated: a server of the bench's own)")
+	}
+	return nil
+}
+
+// benchClean is bench --clean: what bench runs made on the --url server,
+// removed through its API.
+func benchClean(ctx context.Context, cmd *cobra.Command, urls []string, key string, asJSON bool) error {
+	if len(urls) == 0 || key == "" {
+		return errors.New("--clean needs --url and --key (an admin key; env CONTEXTD_KEY): it removes what bench runs made on a running server")
+	}
+	res, err := bench.Clean(ctx, urls, key, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		enc := json.NewEncoder(out)
+		return enc.Encode(res)
+	}
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"archived projects", res.Projects}, {"revoked agents", res.Agents}, {"deleted _shared items", res.SharedItems},
+		{"kept _shared items (changed since a bench wrote them)", res.Kept}} {
+		fmt.Fprintf(out, "%s: %d\n", l.what, len(l.names))
+		for _, n := range l.names {
+			fmt.Fprintf(out, "  %s\n", n)
+		}
+	}
+	return nil
 }
 
 // benchSweep parses --sweep into cfg, before any server starts: a bad

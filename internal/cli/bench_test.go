@@ -45,7 +45,9 @@ func TestBenchInProcess(t *testing.T) {
 	require.Len(t, res.Phases, 1)
 }
 
-// TestBenchAgainstURL loads a running server, with the floor on its database.
+// TestBenchAgainstURL loads a running server, with the floor on its
+// database; the server being the test's own, --dedicated lets it write
+// _shared too.
 func TestBenchAgainstURL(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewURL(t)
@@ -53,7 +55,7 @@ func TestBenchAgainstURL(t *testing.T) {
 	defer stop()
 	key := keyRE.FindString(sout.String())
 	out, errs, code := run(t, "bench", "--url", base, "--key", key, "--database-url", dbURL, "--items", "100", "--shared", "10",
-		"--duration", "2s", "--concurrency", "2", "--floor")
+		"--dedicated", "--duration", "2s", "--concurrency", "2", "--floor")
 	require.Equal(t, 0, code, errs)
 	require.Regexp(t, `(?m)^assemble +\d+ `, out)
 	require.Regexp(t, `(?m)^floor +\d+ `, out)
@@ -73,6 +75,12 @@ func TestBenchFlagErrors(t *testing.T) {
 	_, errs, code = run(t, "bench", "--url", "http://127.0.0.1:1", "--key", "ctxd_x", "--floor")
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "--floor needs the database")
+	_, errs, code = run(t, "bench", "--dedicated")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "--dedicated goes with --url")
+	_, errs, code = run(t, "bench", "--clean")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "--clean needs --url and --key")
 	for _, c := range []struct{ args, want []string }{
 		{[]string{"--sweep", "1,8,x"}, []string{`"x" is not a number`}},
 		{[]string{"--sweep", ""}, []string{`"" is not a number`}},

@@ -1,11 +1,12 @@
-// Package cli is contextd's command line. `serve`, `migrate` and `agents
-// create` work on the database; every other command is a client of a running
-// server (--url/CONTEXTD_URL, --key/CONTEXTD_KEY).
+// Package cli is contextd's command line. `serve`, `migrate`, `audit adopt`
+// and `agents create --database-url` work on the database; every other
+// command is a client of a running server, told where and who the same way
+// (clientFlags: --url/CONTEXTD_URL, --key/CONTEXTD_KEY, the client config
+// file).
 package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	apiclient "github.com/contextd/contextd/api/client"
 	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/pgcluster"
 )
@@ -24,26 +24,10 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "contextd:", err)
-		printFieldErrors(stderr, err)
+		printErrorHelp(stderr, err)
 		return 1
 	}
 	return 0
-}
-
-// printFieldErrors prints, one per line, the field errors of a problem
-// answer ("see errors" in its detail says where they are).
-func printFieldErrors(w io.Writer, err error) {
-	var p *apiclient.Problem
-	if !errors.As(err, &p) {
-		return
-	}
-	for _, f := range p.Errors {
-		where := f.Pointer
-		if f.Parameter != "" {
-			where = "parameter " + f.Parameter
-		}
-		fmt.Fprintf(w, "  %s: %s: %s\n", where, f.Code, f.Detail)
-	}
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -55,7 +39,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(), newMigrate(), newAgents(), newWhy(), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion(), newConfig())
+	root.AddCommand(newServe(), newMigrate(), newAgents(), newProjects(), newWhy(), packetAttribute("attribute"), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion(), newConfig(), newDemo())
 	return root
 }
 

@@ -19,7 +19,15 @@ import (
 	"github.com/contextd/contextd/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	// The client commands read the environment and the user's client
+	// config: the tests name what they use, and nothing else counts.
+	for _, k := range []string{"CONTEXTD_URL", "CONTEXTD_KEY", "CONTEXTD_PROJECT", "CONTEXTD_CLIENT_CONFIG"} {
+		os.Unsetenv(k)
+	}
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(os.TempDir(), "contextd-cli-test-no-config"))
+	pgtest.Main(m)
+}
 
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()

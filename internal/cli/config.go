@@ -19,7 +19,8 @@ func newConfig() *cobra.Command {
 		Short: "Print the effective configuration of `serve` (secrets masked) and fail naming an invalid setting",
 		Long: "Resolves the settings as `serve` does — flags, then the environment, then --config FILE (YAML or TOML), " +
 			"then the defaults — prints them with passwords in URLs and keys masked, and exits non-zero naming each invalid setting.",
-		Args: cobra.NoArgs,
+		Example: `  contextd config check --config contextd.toml`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			err := cfg.Validate()
 			if werr := cfg.WriteEffective(cmd.OutOrStdout()); werr != nil {

@@ -1,194 +1,404 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	apiclient "github.com/contextd/contextd/api/client"
-	"github.com/contextd/contextd/internal/navi"
 )
-
-// printJSON writes an answer as indented JSON: the command line's output is
-// the API's, for people and scripts alike.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
 
 // newItems is `contextd items`: the item endpoints of a running server.
 func newItems() *cobra.Command {
 	cmd := &cobra.Command{Use: "items", Short: "Write and read items of a running server"}
 	var f clientFlags
-	// call sends one request of the project's and prints the answer.
-	call := func(cmd *cobra.Command, send func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error)) error {
-		if err := f.needProject(); err != nil {
-			return err
-		}
-		c, err := f.client()
-		if err != nil {
-			return err
-		}
-		return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
-			return send(ctx, raw, f.project)
-		})
+	imp, exp := transferCommands(&f)
+	for _, sc := range []*cobra.Command{imp, exp} {
+		f.registerWith(sc, projectRequired)
 	}
-	var file string
-	put := &cobra.Command{
+	cmd.AddCommand(itemPut(), itemGet(), itemList(), itemVersions(), itemDelete(), itemInjections(), imp, exp)
+	return cmd
+}
+
+// itemFlags are the everyday members of an item write; --file gives the
+// whole item, and the flags given set their members on top.
+type itemFlags struct {
+	file, kind, authority, confidence, source, title, stateKey string
+	priority                                                   int32
+	always, relevance, pinnedOnly, template, stem              bool
+	keywords, visibleTo, hiddenFrom                            []string
+}
+
+func itemPut() *cobra.Command {
+	var f clientFlags
+	var it itemFlags
+	cmd := &cobra.Command{
 		Use:   "put KEY [CONTENT]",
-		Short: "Write an item: its content as an argument, or the whole item as JSON from --file (- for standard input)",
-		Args:  cobra.RangeArgs(1, 2),
+		Short: "Write an item: its content as an argument and its members as flags, or the whole item as JSON from --file",
+		Long: `put writes an item (a full replacement: members not given take their
+defaults); a new version only when something changed. The item is built
+from the flags, on top of --file's JSON (the API's ItemWrite, - for standard
+input) when it is given. One trigger: --always, --keywords, --relevance or
+--pinned-only (the default: always).`,
+		Example: `  contextd items put refund.rules "Refunds over 500 EUR need a manager's approval." --project acme --kind instruction --keywords refund,refunds
+  contextd items put tone "Answer in plain words." --project acme --always --hidden-from critic
+  contextd items put greeting "Hello {{customer}}." --project acme --template --always
+  contextd items put refund.rules --project acme --file item.json`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.needProject(); err != nil {
+			c, err := projectClient(&f)
+			if err != nil {
 				return err
 			}
-			var body any
-			switch {
-			case file != "" && len(args) == 2:
-				return errors.New("give the content or --file, not both")
-			case file != "":
-				raw, err := readInput(cmd, file)
-				if err != nil {
-					return err
-				}
-				if err := json.Unmarshal(raw, &body); err != nil {
-					return fmt.Errorf("--file: not JSON: %w", err)
-				}
-			case len(args) == 2:
-				body = map[string]any{"content": args[1]}
-			default:
-				return errors.New("give the content, or the item as JSON with --file")
+			body, err := it.item(cmd, args)
+			if err != nil {
+				return err
 			}
 			rd, err := jsonBody(body)
 			if err != nil {
 				return err
 			}
-			return call(cmd, func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
-				return raw.PutItemWithBody(ctx, project, args[0], &apiclient.PutItemParams{}, contentJSON, rd)
+			var item apiclient.Item
+			res, err := c.Raw().PutItemWithBody(cmd.Context(), f.project, args[0], &apiclient.PutItemParams{}, contentJSON, rd)
+			raw, status, err := c.answer(res, err, &item)
+			if err != nil {
+				return err
+			}
+			return f.show(cmd, raw, func(out io.Writer) {
+				if status == http.StatusOK {
+					fmt.Fprintf(out, "item %s/%s v%d unchanged\n", item.Project, item.Key, item.Version)
+					return
+				}
+				fmt.Fprintf(out, "item %s/%s v%d written: %s, authority %s, %s, %d tokens\n",
+					item.Project, item.Key, item.Version, item.Kind, item.Authority, describeTrigger(item.Trigger), item.Tokens)
 			})
 		},
 	}
-	put.Flags().StringVar(&file, "file", "", "the item as JSON (the API's ItemWrite), - for standard input")
-	oneKey := func(use, short string, send func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error)) *cobra.Command {
-		return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-			return call(cmd, func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
-				return send(ctx, raw, project, args[0])
-			})
-		}}
-	}
-	list := &cobra.Command{Use: "list", Short: "List the project's items (--query for full-text search)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := &apiclient.ListItemsParams{}
-			if v, _ := cmd.Flags().GetString("query"); v != "" {
-				q.Q = &v
-			}
-			return call(cmd, func(ctx context.Context, raw *apiclient.Raw, project string) (*http.Response, error) {
-				return raw.ListItems(ctx, project, q)
-			})
-		}}
-	list.Flags().String("query", "", "full-text query")
-	imp, exp := transferCommands(&f)
-	subs := []*cobra.Command{put, list, imp, exp,
-		oneKey("get KEY", "Print an item's current version", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
-			return raw.GetItem(ctx, project, key, &apiclient.GetItemParams{})
-		}),
-		oneKey("versions KEY", "Print an item's versions, oldest first", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
-			return raw.ListItemVersions(ctx, project, key, &apiclient.ListItemVersionsParams{})
-		}),
-		oneKey("delete KEY", "Tombstone an item (a new version; its history stays)", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
-			return raw.DeleteItem(ctx, project, key, &apiclient.DeleteItemParams{})
-		}),
-		oneKey("injections KEY", "Print the packets that included an item, newest first", func(ctx context.Context, raw *apiclient.Raw, project, key string) (*http.Response, error) {
-			return raw.ListItemInjections(ctx, project, key, &apiclient.ListItemInjectionsParams{})
-		}),
-	}
-	for _, sc := range subs {
-		f.registerWith(sc, "project (env CONTEXTD_PROJECT), required")
-		cmd.AddCommand(sc)
-	}
+	f.registerWith(cmd, projectRequired)
+	f.registerJSON(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&it.file, "file", "", "the item as JSON (the API's ItemWrite), - for standard input; the flags given set their members on top")
+	fl.StringVar(&it.kind, "kind", "", "knowledge (default), state, episode, skill, decision, instruction, evidence or tool")
+	fl.StringVar(&it.authority, "authority", "", "policy, instruction, evidence or hypothesis (default: the server's, from the kind, the source and your grant)")
+	fl.StringVar(&it.confidence, "confidence", "", "verified, probable (default) or uncertain")
+	fl.StringVar(&it.source, "source", "", "where it comes from: human, project (default), ... or other:TAG")
+	fl.StringVar(&it.title, "title", "", "a title")
+	fl.StringVar(&it.stateKey, "state-key", "", "items of one state key contradict each other: the newest wins")
+	fl.Int32Var(&it.priority, "priority", 0, "priority (higher ranks first)")
+	fl.BoolVar(&it.always, "always", false, "trigger: in every packet (the default when no trigger is given)")
+	fl.StringSliceVar(&it.keywords, "keywords", nil, "trigger: when the conversation has one of these words (comma-separated)")
+	fl.BoolVar(&it.stem, "stem", false, "with --keywords: match the words' English stems (chargeback matches chargebacks)")
+	fl.BoolVar(&it.relevance, "relevance", false, "trigger: ranked against the request's query")
+	fl.BoolVar(&it.pinnedOnly, "pinned-only", false, "trigger: only when a request pins its key")
+	fl.BoolVar(&it.template, "template", false, "the content is a template ({{name}} from the request's variables)")
+	fl.StringSliceVar(&it.visibleTo, "visible-to", nil, "only these roles see it (comma-separated)")
+	fl.StringSliceVar(&it.hiddenFrom, "hidden-from", nil, "these roles never see it (comma-separated)")
 	return cmd
 }
 
-// needProject is the error of a command that needs --project without it.
-func (f *clientFlags) needProject() error {
-	if f.project == "" {
-		return errors.New("--project is required (or set CONTEXTD_PROJECT)")
+// item is the item to write: --file's members, then the content argument
+// and the flags given.
+func (it *itemFlags) item(cmd *cobra.Command, args []string) (map[string]any, error) {
+	m := map[string]any{}
+	if it.file != "" {
+		raw, err := readInput(cmd, it.file)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("--file: not JSON: %w", err)
+		}
+		if len(args) == 2 {
+			return nil, errors.New("give the content or --file, not both")
+		}
 	}
-	return nil
+	if len(args) == 2 {
+		m["content"] = args[1]
+	}
+	if _, ok := m["content"]; !ok {
+		return nil, errors.New("give the content, or the item as JSON with --file")
+	}
+	changed := cmd.Flags().Changed
+	for name, v := range map[string]string{"kind": it.kind, "authority": it.authority, "confidence": it.confidence,
+		"source": it.source, "title": it.title, "state_key": it.stateKey} {
+		if v != "" {
+			m[name] = v
+		}
+	}
+	if changed("priority") {
+		m["priority"] = it.priority
+	}
+	if changed("template") {
+		m["template"] = it.template
+	}
+	trigger := map[string]any{}
+	switch {
+	case it.always:
+		trigger["always"] = true
+	case len(it.keywords) > 0:
+		trigger["keywords"] = it.keywords
+		if it.stem {
+			trigger["match"] = "stem"
+		}
+	case it.relevance:
+		trigger["relevance"] = true
+	case it.pinnedOnly:
+		trigger["pinned_only"] = true
+	}
+	if n := btoi(it.always) + btoi(len(it.keywords) > 0) + btoi(it.relevance) + btoi(it.pinnedOnly); n > 1 {
+		return nil, errors.New("one trigger: --always, --keywords, --relevance or --pinned-only")
+	}
+	if len(trigger) > 0 {
+		m["trigger"] = trigger
+	}
+	if len(it.visibleTo) > 0 || len(it.hiddenFrom) > 0 {
+		roles, _ := m["roles"].(map[string]any)
+		if roles == nil {
+			roles = map[string]any{}
+		}
+		if len(it.visibleTo) > 0 {
+			roles["visible_to"] = it.visibleTo
+		}
+		if len(it.hiddenFrom) > 0 {
+			roles["hidden_from"] = it.hiddenFrom
+		}
+		m["roles"] = roles
+	}
+	return m, nil
 }
 
-// transferCommands are `items import` and `items export`.
-func transferCommands(f *clientFlags) (imp, exp *cobra.Command) {
-	var importFile, importFormat string
-	imp = &cobra.Command{Use: "import FILE", Short: "Write items from a file of any size (JSON Lines or a JSON array; - for standard input) in batches, reporting each refused line",
-		Args: cobra.MaximumNArgs(1),
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func itemGet() *cobra.Command {
+	var f clientFlags
+	var asOf string
+	cmd := &cobra.Command{Use: "get KEY", Short: "Print an item's current version (or the one current at --as-of)", Args: cobra.ExactArgs(1),
+		Example: `  contextd items get refund.rules --project acme
+  contextd items get refund.rules --project acme --as-of 2026-12-01T09:00:00Z --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.needProject(); err != nil {
-				return err
-			}
-			if len(args) == 1 {
-				importFile = args[0]
-			}
-			if importFile == "" {
-				return errors.New("give the file to import (- for standard input)")
-			}
-			f.timeout = 10 * time.Minute // a batch of 1,000 items on a busy server
-			c, err := f.client()
+			c, err := projectClient(&f)
 			if err != nil {
 				return err
 			}
-			var r io.Reader = cmd.InOrStdin()
-			if importFile != "-" {
-				file, err := os.Open(importFile)
-				if err != nil {
-					return err
-				}
-				defer file.Close()
-				r = file
+			q := &apiclient.GetItemParams{}
+			if asOf != "" {
+				q.AsOf = &asOf
 			}
-			im := &importer{c: c, project: f.project, format: importFormat, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr(),
-				tty: isTerminal(cmd.ErrOrStderr()), total: countItems(importFile)}
-			return im.run(cmd.Context(), r)
-		}}
-	imp.Flags().StringVar(&importFile, "file", "", "the file (instead of the argument)")
-	imp.Flags().StringVar(&importFormat, "format", "contextd", "the items' format: contextd, kxm or navi")
-	var exportFormat string
-	exp = &cobra.Command{Use: "export", Short: "Print every live item as JSON Lines, in a format import takes back", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.needProject(); err != nil {
-				return err
-			}
-			c, err := f.client()
+			var it apiclient.Item
+			res, err := c.Raw().GetItem(cmd.Context(), f.project, args[0], q)
+			raw, _, err := c.answer(res, err, &it)
 			if err != nil {
 				return err
 			}
-			return exportItems(cmd, c, f.project, exportFormat)
+			return f.show(cmd, raw, func(out io.Writer) { printItem(out, &it) })
 		}}
-	exp.Flags().StringVar(&exportFormat, "format", "contextd", "contextd, kxm or navi")
-	return imp, exp
+	f.registerWith(cmd, projectRequired)
+	f.registerJSON(cmd)
+	cmd.Flags().StringVar(&asOf, "as-of", "", "RFC 3339 time: the version that was current then")
+	return cmd
 }
 
-// newInjections is `contextd injections KEY`: the packets that included
-// an item, newest first (the same as `items injections`, at the top level
-// where people look for "where did this fact go").
+func printItem(out io.Writer, it *apiclient.Item) {
+	state := ""
+	if it.Deleted {
+		state = " (deleted)"
+	}
+	fmt.Fprintf(out, "item       %s/%s v%d%s\n", it.Project, it.Key, it.Version, state)
+	fmt.Fprintf(out, "kind       %s, authority %s, confidence %s, source %s\n", it.Kind, it.Authority, it.Confidence, it.Source)
+	fmt.Fprintf(out, "trigger    %s\n", describeTrigger(it.Trigger))
+	if r := describeRoles(it.Roles); r != "" {
+		fmt.Fprintf(out, "roles      %s\n", r)
+	}
+	for _, kv := range [][2]string{{"title", it.Title}, {"summary", it.Summary}, {"state key", it.StateKey}} {
+		if kv[1] != "" {
+			fmt.Fprintf(out, "%-10s %s\n", kv[0], kv[1])
+		}
+	}
+	extra := ""
+	if it.Template {
+		extra = ", a template"
+	}
+	if it.Priority != 0 {
+		extra += fmt.Sprintf(", priority %d", it.Priority)
+	}
+	fmt.Fprintf(out, "written    %s by %s, %d tokens%s\n", it.CreatedAt.Format(time.RFC3339), it.CreatedBy, it.Tokens, extra)
+	if !it.Deleted {
+		fmt.Fprintln(out, "----")
+		fmt.Fprint(out, it.Content)
+		if !strings.HasSuffix(it.Content, "\n") {
+			fmt.Fprintln(out)
+		}
+	}
+}
+
+// describeTrigger says when an item comes into a packet.
+func describeTrigger(t apiclient.Trigger) string {
+	switch {
+	case t.Always != nil && *t.Always:
+		return "always"
+	case t.Keywords != nil:
+		s := "keywords " + strings.Join(*t.Keywords, ", ")
+		if t.Match != nil && *t.Match == "stem" {
+			s += " (stems)"
+		}
+		return s
+	case t.Tool != nil:
+		return "tool " + *t.Tool
+	case t.PinnedOnly != nil && *t.PinnedOnly:
+		return "pinned only"
+	case t.Relevance != nil && *t.Relevance:
+		return "relevance"
+	}
+	return "-"
+}
+
+func describeRoles(r apiclient.Roles) string {
+	var parts []string
+	if r.VisibleTo != nil && len(*r.VisibleTo) > 0 {
+		parts = append(parts, "visible to "+strings.Join(*r.VisibleTo, ", "))
+	}
+	if r.HiddenFrom != nil && len(*r.HiddenFrom) > 0 {
+		parts = append(parts, "hidden from "+strings.Join(*r.HiddenFrom, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func itemList() *cobra.Command {
+	var f clientFlags
+	var query, kind, cursor string
+	var limit int
+	cmd := &cobra.Command{Use: "list", Short: "List the project's items, a page at a time (--query for full-text search)", Args: cobra.NoArgs,
+		Example: `  contextd items list --project acme
+  contextd items list --project acme --query "refund manager" --kind instruction
+  contextd items list --project acme --limit 1000 --json | jq -r '.data[].key'`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := projectClient(&f)
+			if err != nil {
+				return err
+			}
+			q := &apiclient.ListItemsParams{}
+			for p, v := range map[**string]string{&q.Q: query, &q.Kind: kind, &q.Cursor: cursor} {
+				if v != "" {
+					*p = &v
+				}
+			}
+			if limit > 0 {
+				l := apiclient.Limit(limit)
+				q.Limit = &l
+			}
+			var page apiclient.ItemList
+			res, err := c.Raw().ListItems(cmd.Context(), f.project, q)
+			raw, _, err := c.answer(res, err, &page)
+			if err != nil {
+				return err
+			}
+			return f.show(cmd, raw, func(out io.Writer) {
+				tw := table(out)
+				fmt.Fprintln(tw, "KEY\tV\tKIND\tAUTHORITY\tTRIGGER\tTOKENS\tTITLE OR CONTENT")
+				for _, it := range page.Data {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\n", it.Key, it.Version, it.Kind, it.Authority,
+						firstLine(describeTrigger(it.Trigger), 30), it.Tokens, firstLine(first(it.Title, it.Content), 60))
+				}
+				tw.Flush()
+				if page.NextCursor != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "more: add --cursor %s\n", *page.NextCursor)
+				}
+			})
+		}}
+	f.registerWith(cmd, projectRequired)
+	f.registerJSON(cmd)
+	cmd.Flags().StringVar(&query, "query", "", "full-text query (websearch syntax)")
+	cmd.Flags().StringVar(&kind, "kind", "", "only items of this kind")
+	cmd.Flags().IntVar(&limit, "limit", 0, "page size, 1 to 1000 (default 100)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "the page after the one that said more")
+	return cmd
+}
+
+func itemVersions() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{Use: "versions KEY", Short: "Print an item's versions, oldest first", Args: cobra.ExactArgs(1),
+		Example: `  contextd items versions refund.rules --project acme`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := projectClient(&f)
+			if err != nil {
+				return err
+			}
+			var page apiclient.ItemList
+			res, err := c.Raw().ListItemVersions(cmd.Context(), f.project, args[0], &apiclient.ListItemVersionsParams{})
+			raw, _, err := c.answer(res, err, &page)
+			if err != nil {
+				return err
+			}
+			return f.show(cmd, raw, func(out io.Writer) {
+				tw := table(out)
+				fmt.Fprintln(tw, "V\tWRITTEN\tBY\tKIND\tAUTHORITY\tCONTENT")
+				for _, it := range page.Data {
+					content := firstLine(it.Content, 60)
+					if it.Deleted {
+						content = "(deleted)"
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", it.Version, it.CreatedAt.Format(time.RFC3339), it.CreatedBy, it.Kind, it.Authority, content)
+				}
+				tw.Flush()
+			})
+		}}
+	f.registerWith(cmd, projectRequired)
+	f.registerJSON(cmd)
+	return cmd
+}
+
+func itemDelete() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{Use: "delete KEY", Short: "Tombstone an item (a new version; its history stays)", Args: cobra.ExactArgs(1),
+		Example: `  contextd items delete refund.rules --project acme`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := projectClient(&f)
+			if err != nil {
+				return err
+			}
+			var it apiclient.Item
+			res, err := c.Raw().DeleteItem(cmd.Context(), f.project, args[0], &apiclient.DeleteItemParams{})
+			raw, _, err := c.answer(res, err, &it)
+			if err != nil {
+				return err
+			}
+			return f.show(cmd, raw, func(out io.Writer) {
+				fmt.Fprintf(out, "item %s/%s deleted: tombstone v%d (its versions stay: contextd items versions %s --project %s)\n",
+					it.Project, it.Key, it.Version, it.Key, it.Project)
+			})
+		}}
+	f.registerWith(cmd, projectRequired)
+	f.registerJSON(cmd)
+	return cmd
+}
+
+// itemInjections is `items injections`, and newInjections the same at the
+// top level, where people look for "where did this fact go".
+func itemInjections() *cobra.Command {
+	cmd := newInjections()
+	cmd.Example = `  contextd items injections refund.rules --project acme`
+	return cmd
+}
+
 func newInjections() *cobra.Command {
 	var f clientFlags
 	var project string
 	cmd := &cobra.Command{Use: "injections KEY", Short: "Print the packets that included an item, newest first (--for-project for a _shared item)", Args: cobra.ExactArgs(1),
+		Example: `  contextd injections refund.rules --project acme
+  contextd injections tone --project _shared --for-project acme`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.needProject(); err != nil {
-				return err
-			}
-			c, err := f.client()
+			c, err := projectClient(&f)
 			if err != nil {
 				return err
 			}
@@ -196,154 +406,26 @@ func newInjections() *cobra.Command {
 			if project != "" {
 				q.Project = &project
 			}
-			return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
-				return raw.ListItemInjections(ctx, f.project, args[0], q)
+			var page apiclient.InjectionList
+			res, err := c.Raw().ListItemInjections(cmd.Context(), f.project, args[0], q)
+			raw, _, err := c.answer(res, err, &page)
+			if err != nil {
+				return err
+			}
+			return f.show(cmd, raw, func(out io.Writer) {
+				tw := table(out)
+				fmt.Fprintln(tw, "PACKET\tCREATED\tROLE\tAGENT\tV\tSECTION\tRULE")
+				for _, in := range page.Data {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", in.PacketId, in.CreatedAt.Format(time.RFC3339), in.TargetRole, in.Agent, in.Version, in.Section, in.Rule)
+				}
+				tw.Flush()
+				if len(page.Data) == 0 {
+					fmt.Fprintf(out, "no packet of %s included it\n", page.Project)
+				}
 			})
 		}}
-	f.registerWith(cmd, "project of the item (env CONTEXTD_PROJECT), required")
+	f.registerWith(cmd, "project of the item (env CONTEXTD_PROJECT, client config's project), required")
+	f.registerJSON(cmd)
 	cmd.Flags().StringVar(&project, "for-project", "", "for a _shared item: the project whose packets to list")
 	return cmd
-}
-
-// isTerminal reports whether w is a terminal (where a progress bar may
-// redraw itself).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func readInput(cmd *cobra.Command, path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(cmd.InOrStdin())
-	}
-	return os.ReadFile(path)
-}
-
-// agentsRemote are `agents list` and `agents revoke`, against a running
-// server (an admin key).
-func agentsRemote() []*cobra.Command {
-	var f clientFlags
-	list := &cobra.Command{Use: "list", Short: "List agents (admin; keys are never shown again)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			limit := apiclient.Limit(1000)
-			return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
-				return raw.ListAgents(ctx, &apiclient.ListAgentsParams{Limit: &limit})
-			})
-		}}
-	revoke := &cobra.Command{Use: "revoke ID", Short: "Revoke an agent's key (admin)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			return c.call(cmd, func(ctx context.Context, raw *apiclient.Raw) (*http.Response, error) {
-				return raw.RevokeAgent(ctx, args[0])
-			})
-		}}
-	for _, sc := range []*cobra.Command{list, revoke} {
-		f.registerServer(sc)
-	}
-	return []*cobra.Command{list, revoke}
-}
-
-// newVersion is `contextd version`: the module version and the commit it
-// was built from, as the Go toolchain recorded them.
-func newVersion() *cobra.Command {
-	return &cobra.Command{Use: "version", Short: "Print contextd's version", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		version, commit, dirty := "(devel)", "", ""
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			version = bi.Main.Version
-			for _, s := range bi.Settings {
-				switch s.Key {
-				case "vcs.revision":
-					commit = s.Value
-				case "vcs.modified":
-					if s.Value == "true" {
-						dirty = " (modified)"
-					}
-				}
-			}
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "contextd %s", version)
-		if commit != "" {
-			fmt.Fprintf(cmd.OutOrStdout(), " %s%s", commit, dirty)
-		}
-		fmt.Fprintln(cmd.OutOrStdout())
-		return nil
-	}}
-}
-
-// writable are the members of an item that a write takes (ItemWrite, with
-// the key): an export holds these only, so that importing it changes
-// nothing.
-var writable = []string{"key", "kind", "source", "title", "summary", "content", "priority", "authority", "confidence",
-	"state_key", "valid_from", "valid_until", "slot", "trigger", "roles", "template", "metadata", "provenance"}
-
-// naviPacket is an item of the list as navi's ContextPacket (navi.FromItem:
-// an item imported from navi comes back as it was sent).
-func naviPacket(it map[string]any) navi.Packet {
-	str := func(k string) string { s, _ := it[k].(string); return s }
-	prio, _ := it["priority"].(float64)
-	meta, _ := json.Marshal(it["metadata"])
-	return navi.FromItem(str("key"), str("source"), str("title"), str("content"), int(prio), meta)
-}
-
-// exportItems writes every live item of the project, one JSON object a
-// line: in contextd's format the members a write takes (so importing the
-// export changes nothing), in kxm's the item as GET ?format=kxm gives it,
-// in navi's a ContextPacket.
-func exportItems(cmd *cobra.Command, c *client, project, format string) error {
-	if format != "contextd" && format != "kxm" && format != "navi" {
-		return fmt.Errorf("--format must be contextd, kxm or navi, not %q", format)
-	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetEscapeHTML(false)
-	ctx, limit, kxm := cmd.Context(), apiclient.Limit(1000), apiclient.GetItemParamsFormatKxm
-	for cursor := ""; ; {
-		var page struct {
-			Data       []map[string]any `json:"data"`
-			NextCursor string           `json:"next_cursor"`
-		}
-		res, err := c.Raw().ListItems(ctx, project, &apiclient.ListItemsParams{Limit: &limit, Cursor: &cursor})
-		if err := c.ReadAnswer(res, err, &page); err != nil {
-			return err
-		}
-		for _, it := range page.Data {
-			w := map[string]any{}
-			if format == "navi" {
-				if err := enc.Encode(naviPacket(it)); err != nil {
-					return err
-				}
-				continue
-			}
-			if format == "kxm" {
-				key, _ := it["key"].(string)
-				res, err := c.Raw().GetItem(ctx, project, key, &apiclient.GetItemParams{Format: &kxm})
-				if err := c.ReadAnswer(res, err, &w); err != nil {
-					return err
-				}
-			} else {
-				for _, k := range writable {
-					if v, ok := it[k]; ok && v != nil {
-						w[k] = v
-					}
-				}
-			}
-			if err := enc.Encode(w); err != nil {
-				return err
-			}
-		}
-		if page.NextCursor == "" {
-			return nil
-		}
-		cursor = page.NextCursor
-	}
 }

@@ -28,14 +28,14 @@ func TestItemsAndAgentsCommands(t *testing.T) {
 	key := keyRE.FindString(out.String())
 	require.NotEmpty(t, key)
 	cli := func(args ...string) (map[string]any, string, int) {
-		o, e, code := run(t, append(args, "--url", base, "--key", key)...)
+		o, e, code := run(t, append(args, "--url", base, "--key", key, "--json")...)
 		var v map[string]any
 		_ = json.Unmarshal([]byte(o), &v)
 		return v, o + e, code
 	}
 	status, body := get(t, base+"/v1/projects", key)
 	require.Equal(t, 200, status, body)
-	listed, _, _ := run(t, "agents", "list", "--url", base, "--key", key)
+	listed, _, _ := run(t, "agents", "list", "--url", base, "--key", key, "--json")
 	require.Contains(t, listed, `"permission": "admin"`)
 
 	// A project, through the API (no command for it).
@@ -121,7 +121,7 @@ func TestPacketAndHandoffCommands(t *testing.T) {
 		return p
 	}
 	cli := func(args ...string) (map[string]any, string) {
-		o, e, code := run(t, append(args, "--url", base, "--key", key, "--project", "acme")...)
+		o, e, code := run(t, append(args, "--url", base, "--key", key, "--project", "acme", "--json")...)
 		require.Equal(t, 0, code, "%v: %s%s", args, o, e)
 		var v map[string]any
 		require.NoError(t, json.Unmarshal([]byte(o), &v), o)
@@ -152,7 +152,7 @@ func TestPacketAndHandoffCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	var wout, werr bytes.Buffer
-	Execute(ctx, []string{"handoffs", "watch", "--target-role", "critic", "--last-event-id", "0", "--url", base, "--key", key, "--project", "acme"}, &wout, &werr)
+	Execute(ctx, []string{"handoffs", "watch", "--target-role", "critic", "--last-event-id", "0", "--url", base, "--key", key, "--project", "acme", "--json"}, &wout, &werr)
 	lines := strings.Split(strings.TrimSpace(wout.String()), "\n")
 	require.Len(t, lines, 2, wout.String()+werr.String())
 	require.Contains(t, lines[0], `"event":"created"`)

@@ -15,7 +15,7 @@ import (
 // when set, wins (the runtime has applied it already); with neither, the
 // runtime's default (no limit) stays: a server alone on a machine then
 // grows to what its work needs, which `contextd bench` measures (server RSS
-// in its output; see the README's performance section).
+// in its output; see docs/scale-out.md and docs/performance.md).
 func setMemoryLimit(log *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return

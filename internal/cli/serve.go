@@ -32,6 +32,9 @@ func newServe() *cobra.Command {
 		Short: "Run the HTTP API",
 		Long: "Run the HTTP API. Settings come from flags, then the environment, then --config FILE " +
 			"(YAML or TOML), then the defaults; `contextd config check` prints the effective ones.",
+		Example: `  contextd serve                                    # the embedded PostgreSQL cluster in .contextd/
+  DATABASE_URL=postgres://contextd@db/contextd contextd serve --listen :8080
+  contextd serve --config contextd.toml`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.Validate(); err != nil {
 				return err

@@ -110,8 +110,9 @@ type Predecessor struct {
 	NextStep          *NextStep `json:"suggested_next_step,omitempty"`
 	// SettledAt is when a handoff left pending (accepted, rejected,
 	// superseded or withdrawn), and Withdrawn whether its source withdrew
-	// it (stored as superseded, with no successor). Only the kxm format
-	// shows them; absent in packets stored before them.
+	// it (status withdrawn, or, before migration 00030, superseded with no
+	// successor). Only the kxm format shows them; absent in packets stored
+	// before them.
 	SettledAt *time.Time `json:"settled_at,omitempty"`
 	Withdrawn bool       `json:"withdrawn,omitempty"`
 }

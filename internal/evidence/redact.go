@@ -44,6 +44,9 @@ func (s *Service) Redact(ctx context.Context, agent *auth.Agent, proj, key strin
 		if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Admin); err != nil {
 			return err
 		}
+		if err := s.projects.Writable(ctx, tx, proj); err != nil {
+			return err
+		}
 		v, err := tx.ItemVersionGet(ctx, proj, key, n)
 		if errors.Is(err, fault.ErrNotFound) {
 			return fmt.Errorf("%w: item %s has no version %d", fault.ErrNotFound, key, n)

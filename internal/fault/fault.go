@@ -1,6 +1,6 @@
 // Package fault is the one set of error kinds every domain error wraps: not
 // found, unauthenticated, forbidden, conflict, state conflict, precondition
-// failed, invalid, malformed, too large, unavailable and rate limited. The
+// failed, invalid, malformed, too large, unavailable, rate limited and gone. The
 // store translates database errors into them once; services wrap them with
 // their own sentinels and context; each transport maps the kinds to its
 // answers once (HTTP: problem+json). A new transport needs only this list.
@@ -38,6 +38,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	// ErrRateLimited: the caller sent too much; retry later.
 	ErrRateLimited = errors.New("rate limited")
+	// ErrGone: the thing exists and its history stays readable, but it
+	// takes no more writes (an archived project).
+	ErrGone = errors.New("gone")
 )
 
 // StateError is a state conflict that names the state found.

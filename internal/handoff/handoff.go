@@ -1,6 +1,7 @@
 // Package handoff keeps the handoffs between agents (KXM's
 // HandoffManifestV1) and enforces their lifecycle: pending, then exactly one
-// of accepted, rejected or superseded. Transitions are conditional updates,
+// of accepted, rejected, withdrawn (its source took it back) or superseded
+// (a newer handoff of its task replaced it). Transitions are conditional updates,
 // so exactly one of racing transitions wins; every change is appended as an
 // event numbered per project in commit order, and a NOTIFY wakes the live
 // inboxes of every contextd process on the database.
@@ -45,13 +46,26 @@ func (e *TransitionError) Is(target error) bool { return target == fault.ErrStat
 // CurrentState is the status the handoff is in.
 func (e *TransitionError) CurrentState() string { return e.CurrentStatus }
 
-// The statuses.
+// The statuses. A handoff withdrawn before migration 00030 is stored as
+// superseded with no successor (see WasWithdrawn); its row and events are
+// audited history and stay as they were.
 const (
 	Pending    = "pending"
 	Accepted   = "accepted"
 	Rejected   = "rejected"
 	Superseded = "superseded"
+	Withdrawn  = "withdrawn"
 )
+
+// Statuses are the statuses, in lifecycle order.
+var Statuses = []string{Pending, Accepted, Rejected, Superseded, Withdrawn}
+
+// WasWithdrawn reports whether a handoff of status and successor was
+// taken back by its source: withdrawn, or (stored before migration 00030)
+// superseded with no handoff superseding it.
+func WasWithdrawn(status, supersededBy string) bool {
+	return status == Withdrawn || (status == Superseded && supersededBy == "")
+}
 
 // NotifyChannel is the LISTEN/NOTIFY channel; the payload is the project.
 const NotifyChannel = "contextd_handoff_events"
@@ -274,6 +288,9 @@ func (s *Service) CreateTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 	if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.Edit); err != nil {
 		return nil, err
 	}
+	if err := s.projects.Writable(ctx, tx, proj); err != nil {
+		return nil, err
+	}
 	if proj == auth.SharedProject {
 		// _shared holds shared defaults; work moves between agents in a
 		// project, where its scope and its roles apply.
@@ -375,8 +392,8 @@ func (s *Service) checkRefs(ctx context.Context, tx *store.Tx, proj string, m Ma
 		// A pending handoff to the same role is superseded by this very
 		// create, so it may be reworked too.
 		supersededNow := prev.Status == Pending && prev.TargetRole == m.Target.Role
-		if prev.Status != Rejected && prev.Status != Superseded && !supersededNow {
-			return validation.One("/rework_of", "invalid", "rework_of must name a rejected or superseded handoff; %s is %s", m.ReworkOf, prev.Status)
+		if prev.Status != Rejected && prev.Status != Superseded && prev.Status != Withdrawn && !supersededNow {
+			return validation.One("/rework_of", "invalid", "rework_of must name a rejected, withdrawn or superseded handoff; %s is %s", m.ReworkOf, prev.Status)
 		}
 	}
 	if m.PacketID != "" {
@@ -401,8 +418,8 @@ const (
 )
 
 // Transition moves a pending handoff: accept and reject by an agent of the
-// target role (read-only included) or an admin, withdraw by its source
-// agent or an admin. It is one conditional update: of racing
+// target role (read-only included) or an admin, withdraw (to withdrawn) by
+// its source agent or an admin. It is one conditional update: of racing
 // transitions exactly one wins, the others get a *TransitionError.
 func (s *Service) Transition(ctx context.Context, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
 	var out *Handoff
@@ -417,6 +434,9 @@ func (s *Service) Transition(ctx context.Context, agent *auth.Agent, proj, id st
 // TransitionTx is Transition inside the caller's transaction.
 func (s *Service) TransitionTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
 	if err := s.projects.AuthorizeIn(ctx, tx.DB, agent, proj, auth.ReadOnly); err != nil {
+		return nil, err
+	}
+	if err := s.projects.Writable(ctx, tx, proj); err != nil {
 		return nil, err
 	}
 	if (t == Reject || t == Withdraw) && strings.TrimSpace(reason) == "" {
@@ -435,7 +455,8 @@ func (s *Service) TransitionTx(ctx context.Context, tx *store.Tx, agent *auth.Ag
 }
 
 func (s *Service) transition(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj, id string, t Transition, reason string) (*Handoff, error) {
-	to, event := map[Transition]string{Accept: Accepted, Reject: Rejected, Withdraw: Superseded}[t], map[Transition]string{Accept: "accepted", Reject: "rejected", Withdraw: "superseded"}[t]
+	// A transition's event is named after the status it sets.
+	to := map[Transition]string{Accept: Accepted, Reject: Rejected, Withdraw: Withdrawn}[t]
 	cur, err := tx.HandoffGet(ctx, proj, id)
 	if err != nil {
 		if errors.Is(err, fault.ErrNotFound) {
@@ -461,7 +482,7 @@ func (s *Service) transition(ctx context.Context, tx *store.Tx, agent *auth.Agen
 		}
 		return nil, &TransitionError{ID: id, CurrentStatus: now.Status, Wanted: to}
 	}
-	if err := appendEvent(ctx, tx, proj, id, event, Pending, to, agent, reason); err != nil {
+	if err := appendEvent(ctx, tx, proj, id, to, Pending, to, agent, reason); err != nil {
 		return nil, err
 	}
 	return fromRow(row)

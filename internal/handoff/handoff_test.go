@@ -137,3 +137,25 @@ func TestCreateAfterWithdrawDoesNotConflict(t *testing.T) {
 	second := w.create(w.planner, manifest("T-1", "critic"))
 	require.Equal(t, handoff.Pending, w.status(second.ID))
 }
+
+// A withdrawal is withdrawn, in the handoff and its event, and a second
+// move of it is a state conflict naming withdrawn.
+func TestWithdrawIsWithdrawn(t *testing.T) {
+	t.Parallel()
+	w := setup(t)
+	h := w.create(w.implementer, manifest("T-1", "critic"))
+	out, err := w.svc.Transition(context.Background(), w.implementer, "acme", h.ID, handoff.Withdraw, "wrong branch")
+	require.NoError(t, err)
+	require.Equal(t, handoff.Withdrawn, out.Status)
+	d, err := w.svc.Get(context.Background(), w.admin, "acme", h.ID)
+	require.NoError(t, err)
+	ev := d.Events[len(d.Events)-1]
+	require.Equal(t, []string{"withdrawn", handoff.Pending, handoff.Withdrawn}, []string{ev.Event, ev.FromStatus, ev.ToStatus})
+	_, err = w.svc.Transition(context.Background(), w.implementer, "acme", h.ID, handoff.Withdraw, "again")
+	var te *handoff.TransitionError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, handoff.Withdrawn, te.CurrentStatus)
+	require.True(t, handoff.WasWithdrawn(handoff.Withdrawn, ""))
+	require.True(t, handoff.WasWithdrawn(handoff.Superseded, ""), "stored before withdrawn had a status of its own")
+	require.False(t, handoff.WasWithdrawn(handoff.Superseded, "hnd_newer"))
+}

@@ -138,8 +138,8 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, "", err
 	}
-	if lp.Status != "" && !validation.OneOf(lp.Status, Pending, Accepted, Rejected, Superseded) {
-		return nil, "", validation.One("status", "enum", "status must be pending, accepted, rejected or superseded")
+	if lp.Status != "" && !validation.OneOf(lp.Status, Statuses...) {
+		return nil, "", validation.One("status", "enum", "status must be pending, accepted, rejected, superseded or withdrawn")
 	}
 	params := store.HandoffListParams{Project: proj, TaskID: lp.TaskID, Status: lp.Status,
 		TargetRole: lp.TargetRole, WorkflowRunID: lp.WorkflowRunID, Max: lp.Limit + 1}

@@ -62,6 +62,9 @@ func (s *Service) BatchTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, 
 // chunks come in key order too (so the new keys' rows are made in key
 // order): two batches cannot deadlock.
 func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, keys []string, fields []ctxtype.Fields) (BatchResult, error) {
+	if err := s.projects.Writable(ctx, tx, proj); err != nil {
+		return BatchResult{}, err
+	}
 	current, err := tx.ItemLockCurrent(ctx, proj, slices.Sorted(slices.Values(keys)))
 	if err != nil {
 		return BatchResult{}, err
@@ -96,8 +99,9 @@ func (s *Service) checkBatch(ctx context.Context, db store.DB, agent *auth.Agent
 		return nil, nil, err
 	}
 	claims := make([]auth.Claim, len(fields))
-	for i, f := range fields {
-		claims[i] = auth.Claim{Pointer: fmt.Sprintf("/items/%d", i), Authority: f.Authority, Source: f.Source}
+	for i := range fields {
+		defaultAuthority(agent, &fields[i])
+		claims[i] = auth.Claim{Pointer: fmt.Sprintf("/items/%d", i), Authority: fields[i].Authority, Source: fields[i].Source}
 	}
 	if err := agent.CheckAuthority(claims); err != nil {
 		return nil, nil, err // a batch is all or nothing: refused whole

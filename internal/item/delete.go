@@ -38,6 +38,9 @@ func (s *Service) DeleteTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 	if !ValidKey(key) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
+	if err := s.projects.Writable(ctx, tx, proj); err != nil {
+		return nil, err
+	}
 	v, err := s.tombstone(ctx, tx, agent, proj, key, opts)
 	if err != nil {
 		return nil, fmt.Errorf("delete item %s/%s: %w", proj, key, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -49,6 +50,9 @@ func normalized(body []byte) (Input, ctxtype.Fields, error) {
 	in := w.input()
 	var errs validation.List
 	f := in.normalize("", &errs)
+	// As the write path does, for an admin writer: an omitted authority
+	// takes its default (DefaultAuthority).
+	defaultAuthority(&auth.Agent{Permission: auth.Admin}, &f)
 	return in, f, errs.Err()
 }
 

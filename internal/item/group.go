@@ -196,6 +196,9 @@ func (s *Service) putMany(ctx context.Context, tx *store.Tx, proj string, calls 
 		c.res, c.err = PutResult{}, nil // a transaction run again decides again
 	}
 	slices.Sort(keys)
+	if err := s.projects.Writable(ctx, tx, proj); err != nil {
+		return err
+	}
 	current, err := tx.ItemLockCurrent(ctx, proj, keys)
 	if err != nil {
 		return err

@@ -27,6 +27,9 @@ func (s *Service) ImportTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 	if err != nil {
 		return BatchResult{}, err
 	}
+	if err := s.projects.Writable(ctx, tx, proj); err != nil {
+		return BatchResult{}, err
+	}
 	var retiredKeys []string
 	for i, p := range ps {
 		if retire[i] {

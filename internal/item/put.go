@@ -110,6 +110,7 @@ func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent
 	if err := errs.Err(); err != nil {
 		return prepared{}, err
 	}
+	defaultAuthority(agent, &f)
 	if err := agent.CheckAuthority([]auth.Claim{{Authority: f.Authority, Source: f.Source}}); err != nil {
 		return prepared{}, err
 	}

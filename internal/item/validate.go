@@ -83,13 +83,15 @@ func str(p *string, def string) string {
 // normalize validates in and applies defaults. prefix is the JSON Pointer of
 // the item in its request ("" for a PUT body, "/items/3" in a batch).
 func (in *Input) normalize(prefix string, errs *validation.List) ctxtype.Fields {
+	// An omitted authority stays empty: its default depends on the writer
+	// (DefaultAuthority), which the write path applies.
 	f := ctxtype.Fields{
 		Kind:       str(in.Kind, "knowledge"),
 		Source:     str(in.Source, "project"),
 		Title:      str(in.Title, ""),
 		Summary:    str(in.Summary, ""),
 		Content:    in.Content,
-		Authority:  str(in.Authority, "evidence"),
+		Authority:  str(in.Authority, ""),
 		Confidence: str(in.Confidence, "probable"),
 		StateKey:   str(in.StateKey, ""),
 		Slot:       str(in.Slot, "system"),
@@ -110,7 +112,9 @@ func (in *Input) normalize(prefix string, errs *validation.List) ctxtype.Fields 
 		}
 	}
 	enum("kind", f.Kind, kinds, "knowledge, state, episode, skill, decision, instruction, evidence, tool")
-	enum("authority", f.Authority, authorities, "policy, instruction, evidence, hypothesis")
+	if in.Authority != nil {
+		enum("authority", f.Authority, authorities, "policy, instruction, evidence, hypothesis")
+	}
 	enum("confidence", f.Confidence, confidences, "verified, probable, uncertain")
 	enum("slot", f.Slot, slots, "system, messages, tools")
 	if !sources[f.Source] && !otherTagRE.MatchString(f.Source) {

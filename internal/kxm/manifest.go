@@ -204,6 +204,7 @@ func rawText(raw json.RawMessage) string {
 // artifact's kind and content_snippet) have no member here.
 func ExportManifest(m Manifest, createdAt time.Time) Manifest {
 	m.Schema, m.HandoffID, m.TaskID = ManifestSchema, cut(m.HandoffID, 128), cut(m.TaskID, 128)
+	m.Status = ManifestStatus(m.Status)
 	m.WorkflowRunID = orMissing(m.WorkflowRunID, 128)
 	src := &m.Source
 	src.Role, src.AgentID, src.Harness = orMissing(src.Role, 64), orMissing(src.AgentID, 64), orMissing(src.Harness, 64)
@@ -233,6 +234,17 @@ func ExportManifest(m Manifest, createdAt time.Time) Manifest {
 	m.OpenQuestions = nonNilStrings(m.OpenQuestions)
 	m.CreatedAt = createdAt.UTC().Format(time.RFC3339Nano)
 	return m
+}
+
+// ManifestStatus is a handoff's status as KXM's manifest spells it. KXM
+// knows pending, accepted, rejected and superseded; a withdrawn handoff is
+// superseded there, as contextd stored it before withdrawn was a status of
+// its own: its work is replaced, not judged.
+func ManifestStatus(status string) string {
+	if status == "withdrawn" {
+		return "superseded"
+	}
+	return status
 }
 
 // ManifestPointer turns a JSON Pointer into contextd's create input (snake_case)

@@ -242,6 +242,9 @@ func TestExportManifestIsValid(t *testing.T) {
 			require.Equal(t, status, m.Status)
 		}
 	}
+	w := export(full, "withdrawn")
+	require.Empty(t, c.validate(t, w), "a withdrawn handoff is a manifest KXM accepts")
+	require.Equal(t, "superseded", w.Status, "KXM has no withdrawn: a withdrawal is superseded there, as before")
 	m := export(minimal, "pending")
 	require.Equal(t, "2026-01-14T08:41:27.318Z", m.CreatedAt, "UTC, as KXM writes it")
 	require.Equal(t, kxm.MissingText, m.WorkflowRunID)

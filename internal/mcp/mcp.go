@@ -123,7 +123,7 @@ func New(cfg Config) (http.Handler, error) {
 		// The server's body limit bounds the request already.
 		MaxRequestBodyBytes: -1,
 	})
-	return requireKey(h), nil
+	return requireKey(jsonrpcErrors(h)), nil
 }
 
 // atLeast passes on the records of level min and above.

@@ -1,6 +1,6 @@
 package packet_test
 
-// The budget's cutoff (pipeline 2, README "Bounded assembly"): after the
+// The budget's cutoff (pipeline 2, docs/packets.md "Bounded assembly"): after the
 // first candidate that does not fit, 32 more are tried and the rest are
 // counted, not tried.
 

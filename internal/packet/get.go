@@ -136,7 +136,9 @@ func (s *Service) withoutRecordsOf(ctx context.Context, p *Packet, shown []ctxty
 	gaps := p.Gaps[:0:0]
 	for _, g := range p.Gaps {
 		listed[id{g.Key, g.Version}] = true
-		if g.Key == "" || kept[id{g.Key, g.Version}] {
+		// A budget gap goes with its record; the others (the inviolable
+		// gap, an unresolved pin, which no record stands for) stay.
+		if g.Reason != ctxtype.ReasonBudget || kept[id{g.Key, g.Version}] {
 			gaps = append(gaps, g)
 		}
 	}

@@ -205,7 +205,7 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID 
 		if h.Status != handoff.Pending {
 			at := h.UpdatedAt.UTC()
 			p.SettledAt = &at
-			p.Withdrawn = h.Status == handoff.Superseded && h.SupersededBy == ""
+			p.Withdrawn = handoff.WasWithdrawn(h.Status, h.SupersededBy)
 		}
 		p.Patches, p.Reports, p.OpenQuestions = h.Deliverables.Patches, h.Deliverables.Reports, h.OpenQuestions
 		if n := h.SuggestedNextStep; n != nil {
@@ -219,9 +219,9 @@ func (s *Service) predecessorsOf(ctx context.Context, db store.DB, proj, taskID 
 	return out, nil
 }
 
-// reasonsOf gives each predecessor that was rejected or withdrawn
-// (superseded with a reason) its reason and who gave it: the last event of
-// a terminal handoff is the one that set its status. One query for all.
+// reasonsOf gives each predecessor that was rejected or withdrawn its
+// reason and who gave it: the last event of a terminal handoff is the one
+// that set its status. One query for all.
 func reasonsOf(ctx context.Context, db store.DB, proj string, hs []*handoff.Handoff, out []ctxtype.Predecessor) error {
 	var ids []string
 	for _, h := range hs {
@@ -345,6 +345,9 @@ func build(agent *auth.Agent, id, proj string, req *ctxtype.Request, point store
 // StoreTx stores a prepared packet and its records in the caller's
 // transaction.
 func (s *Service) StoreTx(ctx context.Context, tx *store.Tx, p *Packet) error {
+	if err := s.projects.Writable(ctx, tx, p.Project); err != nil {
+		return err
+	}
 	sum, _ := hex.DecodeString(p.RenderedSHA256)
 	gaps, _ := json.Marshal(p.Gaps)
 	prov, _ := json.Marshal(p.Provenance)

@@ -76,7 +76,7 @@ func TestReplayKeepsTheRenderVersion(t *testing.T) {
 	require.NoError(t, packets.StoreForTest(ctx, old))
 	now, err := packets.Assemble(ctx, admin, "acme", req())
 	require.NoError(t, err)
-	require.Equal(t, assemble.Render2, now.RenderVersion)
+	require.Equal(t, assemble.CurrentRender, now.RenderVersion)
 	require.Contains(t, now.Rendered, `kept: "Refunds within 30 days." (instruction) over "Refunds within 14 days." (evidence)`)
 	for _, p := range []*packet.Packet{old, now} {
 		got, err := packets.Get(ctx, admin, "acme", p.ID)

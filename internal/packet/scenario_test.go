@@ -278,6 +278,7 @@ func checkBudget(t *testing.T, p assembled) (int, []ctxtype.Gap) {
 	}
 	inviolable := false
 	var budgetGaps []ctxtype.Gap
+	var pins []string
 	for _, g := range p.Gaps {
 		switch g.Reason {
 		case "budget":
@@ -285,9 +286,17 @@ func checkBudget(t *testing.T, p assembled) (int, []ctxtype.Gap) {
 		case "budget_exceeded_by_inviolable":
 			require.False(t, inviolable, "one inviolable gap")
 			inviolable = true
+		case assemble.GapPinUnresolved:
+			require.Contains(t, p.asked.Pins, g.Key, "a pin gap names a pin")
+			require.Equal(t, ctxtype.Gap{Key: g.Key, Reason: g.Reason}, g, "a pin gap says no more than its key")
+			pins = append(pins, g.Key)
 		default:
 			t.Fatalf("unknown gap %+v", g)
 		}
+	}
+	require.True(t, sort.StringsAreSorted(pins), "pin gaps in key order: %v", pins)
+	for i := 1; i < len(pins); i++ {
+		require.NotEqual(t, pins[i-1], pins[i], "a pin gap once")
 	}
 	if !inviolable {
 		require.LessOrEqual(t, p.Used, p.Allocated, "used <= token_budget unless the request parts alone exceed it")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/assemble"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/packet"
 )
@@ -287,6 +288,13 @@ func TestPinsRankFirst(t *testing.T) {
 	require.Equal(t, "not_candidate/tombstoned", whyLabel(res.answers[ikey{"p.gone", "project"}]))
 	require.Equal(t, "not_candidate/not_triggered", whyLabel(res.answers[ikey{"p.unpinned", "project"}]))
 	require.NotContains(t, p.Rendered, "secret")
+	var unresolved []string
+	for _, g := range p.Gaps {
+		if g.Reason == assemble.GapPinUnresolved {
+			unresolved = append(unresolved, g.Key)
+		}
+	}
+	require.Equal(t, []string{"p.expired", "p.gone", "p.hidden"}, unresolved, "the pins that name nothing the role may see are gaps")
 	require.Equal(t, 1, strings.Count(p.Rendered, "ladder step 70\n"), "a pinned item is rendered once")
 	// Visible candidates: 6 pins + huge + 80 ladder − 2 ladder items already pinned.
 	require.Equal(t, 6+1+80-2, p.cutRank()-1+p.cutCount(), "pinned items are not counted twice")

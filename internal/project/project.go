@@ -36,8 +36,10 @@ func CheckName(param, name string) error {
 type Service struct {
 	store *store.Store
 	// known holds the projects seen to exist through committed reads.
-	// Projects are never deleted, so a project once seen stays; one not
-	// found is never kept, so a new project is found at once.
+	// Projects are never deleted (archiving keeps them), so a project once
+	// seen stays; one not found is never kept, so a new project is found
+	// at once. Whether one takes writes is not cached: each write asks in
+	// its transaction (Writable).
 	known sync.Map
 }
 
@@ -149,11 +151,22 @@ func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, na
 	return p, created, nil
 }
 
-// List returns one page of the projects the agent may see, by name.
+// List returns one page of the live projects the agent may see, by name;
+// archived ones are left out.
 func (s *Service) List(ctx context.Context, agent *auth.Agent, after string, limit int) ([]store.Project, error) {
+	return s.list(ctx, agent, after, limit, false)
+}
+
+// ListArchived returns one page of the archived projects the agent may
+// see, by name: where to find one to restore.
+func (s *Service) ListArchived(ctx context.Context, agent *auth.Agent, after string, limit int) ([]store.Project, error) {
+	return s.list(ctx, agent, after, limit, true)
+}
+
+func (s *Service) list(ctx context.Context, agent *auth.Agent, after string, limit int, archived bool) ([]store.Project, error) {
 	all := agent.AllScope()
 	out, err := s.store.ProjectList(ctx, store.ProjectListParams{
-		After: after, All: all, Projects: append([]string{auth.SharedProject}, agent.Projects...), Max: limit,
+		After: after, All: all, Projects: append([]string{auth.SharedProject}, agent.Projects...), Archived: archived, Max: limit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)

@@ -38,13 +38,14 @@ const (
 var kxmArtifactKinds = map[string]bool{"patch": true, "report": true, "log": true, "plan": true, "repro_script": true, "doc": true}
 
 // kxmPredecessorStatus maps a handoff's status to KXM's. A withdrawn
-// handoff (stored as superseded, with no successor) is "failed": its
-// source retracted the output, which nothing should build on.
+// handoff (status withdrawn, or stored before it had a status of its own as
+// superseded with no successor) is "failed": its source retracted the
+// output, which nothing should build on.
 func kxmPredecessorStatus(p Predecessor) string {
 	switch {
 	case p.Status == "accepted":
 		return "passed"
-	case p.Status == "rejected", p.Status == "superseded" && p.Withdrawn:
+	case p.Status == "rejected", p.Status == "withdrawn", p.Status == "superseded" && p.Withdrawn:
 		return "failed"
 	case p.Status == "superseded":
 		return "settled"

@@ -134,7 +134,7 @@ func TestWithdrawBelongsToTheSourceAgent(t *testing.T) {
 	require.Equal(t, 403, e.do("POST", "/v1/projects/acme/handoffs/"+id+"/withdraw", a.planner, map[string]any{"reason": "x"}).status)
 	r := e.do("POST", "/v1/projects/acme/handoffs/"+id+"/withdraw", a.implementer, map[string]any{"reason": "not ready"})
 	require.Equal(t, 200, r.status, r.text)
-	require.Equal(t, "superseded", r.json["status"])
+	require.Equal(t, "withdrawn", r.json["status"])
 	// A non-admin cannot claim to be another agent.
 	r = e.do("POST", "/v1/projects/acme/handoffs", a.planner, manifest("T-2", "critic", "source", map[string]any{"agent_id": implID}))
 	require.Equal(t, 403, r.status)

@@ -117,7 +117,7 @@ func footprintWorld(t *testing.T) (*env, map[string]any) {
 	return e, req
 }
 
-// recordID is the trace's name for a contextd record, as the README says.
+// recordID is the trace's name for a contextd record, as docs/formats.md says.
 func recordID(rec map[string]any) string {
 	switch rec["subject"] {
 	case "request":

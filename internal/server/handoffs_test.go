@@ -60,14 +60,14 @@ func TestHandoffTransitionMatrix(t *testing.T) {
 	// A handoff in each status.
 	mk := func(task string) string { return e.handoff(a.implementer, manifest(task, "critic")) }
 	pending := map[string]string{}
-	for _, st := range []string{"pending", "accepted", "rejected", "superseded"} {
+	for _, st := range []string{"pending", "accepted", "rejected", "withdrawn"} {
 		id := mk("T-" + st)
 		switch st {
 		case "accepted":
 			require.Equal(t, 200, e.do("POST", "/v1/projects/acme/handoffs/"+id+"/accept", a.critic, nil).status)
 		case "rejected":
 			require.Equal(t, 200, e.do("POST", "/v1/projects/acme/handoffs/"+id+"/reject", a.critic, map[string]any{"reason": "no tests"}).status)
-		case "superseded":
+		case "withdrawn":
 			require.Equal(t, 200, e.do("POST", "/v1/projects/acme/handoffs/"+id+"/withdraw", a.implementer, map[string]any{"reason": "wrong branch"}).status)
 		}
 		pending[st] = id
@@ -80,7 +80,7 @@ func TestHandoffTransitionMatrix(t *testing.T) {
 		}{
 			{"accept", a.critic, map[string]any{"reason": "lgtm"}, "accepted"},
 			{"reject", a.critic, map[string]any{"reason": "no"}, "rejected"},
-			{"withdraw", a.implementer, map[string]any{"reason": "oops"}, "superseded"},
+			{"withdraw", a.implementer, map[string]any{"reason": "oops"}, "withdrawn"},
 		} {
 			if from == "pending" {
 				continue // tried below, one at a time
@@ -92,7 +92,7 @@ func TestHandoffTransitionMatrix(t *testing.T) {
 		}
 	}
 	// From pending, each transition works once.
-	for _, act := range []struct{ name, key, to string }{{"accept", a.critic, "accepted"}, {"reject", a.criticRO, "rejected"}, {"withdraw", a.implementer, "superseded"}} {
+	for _, act := range []struct{ name, key, to string }{{"accept", a.critic, "accepted"}, {"reject", a.criticRO, "rejected"}, {"withdraw", a.implementer, "withdrawn"}} {
 		id := mk("T-from-pending-" + act.name)
 		r := e.do("POST", "/v1/projects/acme/handoffs/"+id+"/"+act.name, act.key, map[string]any{"reason": "because"})
 		require.Equal(t, 200, r.status, r.text)
@@ -116,7 +116,7 @@ func TestHandoffTransitionMatrix(t *testing.T) {
 	for _, q := range []string{
 		"UPDATE handoffs SET status = 'pending' WHERE id = '" + pending["accepted"] + "'",
 		"UPDATE handoffs SET status = 'accepted' WHERE id = '" + pending["rejected"] + "'",
-		"UPDATE handoffs SET status = 'rejected' WHERE id = '" + pending["superseded"] + "'",
+		"UPDATE handoffs SET status = 'rejected' WHERE id = '" + pending["withdrawn"] + "'",
 		"UPDATE handoffs SET manifest = '{}' WHERE id = '" + pending["pending"] + "'",
 		"UPDATE handoffs SET target_role = 'x' WHERE id = '" + pending["pending"] + "'",
 		"DELETE FROM handoffs WHERE id = '" + pending["pending"] + "'",

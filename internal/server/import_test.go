@@ -40,7 +40,7 @@ func kxmHistory() []any {
 }
 
 // TestImportKXMItems: items:import with format kxm writes KXM's items as
-// the README maps them, and importing the same items again changes nothing.
+// docs/formats.md maps them, and importing the same items again changes nothing.
 func TestImportKXMItems(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

@@ -10,7 +10,7 @@ import (
 )
 
 // TestItemAsKXMContextItem: GET .../items/{key}?format=kxm answers KXM's
-// ContextItem, exactly its members, mapped as the README says.
+// ContextItem, exactly its members, mapped as docs/formats.md says.
 func TestItemAsKXMContextItem(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

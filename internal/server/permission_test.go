@@ -167,6 +167,19 @@ func (w *world) fresh(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, w.n)
 }
 
+// project creates a project as the admin, archived when archived says so,
+// and returns its path.
+func (w *world) project(archived bool) string {
+	path := "/v1/projects/" + w.fresh("retired")
+	r := w.e.do("PUT", path, w.e.admin, api.PutProjectJSONRequestBody{})
+	require.Equal(w.e.t, 201, r.status, r.text)
+	if archived {
+		r = w.e.do("DELETE", path, w.e.admin, nil)
+		require.Equal(w.e.t, 200, r.status, r.text)
+	}
+	return path
+}
+
 // handoffTo creates a pending handoff of a task of its own to the role, as
 // the admin; source, when given, names its source agent.
 func (w *world) handoffTo(role string, source map[string]any) string {
@@ -234,6 +247,21 @@ var walkCases = map[string]walkCase{
 			return "/v1/projects/" + w.fresh("new"), api.PutProjectJSONRequestBody{Description: ptr("made by the walk")}
 		}
 		return home, api.PutProjectJSONRequestBody{Description: ptr("test")}
+	}},
+	"getProject": {perm: "read", ok: 200, call: at(home)},
+	// The admin archives (and restores) a project of its own making, so
+	// that alpha stays writable for the rest of the walk.
+	"archiveProject": {perm: "admin", ok: 200, call: func(w *world, id identity) (string, any) {
+		if id.name == "admin" {
+			return w.project(false), nil
+		}
+		return home, nil
+	}},
+	"restoreProject": {perm: "admin", ok: 200, call: func(w *world, id identity) (string, any) {
+		if id.name == "admin" {
+			return w.project(true) + "/restore", nil
+		}
+		return home + "/restore", nil
 	}},
 	"listItems": {perm: "read", ok: 200, call: at(home + "/items")},
 	"batchItems": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {

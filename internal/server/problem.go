@@ -147,6 +147,8 @@ func kindProblem(err error) *Problem {
 		return problem(412, "precondition_failed", "%s", err.Error())
 	case errors.Is(err, fault.ErrConflict):
 		return problem(409, "conflict", "%s", err.Error())
+	case errors.Is(err, fault.ErrGone):
+		return problem(410, "gone", "%s", err.Error())
 	case errors.Is(err, fault.ErrMalformed):
 		return problem(400, "malformed", "the request holds text that cannot be stored (NUL characters or invalid UTF-8)")
 	case errors.Is(err, fault.ErrTooLarge):

@@ -9,7 +9,49 @@ import (
 )
 
 func toProject(p store.Project) api.Project {
-	return api.Project{Project: p.Name, Description: p.Description, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC()}
+	out := api.Project{Project: p.Name, Description: p.Description, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(), ArchivedBy: p.ArchivedBy}
+	if p.ArchivedAt != nil {
+		at := p.ArchivedAt.UTC()
+		out.ArchivedAt = &at
+	}
+	return out
+}
+
+// GetProject implements api.StrictServerInterface.
+func (s *Server) GetProject(ctx context.Context, r api.GetProjectRequestObject) (api.GetProjectResponseObject, error) {
+	p, err := s.projects.Get(ctx, agentFrom(ctx), r.Project)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetProject200JSONResponse(toProject(p)), nil
+}
+
+// ArchiveProject implements api.StrictServerInterface.
+func (s *Server) ArchiveProject(ctx context.Context, r api.ArchiveProjectRequestObject) (api.ArchiveProjectResponseObject, error) {
+	var p store.Project
+	err := s.write(ctx, func(tx *store.Tx) error {
+		var err error
+		p, err = s.projects.ArchiveTx(ctx, tx, agentFrom(ctx), r.Project)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.ArchiveProject200JSONResponse(toProject(p)), nil
+}
+
+// RestoreProject implements api.StrictServerInterface.
+func (s *Server) RestoreProject(ctx context.Context, r api.RestoreProjectRequestObject) (api.RestoreProjectResponseObject, error) {
+	var p store.Project
+	err := s.write(ctx, func(tx *store.Tx) error {
+		var err error
+		p, err = s.projects.RestoreTx(ctx, tx, agentFrom(ctx), r.Project)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.RestoreProject200JSONResponse(toProject(p)), nil
 }
 
 // PutProject implements api.StrictServerInterface.
@@ -48,7 +90,11 @@ func (s *Server) ListProjects(ctx context.Context, r api.ListProjectsRequestObje
 	if err != nil {
 		return nil, err
 	}
-	ps, err := s.projects.List(ctx, agentFrom(ctx), after, limit+1)
+	list := s.projects.List
+	if deref(r.Params.Archived) {
+		list = s.projects.ListArchived
+	}
+	ps, err := list(ctx, agentFrom(ctx), after, limit+1)
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func TestAForgedRedactionIsRefused(t *testing.T) {
 	// The redaction's own entry too, its body the row, inside the chain's
 	// head: all the server's login can make. It cannot seal it, so verify
 	// and replay, with the key, still refuse it. (Without a key nothing
-	// tells the login's entries from the server's: the README says so.)
+	// tells the login's entries from the server's: docs/evidence.md says so.)
 	var at time.Time
 	require.NoError(t, conn.QueryRow(ctx, `SELECT created_at FROM redactions WHERE id = $1`, forged).Scan(&at))
 	rbody, err := audit.RedactionBody(audit.RedactionRow{Project: "acme", ID: forged, Key: "refund.policy", Version: 1, Reason: "x", CreatedBy: "agt_x", CreatedAt: at})

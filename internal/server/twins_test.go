@@ -111,7 +111,7 @@ func normalized(r resp, project string) string {
 // (issue 11): two projects hold the same items, and the second also holds
 // items hidden from the walking role. Every read and assembly as that role
 // answers the same in both, apart from ids and times; writes to hidden
-// keys are left out (their 404 is the one known channel, see README).
+// keys are left out (their 404 is the one known channel, see docs/items.md).
 func TestTwinProjectsHideHiddenItems(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -24,6 +25,15 @@ func (s *Server) mountUI(e *echo.Echo, a *app.App) {
 		return // routes only: no services to show
 	}
 	ui.Mount(e, ui.Config{App: a, Logger: s.log, Limit: s.uiRateLimit})
+	e.GET("/", redirectToUI)
+	e.HEAD("/", redirectToUI)
+}
+
+// redirectToUI sends a browser that opens the server's address to the
+// explorer. 302 Found: the temporary redirect every browser follows for a
+// GET, which it does not cache, so the root may answer otherwise one day.
+func redirectToUI(c echo.Context) error {
+	return c.Redirect(http.StatusFound, ui.Prefix)
 }
 
 // uiRateLimit spends one of the agent's tokens for an explorer request.

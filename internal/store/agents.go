@@ -52,6 +52,19 @@ func (db DB) AgentGet(ctx context.Context, id string) (Agent, error) {
 	return agentOf(r), nil
 }
 
+// AgentNames is the name of each agent of ids that exists, by id.
+func (db DB) AgentNames(ctx context.Context, ids []string) (map[string]string, error) {
+	rows, err := q.AgentNames(ctx, db.ex, ids)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Name
+	}
+	return out, nil
+}
+
 // AgentList is a page of agents by id.
 func (db DB) AgentList(ctx context.Context, after string, max int) ([]Agent, error) {
 	rows, err := q.AgentList(ctx, db.ex, dbsqlc.AgentListParams{After: after, Max: int32(max)})

@@ -16,15 +16,15 @@ import (
 	"github.com/contextd/contextd/internal/pgtest"
 )
 
-// The README's Citus section lists every table of the schema with where it
+// The Citus section of docs/scale-out.md lists every table of the schema with where it
 // goes on Citus. These tests hold that list to the schema a migrated
 // database has, and the schema to the rules Citus imposes on it.
 
 // citusListPath is the document that holds the list, relative to this
 // package; citusListHeading is the heading of its section. Moving the list
-// (to docs/citus.md, say) means changing these two.
+// (to a page of its own, say) means changing these two.
 const (
-	citusListPath    = "../../README.md"
+	citusListPath    = "../../docs/scale-out.md"
 	citusListHeading = "## Beyond one PostgreSQL"
 )
 
@@ -33,7 +33,7 @@ const gooseTable = "goose_db_version"
 
 // citusExceptions are the schema objects (constraint or index names) that
 // break a Citus rule on purpose, each with why; each must also be named in
-// the README's Citus section. None does today. A violation of an object
+// the Citus section of docs/scale-out.md. None does today. A violation of an object
 // named here is not reported.
 var citusExceptions = map[string]string{}
 
@@ -44,7 +44,7 @@ type placement struct{ Dist, Coloc string }
 
 func (p placement) distributed() bool { return p.Dist != "reference" && p.Dist != "local" }
 
-// citusList is the README's table, by table name, and its SQL statements.
+// citusList is the Citus section's table, by table name, and its SQL statements.
 type citusList struct {
 	Tables map[string]placement
 	Calls  []citusCall
@@ -374,7 +374,7 @@ func foreignKeyViolation(fk foreignKey, l citusList) string {
 	}
 }
 
-// The README's Citus list is the schema's every table, and the schema keeps
+// The Citus list of docs/scale-out.md is the schema's every table, and the schema keeps
 // Citus's rules.
 func TestCitusListCoversTheSchema(t *testing.T) {
 	t.Parallel()

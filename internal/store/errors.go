@@ -97,6 +97,8 @@ func interpretPg(pgErr *pgconn.PgError, err error) error {
 		return fmt.Errorf("%w: the request holds text that cannot be stored (NUL characters or invalid UTF-8)", fault.ErrMalformed)
 	case "23514", "23502", "22P02", "22007", "22008", "23503": // check, not null, text repr, datetime, foreign key
 		return fmt.Errorf("%w: %s", fault.ErrInvalid, pgErr.Message)
+	case "CD410": // raised by contextd_project_writable
+		return fmt.Errorf("%w: %s", fault.ErrGone, pgErr.Message)
 	case "57P01", "57P02": // admin_shutdown, crash_shutdown: the server ended this connection
 		return &lostError{fmt.Errorf("%w: %s", fault.ErrUnavailable, pgErr.Message)}
 	case "57P03", "53300": // cannot_connect_now, too_many_connections

@@ -313,7 +313,7 @@ func checkControls(t *testing.T, b *tab, page string, allowed map[string]bool) {
 	require.Zero(t, editable, page)
 }
 
-// TestBrowserScreenshotOfThePacketPage writes the README's screenshot
+// TestBrowserScreenshotOfThePacketPage writes docs/explorer.md's screenshot
 // when CONTEXTD_UI_SCREENSHOT names the file (docs/packet-page.png):
 // a packet with a span clicked.
 func TestBrowserScreenshotOfThePacketPage(t *testing.T) {

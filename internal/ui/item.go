@@ -86,6 +86,16 @@ func (h *handler) item(c echo.Context) error {
 		vv.Chart = usesPerDay(ts)
 		v.Versions = append(v.Versions, vv)
 	}
+	var agents []string
+	for _, ver := range vs {
+		agents = append(agents, ver.CreatedBy)
+	}
+	for _, u := range uses {
+		agents = append(agents, u.Agent)
+	}
+	if err := h.nameAgents(c, agents...); err != nil {
+		return h.fail(c, err)
+	}
 	return h.render(c, http.StatusOK, "item", "Item "+key, proj, v)
 }
 

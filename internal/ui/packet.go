@@ -105,6 +105,9 @@ func (h *handler) showPacket(c echo.Context, replay *packet.ReplayResult) error 
 	}
 	v := buildPacketView(p)
 	v.Replay = replay
+	if err := h.nameAgents(c, p.CreatedBy); err != nil {
+		return h.fail(c, err)
+	}
 	return h.render(c, http.StatusOK, "packet", "Packet "+p.ID, proj, v)
 }
 
@@ -210,6 +213,8 @@ type recordDetail struct {
 	Rec      recordView
 	Version  *ctxtype.Version
 	SpanText string // the text of its span in the packet
+	// Agents names the version's writer (the agent template function).
+	Agents map[string]string
 }
 
 // record answers a click on a span (the page's script loads it into the
@@ -240,6 +245,9 @@ func (h *handler) record(c echo.Context) error {
 	if rec.Kind == ctxtype.SubjectItem {
 		d.Version, err = h.app.Items.GetVersion(ctx, s.Agent, rec.Project, rec.Key, rec.Version)
 		if err != nil {
+			return h.fail(c, err)
+		}
+		if d.Agents, err = h.app.Agents.Names(ctx, []string{d.Version.CreatedBy}); err != nil {
 			return h.fail(c, err)
 		}
 	}

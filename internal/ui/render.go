@@ -40,10 +40,11 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"day":  func(t time.Time) string { return t.UTC().Format("2006-01-02") },
-	"add":  func(a, b int) int { return a + b },
-	"pct":  func(a, b int) string { return percent(a, b) },
-	"join": strings.Join,
+	"agent": agentHTML,
+	"day":   func(t time.Time) string { return t.UTC().Format("2006-01-02") },
+	"add":   func(a, b int) int { return a + b },
+	"pct":   func(a, b int) string { return percent(a, b) },
+	"join":  strings.Join,
 }
 
 func percent(a, b int) string {
@@ -71,16 +72,65 @@ type view struct {
 	CSRF  string
 	// Project is the project the page is in, for the breadcrumbs.
 	Project string
-	Data    any
+	// Agents are the names of the agents the page shows, by id (the agent
+	// template function).
+	Agents map[string]string
+	Data   any
 }
 
 // render writes a whole page: the layout around template name.
 func (h *handler) render(c echo.Context, status int, name, title, project string, data any) error {
-	v := view{Title: title, Project: project, Data: data}
+	v := view{Title: title, Project: project, Data: data, Agents: agentsOf(c)}
 	if s := sessionOf(c); s != nil {
 		v.Agent, v.CSRF = s.Agent, s.CSRF
 	}
 	return h.write(c, status, name, "layout", v)
+}
+
+// agentsKey is where a page's handler leaves the names of the agents the
+// page shows (nameAgents), for render.
+const agentsKey = "ui.agents"
+
+// nameAgents reads the names of the agents of ids, which the page about to
+// be rendered shows.
+func (h *handler) nameAgents(c echo.Context, ids ...string) error {
+	var known []string
+	for _, id := range ids {
+		if id != "" {
+			known = append(known, id)
+		}
+	}
+	names, err := h.app.Agents.Names(c.Request().Context(), known)
+	if err != nil {
+		return err
+	}
+	c.Set(agentsKey, names)
+	return nil
+}
+
+func agentsOf(c echo.Context) map[string]string {
+	names, _ := c.Get(agentsKey).(map[string]string)
+	return names
+}
+
+// agentHTML shows an agent by name, its id in the title (a hover, or a
+// screen reader, tells which agent it is); an agent whose name another
+// agent on the page shares shows its id too, and one of no known name
+// shows its id.
+func agentHTML(names map[string]string, id string) template.HTML {
+	esc := template.HTMLEscapeString
+	name, ok := names[id]
+	if !ok || name == "" {
+		return template.HTML(`<code class="agent">` + esc(id) + `</code>`)
+	}
+	shown := esc(name)
+	for other, n := range names {
+		if n == name && other != id {
+			shown += ` (<code>` + esc(id) + `</code>)`
+			break
+		}
+	}
+	return template.HTML(`<span class="agent" title="` + esc(id) + `">` + shown + `</span>`)
 }
 
 // fragment writes a template without the layout (what a click loads).
@@ -123,6 +173,8 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, fault.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, fault.ErrGone):
+		return http.StatusGone
 	case errors.Is(err, fault.ErrInvalid), errors.Is(err, fault.ErrMalformed):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, fault.ErrTooLarge):

@@ -59,5 +59,15 @@ func (h *handler) task(c echo.Context) error {
 		}
 		v.Handoffs = append(v.Handoffs, chainView{H: d, Ancestors: d.Ancestors, Descendants: d.Descendants})
 	}
+	var agents []string
+	for _, e := range entries {
+		agents = append(agents, e.Agent)
+	}
+	for _, ch := range v.Handoffs {
+		agents = append(agents, ch.H.CreatedBy)
+	}
+	if err := h.nameAgents(c, agents...); err != nil {
+		return h.fail(c, err)
+	}
 	return h.render(c, http.StatusOK, "task", "Task "+task, proj, v)
 }

@@ -183,6 +183,36 @@ func (q *Queries) AgentList(ctx context.Context, db DBTX, arg AgentListParams) (
 	return items, nil
 }
 
+const agentNames = `-- name: AgentNames :many
+SELECT id, name FROM agents WHERE id = ANY($1::text[]) ORDER BY id
+`
+
+type AgentNamesRow struct {
+	ID   string
+	Name string
+}
+
+// The names of agents by id, for a page that shows who did what.
+func (q *Queries) AgentNames(ctx context.Context, db DBTX, ids []string) ([]AgentNamesRow, error) {
+	rows, err := db.Query(ctx, agentNames, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AgentNamesRow{}
+	for rows.Next() {
+		var i AgentNamesRow
+		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const agentRevoke = `-- name: AgentRevoke :one
 UPDATE agents SET revoked_at = coalesce(revoked_at, now())
 WHERE id = $1

@@ -248,6 +248,10 @@ type Project struct {
 	Description string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	ArchivedAt  *time.Time
+	ArchivedBy  *string
+	RestoredAt  *time.Time
+	RestoredBy  *string
 }
 
 type ProjectCounter struct {

@@ -10,8 +10,36 @@ import (
 	"time"
 )
 
+const projectArchive = `-- name: ProjectArchive :one
+UPDATE projects SET archived_at = now(), archived_by = $1
+WHERE project = $2 AND archived_at IS NULL
+RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by
+`
+
+type ProjectArchiveParams struct {
+	Agent   *string
+	Project string
+}
+
+// No row: the project is missing or archived already.
+func (q *Queries) ProjectArchive(ctx context.Context, db DBTX, arg ProjectArchiveParams) (Project, error) {
+	row := db.QueryRow(ctx, projectArchive, arg.Agent, arg.Project)
+	var i Project
+	err := row.Scan(
+		&i.Project,
+		&i.Description,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ArchivedAt,
+		&i.ArchivedBy,
+		&i.RestoredAt,
+		&i.RestoredBy,
+	)
+	return i, err
+}
+
 const projectGet = `-- name: ProjectGet :one
-SELECT project, description, created_at, updated_at FROM projects WHERE project = $1
+SELECT project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by FROM projects WHERE project = $1
 `
 
 func (q *Queries) ProjectGet(ctx context.Context, db DBTX, project string) (Project, error) {
@@ -22,30 +50,38 @@ func (q *Queries) ProjectGet(ctx context.Context, db DBTX, project string) (Proj
 		&i.Description,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ArchivedAt,
+		&i.ArchivedBy,
+		&i.RestoredAt,
+		&i.RestoredBy,
 	)
 	return i, err
 }
 
 const projectList = `-- name: ProjectList :many
-SELECT project, description, created_at, updated_at FROM projects
+SELECT project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by FROM projects
 WHERE project > $1
   AND ($2::boolean OR project = ANY($3::text[]))
+  AND (archived_at IS NOT NULL) = $4::boolean
 ORDER BY project
-LIMIT $4
+LIMIT $5
 `
 
 type ProjectListParams struct {
 	After       string
 	AllProjects bool
 	Projects    []string
+	Archived    bool
 	Max         int32
 }
 
+// Live projects, or with @archived the archived ones only.
 func (q *Queries) ProjectList(ctx context.Context, db DBTX, arg ProjectListParams) ([]Project, error) {
 	rows, err := db.Query(ctx, projectList,
 		arg.After,
 		arg.AllProjects,
 		arg.Projects,
+		arg.Archived,
 		arg.Max,
 	)
 	if err != nil {
@@ -60,6 +96,10 @@ func (q *Queries) ProjectList(ctx context.Context, db DBTX, arg ProjectListParam
 			&i.Description,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ArchivedAt,
+			&i.ArchivedBy,
+			&i.RestoredAt,
+			&i.RestoredBy,
 		); err != nil {
 			return nil, err
 		}
@@ -71,13 +111,42 @@ func (q *Queries) ProjectList(ctx context.Context, db DBTX, arg ProjectListParam
 	return items, nil
 }
 
+const projectRestore = `-- name: ProjectRestore :one
+UPDATE projects SET archived_at = NULL, archived_by = NULL, restored_at = now(), restored_by = $1
+WHERE project = $2 AND archived_at IS NOT NULL
+RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by
+`
+
+type ProjectRestoreParams struct {
+	Agent   *string
+	Project string
+}
+
+// No row: the project is missing or not archived.
+func (q *Queries) ProjectRestore(ctx context.Context, db DBTX, arg ProjectRestoreParams) (Project, error) {
+	row := db.QueryRow(ctx, projectRestore, arg.Agent, arg.Project)
+	var i Project
+	err := row.Scan(
+		&i.Project,
+		&i.Description,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ArchivedAt,
+		&i.ArchivedBy,
+		&i.RestoredAt,
+		&i.RestoredBy,
+	)
+	return i, err
+}
+
 const projectUpsert = `-- name: ProjectUpsert :one
 INSERT INTO projects (project, description)
 VALUES ($1, $2)
 ON CONFLICT (project) DO UPDATE
     SET description = EXCLUDED.description,
         updated_at = CASE WHEN projects.description = EXCLUDED.description THEN projects.updated_at ELSE now() END
-RETURNING project, description, created_at, updated_at, (xmax = 0)::boolean AS inserted
+    WHERE projects.archived_at IS NULL
+RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by, (xmax = 0)::boolean AS inserted
 `
 
 type ProjectUpsertParams struct {
@@ -90,9 +159,14 @@ type ProjectUpsertRow struct {
 	Description string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	ArchivedAt  *time.Time
+	ArchivedBy  *string
+	RestoredAt  *time.Time
+	RestoredBy  *string
 	Inserted    bool
 }
 
+// An archived project is not changed: no row comes back.
 func (q *Queries) ProjectUpsert(ctx context.Context, db DBTX, arg ProjectUpsertParams) (ProjectUpsertRow, error) {
 	row := db.QueryRow(ctx, projectUpsert, arg.Project, arg.Description)
 	var i ProjectUpsertRow
@@ -101,7 +175,20 @@ func (q *Queries) ProjectUpsert(ctx context.Context, db DBTX, arg ProjectUpsertP
 		&i.Description,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ArchivedAt,
+		&i.ArchivedBy,
+		&i.RestoredAt,
+		&i.RestoredBy,
 		&i.Inserted,
 	)
 	return i, err
+}
+
+const projectWritable = `-- name: ProjectWritable :exec
+SELECT contextd_project_writable($1)
+`
+
+func (q *Queries) ProjectWritable(ctx context.Context, db DBTX, project string) error {
+	_, err := db.Exec(ctx, projectWritable, project)
+	return err
 }
