@@ -425,6 +425,27 @@ func (e ListPacketRecordsParamsFormat) Valid() bool {
 	}
 }
 
+// AblationEntry defines model for AblationEntry.
+type AblationEntry struct {
+	// Handoff A predecessor
+	Handoff *string `json:"handoff,omitempty"`
+
+	// Key An item the packet included.
+	Key *string `json:"key,omitempty"`
+
+	// Layer With key: the item's layer, when it matters.
+	Layer *string `json:"layer,omitempty"`
+
+	// Request A request part: task, objective, criteria, plan, agent_context, context_packets[N].
+	Request *string `json:"request,omitempty"`
+}
+
+// AblationRequest defines model for AblationRequest.
+type AblationRequest struct {
+	// Without The entries to leave out (limit list); each names exactly one of key, request or handoff.
+	Without []AblationEntry `json:"without"`
+}
+
 // Agent defines model for Agent.
 type Agent struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -1179,15 +1200,90 @@ type KxmHandoffManifestTargetPermission string
 // KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict defines model for KxmHandoffManifest.VerificationEvidence.CriticVerdicts.Verdict.
 type KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict string
 
+// Outcome defines model for Outcome.
+type Outcome struct {
+	Answer       *string   `json:"answer,omitempty"`
+	AnswerSha256 *string   `json:"answer_sha256,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	CreatedBy    string    `json:"created_by"`
+	Id           string    `json:"id"`
+	Label        *string   `json:"label,omitempty"`
+	Note         *string   `json:"note,omitempty"`
+	PacketId     string    `json:"packet_id"`
+	Project      string    `json:"project"`
+	Score        *float64  `json:"score,omitempty"`
+
+	// Seq Its place among the packet's outcomes, from 1.
+	Seq    int    `json:"seq"`
+	Source string `json:"source"`
+	Status string `json:"status"`
+
+	// Used The packet's included entries the answer quoted or paraphrased, in the packet's order (only those whose records the caller may see); empty without an answer.
+	Used []OutcomeUse `json:"used"`
+}
+
+// OutcomeCreate defines model for OutcomeCreate.
+type OutcomeCreate struct {
+	// Answer The model's answer (at most the message limit, 100 KB); attributed to the packet's spans when written.
+	Answer *string `json:"answer,omitempty"`
+
+	// Label A short name for the outcome, e.g. wrong_refund_amount (at most the keyword limit, 100 characters).
+	Label *string `json:"label,omitempty"`
+
+	// Note At most the text limit, 4000 characters.
+	Note *string `json:"note,omitempty"`
+
+	// Score 0 to 1.
+	Score *float64 `json:"score,omitempty"`
+
+	// Source human, evaluator, agent or test (default agent).
+	Source *string `json:"source,omitempty"`
+
+	// Status success, failure or partial.
+	Status string `json:"status"`
+}
+
+// OutcomeList defines model for OutcomeList.
+type OutcomeList struct {
+	Data       []Outcome `json:"data"`
+	NextCursor *string   `json:"next_cursor,omitempty"`
+}
+
+// OutcomeUse defines model for OutcomeUse.
+type OutcomeUse struct {
+	Key string `json:"key"`
+
+	// Match exact, normalized or passage
+	Match string `json:"match"`
+
+	// Project For items, the layer's project.
+	Project *string `json:"project,omitempty"`
+
+	// Similarity As attribute's: 1 for exact and normalized, a passage's share of the answer's words.
+	Similarity float64 `json:"similarity"`
+
+	// Subject item, request or handoff
+	Subject string `json:"subject"`
+	Version *int   `json:"version,omitempty"`
+}
+
 // Packet defines model for Packet.
 type Packet struct {
+	// AblationOf For a counterfactual packet (POST …/ablations): the packet it was made from.
+	AblationOf *string `json:"ablation_of,omitempty"`
+
+	// Ablations The counterfactual packets made of this one, oldest first (at most 100); absent when none.
+	Ablations *[]string `json:"ablations,omitempty"`
 	Budget    Budget    `json:"budget"`
 	CreatedAt time.Time `json:"created_at"`
 	CreatedBy string    `json:"created_by"`
 
 	// Excluded Counts by reason.
-	Excluded          map[string]int    `json:"excluded"`
-	Format            string            `json:"format"`
+	Excluded map[string]int `json:"excluded"`
+	Format   string         `json:"format"`
+
+	// Outcomes The newest outcome of each source (by source name), without the answer's text (GET .../outcomes has it); absent when the packet has none. Not in the answer of an assembly.
+	Outcomes          *[]Outcome        `json:"outcomes,omitempty"`
 	PacketId          string            `json:"packet_id"`
 	Project           string            `json:"project"`
 	ProvenanceSummary ProvenanceSummary `json:"provenance_summary"`
@@ -1822,6 +1918,27 @@ type AssemblePacketParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// AblatePacketParams defines parameters for AblatePacket.
+type AblatePacketParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListOutcomesParams defines parameters for ListOutcomes.
+type ListOutcomesParams struct {
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RecordOutcomeParams defines parameters for RecordOutcome.
+type RecordOutcomeParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListPacketRecordsParams defines parameters for ListPacketRecords.
 type ListPacketRecordsParams struct {
 	Decision *string `form:"decision,omitempty" json:"decision,omitempty"`
@@ -1895,8 +2012,14 @@ type ImportItemsJSONRequestBody = ImportRequest
 // AssemblePacketJSONRequestBody defines body for AssemblePacket for application/json ContentType.
 type AssemblePacketJSONRequestBody = PacketRequest
 
+// AblatePacketJSONRequestBody defines body for AblatePacket for application/json ContentType.
+type AblatePacketJSONRequestBody = AblationRequest
+
 // AttributePacketJSONRequestBody defines body for AttributePacket for application/json ContentType.
 type AttributePacketJSONRequestBody = AttributeRequest
+
+// RecordOutcomeJSONRequestBody defines body for RecordOutcome for application/json ContentType.
+type RecordOutcomeJSONRequestBody = OutcomeCreate
 
 // AttributeTaskJSONRequestBody defines body for AttributeTask for application/json ContentType.
 type AttributeTaskJSONRequestBody AttributeTaskJSONBody
@@ -2011,9 +2134,18 @@ type ServerInterface interface {
 	// GetPacket One packet, as answered when it was assembled.
 	// (GET /v1/projects/{project}/packets/{id})
 	GetPacket(ctx echo.Context, project ProjectPath, id PacketID) error
+	// AblatePacket A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+	// (POST /v1/projects/{project}/packets/{id}/ablations)
+	AblatePacket(ctx echo.Context, project ProjectPath, id PacketID, params AblatePacketParams) error
 	// AttributePacket Which records a piece of the rendered text came from.
 	// (POST /v1/projects/{project}/packets/{id}/attribute)
 	AttributePacket(ctx echo.Context, project ProjectPath, id PacketID) error
+	// ListOutcomes The packet's outcomes, oldest first.
+	// (GET /v1/projects/{project}/packets/{id}/outcomes)
+	ListOutcomes(ctx echo.Context, project ProjectPath, id PacketID, params ListOutcomesParams) error
+	// RecordOutcome Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+	// (POST /v1/projects/{project}/packets/{id}/outcomes)
+	RecordOutcome(ctx echo.Context, project ProjectPath, id PacketID, params RecordOutcomeParams) error
 	// ListPacketRecords Every decision the assembly took (hidden items only for admins).
 	// (GET /v1/projects/{project}/packets/{id}/records)
 	ListPacketRecords(ctx echo.Context, project ProjectPath, id PacketID, params ListPacketRecordsParams) error
@@ -3260,6 +3392,50 @@ func (w *ServerInterfaceWrapper) GetPacket(ctx echo.Context) error {
 	return err
 }
 
+// AblatePacket converts echo context to params.
+func (w *ServerInterfaceWrapper) AblatePacket(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AblatePacketParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AblatePacket(ctx, project, id, params)
+	return err
+}
+
 // AttributePacket converts echo context to params.
 func (w *ServerInterfaceWrapper) AttributePacket(ctx echo.Context) error {
 	var err error
@@ -3281,6 +3457,90 @@ func (w *ServerInterfaceWrapper) AttributePacket(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.AttributePacket(ctx, project, id)
+	return err
+}
+
+// ListOutcomes converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOutcomes(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListOutcomesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOutcomes(ctx, project, id, params)
+	return err
+}
+
+// RecordOutcome converts echo context to params.
+func (w *ServerInterfaceWrapper) RecordOutcome(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RecordOutcomeParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RecordOutcome(ctx, project, id, params)
 	return err
 }
 
@@ -3578,7 +3838,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/records", wrapper.ListPacketRecords, options.OperationMiddlewares["listPacketRecords"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/why", wrapper.WhyPacket, options.OperationMiddlewares["whyPacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/attribute", wrapper.AttributePacket, options.OperationMiddlewares["attributePacket"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/outcomes", wrapper.ListOutcomes, options.OperationMiddlewares["listOutcomes"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/outcomes", wrapper.RecordOutcome, options.OperationMiddlewares["recordOutcome"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/ablations", wrapper.AblatePacket, options.OperationMiddlewares["ablatePacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/items/:key/versions/:version/redact", wrapper.RedactItemVersion, options.OperationMiddlewares["redactItemVersion"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/redactions/:id", wrapper.GetRedaction, options.OperationMiddlewares["getRedaction"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
@@ -5313,6 +5576,52 @@ func (response GetPacketdefaultApplicationProblemPlusJSONResponse) VisitGetPacke
 	return err
 }
 
+type AblatePacketRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+	Params  AblatePacketParams
+	Body    *AblatePacketJSONRequestBody
+}
+
+type AblatePacketResponseObject interface {
+	VisitAblatePacketResponse(w http.ResponseWriter) error
+}
+
+type AblatePacket201JSONResponse Packet
+
+func (response AblatePacket201JSONResponse) VisitAblatePacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AblatePacketdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response AblatePacketdefaultApplicationProblemPlusJSONResponse) VisitAblatePacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AttributePacketRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Id      PacketID    `json:"id"`
@@ -5344,6 +5653,97 @@ type AttributePacketdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response AttributePacketdefaultApplicationProblemPlusJSONResponse) VisitAttributePacketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOutcomesRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+	Params  ListOutcomesParams
+}
+
+type ListOutcomesResponseObject interface {
+	VisitListOutcomesResponse(w http.ResponseWriter) error
+}
+
+type ListOutcomes200JSONResponse OutcomeList
+
+func (response ListOutcomes200JSONResponse) VisitListOutcomesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOutcomesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListOutcomesdefaultApplicationProblemPlusJSONResponse) VisitListOutcomesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordOutcomeRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+	Params  RecordOutcomeParams
+	Body    *RecordOutcomeJSONRequestBody
+}
+
+type RecordOutcomeResponseObject interface {
+	VisitRecordOutcomeResponse(w http.ResponseWriter) error
+}
+
+type RecordOutcome201JSONResponse Outcome
+
+func (response RecordOutcome201JSONResponse) VisitRecordOutcomeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordOutcomedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RecordOutcomedefaultApplicationProblemPlusJSONResponse) VisitRecordOutcomeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5787,9 +6187,18 @@ type StrictServerInterface interface {
 	// GetPacket One packet, as answered when it was assembled.
 	// (GET /v1/projects/{project}/packets/{id})
 	GetPacket(ctx context.Context, request GetPacketRequestObject) (GetPacketResponseObject, error)
+	// AblatePacket A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+	// (POST /v1/projects/{project}/packets/{id}/ablations)
+	AblatePacket(ctx context.Context, request AblatePacketRequestObject) (AblatePacketResponseObject, error)
 	// AttributePacket Which records a piece of the rendered text came from.
 	// (POST /v1/projects/{project}/packets/{id}/attribute)
 	AttributePacket(ctx context.Context, request AttributePacketRequestObject) (AttributePacketResponseObject, error)
+	// ListOutcomes The packet's outcomes, oldest first.
+	// (GET /v1/projects/{project}/packets/{id}/outcomes)
+	ListOutcomes(ctx context.Context, request ListOutcomesRequestObject) (ListOutcomesResponseObject, error)
+	// RecordOutcome Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+	// (POST /v1/projects/{project}/packets/{id}/outcomes)
+	RecordOutcome(ctx context.Context, request RecordOutcomeRequestObject) (RecordOutcomeResponseObject, error)
 	// ListPacketRecords Every decision the assembly took (hidden items only for admins).
 	// (GET /v1/projects/{project}/packets/{id}/records)
 	ListPacketRecords(ctx context.Context, request ListPacketRecordsRequestObject) (ListPacketRecordsResponseObject, error)
@@ -7039,6 +7448,56 @@ func (sh *strictHandler) GetPacket(ctx echo.Context, project ProjectPath, id Pac
 	return nil
 }
 
+// AblatePacket operation middleware
+func (sh *strictHandler) AblatePacket(ctx echo.Context, project ProjectPath, id PacketID, params AblatePacketParams) error {
+	var request AblatePacketRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	var body AblatePacketJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AblatePacket(ctx.Request().Context(), request.(AblatePacketRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AblatePacket")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AblatePacketResponseObject); ok {
+		return validResponse.VisitAblatePacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // AttributePacket operation middleware
 func (sh *strictHandler) AttributePacket(ctx echo.Context, project ProjectPath, id PacketID) error {
 	var request AttributePacketRequestObject
@@ -7082,6 +7541,83 @@ func (sh *strictHandler) AttributePacket(ctx echo.Context, project ProjectPath, 
 		return err
 	} else if validResponse, ok := response.(AttributePacketResponseObject); ok {
 		return validResponse.VisitAttributePacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListOutcomes operation middleware
+func (sh *strictHandler) ListOutcomes(ctx echo.Context, project ProjectPath, id PacketID, params ListOutcomesParams) error {
+	var request ListOutcomesRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOutcomes(ctx.Request().Context(), request.(ListOutcomesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOutcomes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOutcomesResponseObject); ok {
+		return validResponse.VisitListOutcomesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RecordOutcome operation middleware
+func (sh *strictHandler) RecordOutcome(ctx echo.Context, project ProjectPath, id PacketID, params RecordOutcomeParams) error {
+	var request RecordOutcomeRequestObject
+
+	request.Project = project
+	request.Id = id
+	request.Params = params
+
+	var body RecordOutcomeJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RecordOutcome(ctx.Request().Context(), request.(RecordOutcomeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecordOutcome")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RecordOutcomeResponseObject); ok {
+		return validResponse.VisitRecordOutcomeResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

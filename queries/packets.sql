@@ -5,12 +5,19 @@ SELECT * FROM packets WHERE project = @project AND id = @id;
 INSERT INTO packets (
     project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
     rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot,
-    pipeline, budget_cutoff, gaps_more, render_version
+    pipeline, budget_cutoff, gaps_more, render_version, ablation_of
 ) VALUES (
     @project, @id, @created_at, @created_by, @target_role, @task_id, @request, @predecessors, @format, @tokenizer,
     @rendered, @rendered_sha256, @token_budget, @tokens_used, @gaps, @provenance_summary, @snapshot,
-    @pipeline, @budget_cutoff, @gaps_more, @render_version
+    @pipeline, @budget_cutoff, @gaps_more, @render_version, sqlc.narg('ablation_of')
 );
+
+-- name: PacketAblationIDs :many
+-- The ablations made of a packet, oldest first, at most @max.
+SELECT id FROM packets
+WHERE project = @project AND ablation_of = @packet_id
+ORDER BY created_at, id
+LIMIT @max;
 
 -- name: PacketList :many
 -- Newest first; the cursor is (created_at, id) of the last row seen.

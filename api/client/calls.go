@@ -64,6 +64,15 @@ func (c *Client) Packet(ctx context.Context, project, id string) (*Packet, error
 	return decode[Packet](c)(c.raw.GetPacket(ctx, project, id))
 }
 
+// Ablate makes a counterfactual packet: packetID's request assembled again
+// on its snapshot without the entries named (each exactly one of Key, with
+// Layer when it matters, Request or Handoff), stored as a packet of its own
+// whose AblationOf is packetID. The left-out entries' records say
+// excluded, reason ablated.
+func (c *Client) Ablate(ctx context.Context, project, packetID string, without []AblationEntry) (*Packet, error) {
+	return decode[Packet](c)(c.raw.AblatePacket(ctx, project, packetID, &AblatePacketParams{}, AblationRequest{Without: without}))
+}
+
 // Records are every decision a packet's assembly took, in order.
 func (c *Client) Records(ctx context.Context, project, packetID string) (*RecordList, error) {
 	return decode[RecordList](c)(c.raw.ListPacketRecords(ctx, project, packetID, &ListPacketRecordsParams{}))
@@ -85,6 +94,22 @@ func (c *Client) WhyItem(ctx context.Context, project, packetID, key string) (*W
 // prompt came from: one match per occurrence of the text.
 func (c *Client) Attribute(ctx context.Context, project, packetID, text string) (*AttributeResult, error) {
 	return decode[AttributeResult](c)(c.raw.AttributePacket(ctx, project, packetID, AttributeRequest{Text: &text}))
+}
+
+// RecordOutcome records how a packet's answer went (status required; an
+// answer is attributed to the packet's spans as it is written).
+func (c *Client) RecordOutcome(ctx context.Context, project, packetID string, o OutcomeCreate) (*Outcome, error) {
+	return decode[Outcome](c)(c.raw.RecordOutcome(ctx, project, packetID, &RecordOutcomeParams{}, o))
+}
+
+// Outcomes is a page of a packet's outcomes, oldest first (cursor "" for
+// the first).
+func (c *Client) Outcomes(ctx context.Context, project, packetID, cursor string) (*OutcomeList, error) {
+	q := ListOutcomesParams{}
+	if cursor != "" {
+		q.Cursor = &cursor
+	}
+	return decode[OutcomeList](c)(c.raw.ListOutcomes(ctx, project, packetID, &q))
 }
 
 // CreateHandoff hands work to another role; the new handoff is pending

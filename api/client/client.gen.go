@@ -425,6 +425,27 @@ func (e ListPacketRecordsParamsFormat) Valid() bool {
 	}
 }
 
+// AblationEntry defines model for AblationEntry.
+type AblationEntry struct {
+	// Handoff A predecessor
+	Handoff *string `json:"handoff,omitempty"`
+
+	// Key An item the packet included.
+	Key *string `json:"key,omitempty"`
+
+	// Layer With key: the item's layer, when it matters.
+	Layer *string `json:"layer,omitempty"`
+
+	// Request A request part: task, objective, criteria, plan, agent_context, context_packets[N].
+	Request *string `json:"request,omitempty"`
+}
+
+// AblationRequest defines model for AblationRequest.
+type AblationRequest struct {
+	// Without The entries to leave out (limit list); each names exactly one of key, request or handoff.
+	Without []AblationEntry `json:"without"`
+}
+
 // Agent defines model for Agent.
 type Agent struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -1179,15 +1200,90 @@ type KxmHandoffManifestTargetPermission string
 // KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict defines model for KxmHandoffManifest.VerificationEvidence.CriticVerdicts.Verdict.
 type KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict string
 
+// Outcome defines model for Outcome.
+type Outcome struct {
+	Answer       *string   `json:"answer,omitempty"`
+	AnswerSha256 *string   `json:"answer_sha256,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	CreatedBy    string    `json:"created_by"`
+	Id           string    `json:"id"`
+	Label        *string   `json:"label,omitempty"`
+	Note         *string   `json:"note,omitempty"`
+	PacketId     string    `json:"packet_id"`
+	Project      string    `json:"project"`
+	Score        *float64  `json:"score,omitempty"`
+
+	// Seq Its place among the packet's outcomes, from 1.
+	Seq    int    `json:"seq"`
+	Source string `json:"source"`
+	Status string `json:"status"`
+
+	// Used The packet's included entries the answer quoted or paraphrased, in the packet's order (only those whose records the caller may see); empty without an answer.
+	Used []OutcomeUse `json:"used"`
+}
+
+// OutcomeCreate defines model for OutcomeCreate.
+type OutcomeCreate struct {
+	// Answer The model's answer (at most the message limit, 100 KB); attributed to the packet's spans when written.
+	Answer *string `json:"answer,omitempty"`
+
+	// Label A short name for the outcome, e.g. wrong_refund_amount (at most the keyword limit, 100 characters).
+	Label *string `json:"label,omitempty"`
+
+	// Note At most the text limit, 4000 characters.
+	Note *string `json:"note,omitempty"`
+
+	// Score 0 to 1.
+	Score *float64 `json:"score,omitempty"`
+
+	// Source human, evaluator, agent or test (default agent).
+	Source *string `json:"source,omitempty"`
+
+	// Status success, failure or partial.
+	Status string `json:"status"`
+}
+
+// OutcomeList defines model for OutcomeList.
+type OutcomeList struct {
+	Data       []Outcome `json:"data"`
+	NextCursor *string   `json:"next_cursor,omitempty"`
+}
+
+// OutcomeUse defines model for OutcomeUse.
+type OutcomeUse struct {
+	Key string `json:"key"`
+
+	// Match exact, normalized or passage
+	Match string `json:"match"`
+
+	// Project For items, the layer's project.
+	Project *string `json:"project,omitempty"`
+
+	// Similarity As attribute's: 1 for exact and normalized, a passage's share of the answer's words.
+	Similarity float64 `json:"similarity"`
+
+	// Subject item, request or handoff
+	Subject string `json:"subject"`
+	Version *int   `json:"version,omitempty"`
+}
+
 // Packet defines model for Packet.
 type Packet struct {
+	// AblationOf For a counterfactual packet (POST …/ablations): the packet it was made from.
+	AblationOf *string `json:"ablation_of,omitempty"`
+
+	// Ablations The counterfactual packets made of this one, oldest first (at most 100); absent when none.
+	Ablations *[]string `json:"ablations,omitempty"`
 	Budget    Budget    `json:"budget"`
 	CreatedAt time.Time `json:"created_at"`
 	CreatedBy string    `json:"created_by"`
 
 	// Excluded Counts by reason.
-	Excluded          map[string]int    `json:"excluded"`
-	Format            string            `json:"format"`
+	Excluded map[string]int `json:"excluded"`
+	Format   string         `json:"format"`
+
+	// Outcomes The newest outcome of each source (by source name), without the answer's text (GET .../outcomes has it); absent when the packet has none. Not in the answer of an assembly.
+	Outcomes          *[]Outcome        `json:"outcomes,omitempty"`
 	PacketId          string            `json:"packet_id"`
 	Project           string            `json:"project"`
 	ProvenanceSummary ProvenanceSummary `json:"provenance_summary"`
@@ -1825,6 +1921,27 @@ type AssemblePacketParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// AblatePacketParams defines parameters for AblatePacket.
+type AblatePacketParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListOutcomesParams defines parameters for ListOutcomes.
+type ListOutcomesParams struct {
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RecordOutcomeParams defines parameters for RecordOutcome.
+type RecordOutcomeParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListPacketRecordsParams defines parameters for ListPacketRecords.
 type ListPacketRecordsParams struct {
 	Decision *string `form:"decision,omitempty" json:"decision,omitempty"`
@@ -1898,8 +2015,14 @@ type ImportItemsJSONRequestBody = ImportRequest
 // AssemblePacketJSONRequestBody defines body for AssemblePacket for application/json ContentType.
 type AssemblePacketJSONRequestBody = PacketRequest
 
+// AblatePacketJSONRequestBody defines body for AblatePacket for application/json ContentType.
+type AblatePacketJSONRequestBody = AblationRequest
+
 // AttributePacketJSONRequestBody defines body for AttributePacket for application/json ContentType.
 type AttributePacketJSONRequestBody = AttributeRequest
+
+// RecordOutcomeJSONRequestBody defines body for RecordOutcome for application/json ContentType.
+type RecordOutcomeJSONRequestBody = OutcomeCreate
 
 // AttributeTaskJSONRequestBody defines body for AttributeTask for application/json ContentType.
 type AttributeTaskJSONRequestBody AttributeTaskJSONBody
@@ -2286,6 +2409,24 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/projects/{project}/packets/{id} (the `GetPacket` operationId).
 	GetPacket(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AblatePacketWithBody A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+	//
+	// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+	AblatePacketWithBody(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AblatePacket A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+	//
+	// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+	AblatePacket(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, body AblatePacketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AttributePacketWithBody Which records a piece of the rendered text came from.
 	//
 	// Takes any type of body and a specified content type.
@@ -2299,6 +2440,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/packets/{id}/attribute (the `AttributePacket` operationId).
 	AttributePacket(ctx context.Context, project ProjectPath, id PacketID, body AttributePacketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOutcomes The packet's outcomes, oldest first.
+	//
+	// Corresponds with GET /v1/projects/{project}/packets/{id}/outcomes (the `ListOutcomes` operationId).
+	ListOutcomes(ctx context.Context, project ProjectPath, id PacketID, params *ListOutcomesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecordOutcomeWithBody Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+	//
+	// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+	RecordOutcomeWithBody(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecordOutcome Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+	//
+	// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+	RecordOutcome(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, body RecordOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPacketRecords Every decision the assembly took (hidden items only for admins).
 	//
@@ -3133,6 +3297,44 @@ func (c *Raw) GetPacket(ctx context.Context, project ProjectPath, id PacketID, r
 	return c.Client.Do(req)
 }
 
+// AblatePacketWithBody A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+//
+// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+func (c *Raw) AblatePacketWithBody(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAblatePacketRequestWithBody(c.Server, project, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AblatePacket A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+//
+// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+func (c *Raw) AblatePacket(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, body AblatePacketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAblatePacketRequest(c.Server, project, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AttributePacketWithBody Which records a piece of the rendered text came from.
 //
 // Takes any type of body and a specified content type.
@@ -3157,6 +3359,59 @@ func (c *Raw) AttributePacketWithBody(ctx context.Context, project ProjectPath, 
 // Corresponds with POST /v1/projects/{project}/packets/{id}/attribute (the `AttributePacket` operationId).
 func (c *Raw) AttributePacket(ctx context.Context, project ProjectPath, id PacketID, body AttributePacketJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAttributePacketRequest(c.Server, project, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOutcomes The packet's outcomes, oldest first.
+//
+// Corresponds with GET /v1/projects/{project}/packets/{id}/outcomes (the `ListOutcomes` operationId).
+func (c *Raw) ListOutcomes(ctx context.Context, project ProjectPath, id PacketID, params *ListOutcomesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOutcomesRequest(c.Server, project, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecordOutcomeWithBody Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+//
+// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+func (c *Raw) RecordOutcomeWithBody(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordOutcomeRequestWithBody(c.Server, project, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecordOutcome Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+//
+// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+func (c *Raw) RecordOutcome(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, body RecordOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordOutcomeRequest(c.Server, project, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5582,6 +5837,75 @@ func NewGetPacketRequest(server string, project ProjectPath, id PacketID) (*http
 	return req, nil
 }
 
+// NewAblatePacketRequest calls the generic AblatePacket builder with application/json body
+func NewAblatePacketRequest(server string, project ProjectPath, id PacketID, params *AblatePacketParams, body AblatePacketJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAblatePacketRequestWithBody(server, project, id, params, "application/json", bodyReader)
+}
+
+// NewAblatePacketRequestWithBody constructs an http.Request for the AblatePacket method, with any body, and a specified content type
+func NewAblatePacketRequestWithBody(server string, project ProjectPath, id PacketID, params *AblatePacketParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/packets/%s/ablations", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewAttributePacketRequest calls the generic AttributePacket builder with application/json body
 func NewAttributePacketRequest(server string, project ProjectPath, id PacketID, body AttributePacketJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5632,6 +5956,155 @@ func NewAttributePacketRequestWithBody(server string, project ProjectPath, id Pa
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListOutcomesRequest constructs an http.Request for the ListOutcomes method
+func NewListOutcomesRequest(server string, project ProjectPath, id PacketID, params *ListOutcomesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/packets/%s/outcomes", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRecordOutcomeRequest calls the generic RecordOutcome builder with application/json body
+func NewRecordOutcomeRequest(server string, project ProjectPath, id PacketID, params *RecordOutcomeParams, body RecordOutcomeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRecordOutcomeRequestWithBody(server, project, id, params, "application/json", bodyReader)
+}
+
+// NewRecordOutcomeRequestWithBody constructs an http.Request for the RecordOutcome method, with any body, and a specified content type
+func NewRecordOutcomeRequestWithBody(server string, project ProjectPath, id PacketID, params *RecordOutcomeParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/packets/%s/outcomes", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -6446,6 +6919,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/projects/{project}/packets/{id} (the `GetPacket` operationId).
 	GetPacketWithResponse(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*GetPacketResponse, error)
 
+	// AblatePacketWithBodyWithResponse A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+	//
+	// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+	AblatePacketWithBodyWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AblatePacketResponse, error)
+
+	// AblatePacketWithResponse A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+	//
+	// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+	AblatePacketWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, body AblatePacketJSONRequestBody, reqEditors ...RequestEditorFn) (*AblatePacketResponse, error)
+
 	// AttributePacketWithBodyWithResponse Which records a piece of the rendered text came from.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -6459,6 +6950,31 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/packets/{id}/attribute (the `AttributePacket` operationId).
 	AttributePacketWithResponse(ctx context.Context, project ProjectPath, id PacketID, body AttributePacketJSONRequestBody, reqEditors ...RequestEditorFn) (*AttributePacketResponse, error)
+
+	// ListOutcomesWithResponse The packet's outcomes, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/packets/{id}/outcomes (the `ListOutcomes` operationId).
+	ListOutcomesWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *ListOutcomesParams, reqEditors ...RequestEditorFn) (*ListOutcomesResponse, error)
+
+	// RecordOutcomeWithBodyWithResponse Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+	//
+	// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+	RecordOutcomeWithBodyWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordOutcomeResponse, error)
+
+	// RecordOutcomeWithResponse Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+	//
+	// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+	RecordOutcomeWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, body RecordOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordOutcomeResponse, error)
 
 	// ListPacketRecordsWithResponse Every decision the assembly took (hidden items only for admins).
 	//
@@ -8532,6 +9048,61 @@ func (r GetPacketResponse) ContentType() string {
 	return ""
 }
 
+// AblatePacketResponseDefaultHeaders the declared response headers of an HTTP default response for AblatePacket
+type AblatePacketResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type AblatePacketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Packet
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AblatePacketResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AblatePacketResponse) GetJSON201() *Packet {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r AblatePacketResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AblatePacketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AblatePacketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AblatePacketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AblatePacketResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AttributePacketResponseDefaultHeaders the declared response headers of an HTTP default response for AttributePacket
 type AttributePacketResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -8581,6 +9152,116 @@ func (r AttributePacketResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AttributePacketResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListOutcomesResponseDefaultHeaders the declared response headers of an HTTP default response for ListOutcomes
+type ListOutcomesResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type ListOutcomesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OutcomeList
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListOutcomesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOutcomesResponse) GetJSON200() *OutcomeList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListOutcomesResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOutcomesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOutcomesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOutcomesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOutcomesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RecordOutcomeResponseDefaultHeaders the declared response headers of an HTTP default response for RecordOutcome
+type RecordOutcomeResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type RecordOutcomeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Outcome
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RecordOutcomeResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RecordOutcomeResponse) GetJSON201() *Outcome {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RecordOutcomeResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RecordOutcomeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecordOutcomeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecordOutcomeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecordOutcomeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9616,6 +10297,36 @@ func (c *ClientWithResponses) GetPacketWithResponse(ctx context.Context, project
 	return ParseGetPacketResponse(rsp)
 }
 
+// AblatePacketWithBodyWithResponse A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+//
+// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+func (c *ClientWithResponses) AblatePacketWithBodyWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AblatePacketResponse, error) {
+	rsp, err := c.AblatePacketWithBody(ctx, project, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAblatePacketResponse(rsp)
+}
+
+// AblatePacketWithResponse A counterfactual packet: the packet's request assembled again on its snapshot without the entries named, stored as a packet of its own (docs/packets.md).
+//
+// Whoever may open the packet (its own role, or an admin) may ablate it. Each entry of without names one entry the packet included, as its records name it: an item by key (and layer when it matters), a request part (task, objective, criteria, plan, agent_context, context_packets[N]) or a predecessor by its handoff id. The left-out entries' records say excluded, reason ablated; the new packet's ablation_of names this one, whose answer lists it under ablations. 422 (pointer /without/N) for an entry the packet did not include as the caller sees it (unknown, left out, hidden from the caller's role); 404 for a packet the caller may not open; 410 for an archived project.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/ablations (the `AblatePacket` operationId).
+func (c *ClientWithResponses) AblatePacketWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *AblatePacketParams, body AblatePacketJSONRequestBody, reqEditors ...RequestEditorFn) (*AblatePacketResponse, error) {
+	rsp, err := c.AblatePacket(ctx, project, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAblatePacketResponse(rsp)
+}
+
 // AttributePacketWithBodyWithResponse Which records a piece of the rendered text came from.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -9640,6 +10351,49 @@ func (c *ClientWithResponses) AttributePacketWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseAttributePacketResponse(rsp)
+}
+
+// ListOutcomesWithResponse The packet's outcomes, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/packets/{id}/outcomes (the `ListOutcomes` operationId).
+func (c *ClientWithResponses) ListOutcomesWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *ListOutcomesParams, reqEditors ...RequestEditorFn) (*ListOutcomesResponse, error) {
+	rsp, err := c.ListOutcomes(ctx, project, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOutcomesResponse(rsp)
+}
+
+// RecordOutcomeWithBodyWithResponse Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+//
+// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+func (c *ClientWithResponses) RecordOutcomeWithBodyWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordOutcomeResponse, error) {
+	rsp, err := c.RecordOutcomeWithBody(ctx, project, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecordOutcomeResponse(rsp)
+}
+
+// RecordOutcomeWithResponse Record how the packet's answer went (the packet's own agent, or one with edit permission on the project).
+//
+// Append-only: several per packet, at most 100 (409 conflict past it), each an entry of the project's audit chain. An answer is attributed to the packet's spans once, here, with the matching of attribute: used lists the included entries it quoted or paraphrased. A packet that does not exist or that the caller may not open is 404; one it may open but neither assembled nor may write the project of is 403; an archived project is 410.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/packets/{id}/outcomes (the `RecordOutcome` operationId).
+func (c *ClientWithResponses) RecordOutcomeWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *RecordOutcomeParams, body RecordOutcomeJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordOutcomeResponse, error) {
+	rsp, err := c.RecordOutcome(ctx, project, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecordOutcomeResponse(rsp)
 }
 
 // ListPacketRecordsWithResponse Every decision the assembly took (hidden items only for admins).
@@ -11452,6 +12206,52 @@ func ParseGetPacketResponse(rsp *http.Response) (*GetPacketResponse, error) {
 	return response, nil
 }
 
+// ParseAblatePacketResponse parses an HTTP response from a AblatePacketWithResponse call
+func ParseAblatePacketResponse(rsp *http.Response) (*AblatePacketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AblatePacketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Packet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers AblatePacketResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseAttributePacketResponse parses an HTTP response from a AttributePacketWithResponse call
 func ParseAttributePacketResponse(rsp *http.Response) (*AttributePacketResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11485,6 +12285,98 @@ func ParseAttributePacketResponse(rsp *http.Response) (*AttributePacketResponse,
 	switch {
 	case true:
 		var headers AttributePacketResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOutcomesResponse parses an HTTP response from a ListOutcomesWithResponse call
+func ParseListOutcomesResponse(rsp *http.Response) (*ListOutcomesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOutcomesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OutcomeList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListOutcomesResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRecordOutcomeResponse parses an HTTP response from a RecordOutcomeWithResponse call
+func ParseRecordOutcomeResponse(rsp *http.Response) (*RecordOutcomeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecordOutcomeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Outcome
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RecordOutcomeResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

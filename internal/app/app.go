@@ -11,6 +11,7 @@ import (
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/obs"
+	"github.com/contextd/contextd/internal/outcome"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
@@ -25,6 +26,8 @@ type App struct {
 	Packets  *packet.Service
 	Handoffs *handoff.Service
 	Evidence *evidence.Service
+	// Outcomes are how packets' answers went (issue 36).
+	Outcomes *outcome.Service
 	// Keys are the deployment's audit secret (checkpoints, idempotency
 	// answers); nil when none is configured.
 	Keys *evidence.Keys
@@ -85,5 +88,6 @@ func New(st *store.Store, opts ...Option) *App {
 		Packets:  packets,
 		Handoffs: handoffs,
 		Evidence: evidence.NewService(st, projects, o.Keys),
+		Outcomes: outcome.NewService(st, projects, packets),
 	}
 }

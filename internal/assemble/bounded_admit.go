@@ -26,7 +26,7 @@ func (b *bounded) admit(ctx context.Context, c *cand) (bool, error) {
 		}
 	}
 	c.handled = true
-	return true, nil
+	return !b.p.ablated(c), nil
 }
 
 // early runs the stages before contradictions on a candidate, once: a

@@ -17,27 +17,41 @@ func (p *pipeline) requestParts() {
 	req := p.req
 	p.doc = &render.Doc{Project: p.in.Project, TargetRole: req.TargetRole, Sections: map[string][]render.Entry{},
 		PacketID: p.in.PacketID, GeneratedAt: p.in.Now, Allocated: req.TokenBudget}
-	part := func(key, section string) int {
-		return p.addRecord(ctxtype.Record{SubjectKind: ctxtype.SubjectRequest, SubjectKey: key, Decision: ctxtype.Included, Section: section, Rule: "request"})
+	// part records a part and returns its reference, or false when the
+	// request's ablation leaves it out (its record says so; nothing of it
+	// is rendered).
+	part := func(key, section string) (int, bool) {
+		r := ctxtype.Record{SubjectKind: ctxtype.SubjectRequest, SubjectKey: key, Decision: ctxtype.Included, Section: section, Rule: "request"}
+		kept := !req.Ablation.Leaves(ctxtype.SubjectRequest, "", key)
+		if !kept {
+			r.Decision, r.Reason, r.Detail = ctxtype.Excluded, ctxtype.ReasonAblated, ablatedDetail(req)
+		}
+		return p.addRecord(r), kept
 	}
 	doc := p.doc
 	if t := req.Task; t != nil {
-		doc.Task = &render.Task{TaskID: t.TaskID, StepID: t.StepID, StepAttempt: t.StepAttempt, Objective: t.Objective,
-			AllowedOutcomes: t.AllowedOutcomes, PermissionCeiling: t.PermissionCeiling}
-		doc.TaskRef = part("task", "Task")
-		doc.ObjectiveRef = part("objective", "Objective")
+		p.taskParts(t, part)
 	}
 	if len(req.AcceptanceCriteria) > 0 {
-		for _, c := range req.AcceptanceCriteria {
-			doc.Criteria = append(doc.Criteria, render.Criterion(c))
+		if ref, ok := part("criteria", "Acceptance Criteria"); ok {
+			for _, c := range req.AcceptanceCriteria {
+				doc.Criteria = append(doc.Criteria, render.Criterion(c))
+			}
+			doc.CriteriaRef = ref
 		}
-		doc.CriteriaRef = part("criteria", "Acceptance Criteria")
 	}
 	if pl := req.Plan; pl != nil {
-		doc.Plan = &render.Plan{PlanHash: pl.PlanHash, ActiveStepIndex: pl.ActiveStepIndex, TotalSteps: pl.TotalSteps, SettledDecisions: pl.SettledDecisions}
-		doc.PlanRef = part("plan", "Plan Pointer")
+		if ref, ok := part("plan", "Plan Pointer"); ok {
+			doc.Plan = &render.Plan{PlanHash: pl.PlanHash, ActiveStepIndex: pl.ActiveStepIndex, TotalSteps: pl.TotalSteps, SettledDecisions: pl.SettledDecisions}
+			doc.PlanRef = ref
+		}
 	}
 	for i, h := range p.in.Predecessors {
+		if req.Ablation.Leaves(ctxtype.SubjectHandoff, "", h.ID) {
+			p.addRecord(ctxtype.Record{SubjectKind: ctxtype.SubjectHandoff, SubjectKey: h.ID, Decision: ctxtype.Excluded, Section: "Predecessor Outputs",
+				Rule: "predecessor", Reason: ctxtype.ReasonAblated, Detail: ablatedDetail(req)})
+			continue
+		}
 		ref := p.addRecord(ctxtype.Record{SubjectKind: ctxtype.SubjectHandoff, SubjectKey: h.ID, Decision: ctxtype.Included, Section: "Predecessor Outputs", Rule: "predecessor", Position: i})
 		doc.Predecessors = append(doc.Predecessors, render.Predecessor{
 			Ref: ref, ID: h.ID, SourceRole: h.SourceRole, TargetRole: h.TargetRole, Status: h.Status, StepID: h.StepID,
@@ -49,8 +63,31 @@ func (p *pipeline) requestParts() {
 		})
 	}
 	if req.AgentContext != nil {
-		doc.AgentContext = req.AgentContext
-		doc.AgentContextRef = part("agent_context", render.CurrentState)
+		if ref, ok := part("agent_context", render.CurrentState); ok {
+			doc.AgentContext = req.AgentContext
+			doc.AgentContextRef = ref
+		}
+	}
+}
+
+// taskParts gives the document the task and its objective. An ablation
+// that leaves out the task leaves out its objective with it (one block);
+// one that leaves out the objective keeps the task's line.
+func (p *pipeline) taskParts(t *ctxtype.Task, part func(key, section string) (int, bool)) {
+	ref, ok := part("task", "Task")
+	if !ok {
+		if t.Objective != "" {
+			p.addRecord(ctxtype.Record{SubjectKind: ctxtype.SubjectRequest, SubjectKey: "objective", Decision: ctxtype.Excluded, Section: "Objective",
+				Rule: "request", Reason: ctxtype.ReasonAblated, Detail: ablatedDetail(p.req)})
+		}
+		return
+	}
+	doc := p.doc
+	doc.Task = &render.Task{TaskID: t.TaskID, StepID: t.StepID, StepAttempt: t.StepAttempt, Objective: t.Objective,
+		AllowedOutcomes: t.AllowedOutcomes, PermissionCeiling: t.PermissionCeiling}
+	doc.TaskRef = ref
+	if doc.ObjectiveRef, ok = part("objective", "Objective"); !ok {
+		doc.Task.Objective = ""
 	}
 }
 

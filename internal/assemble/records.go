@@ -11,7 +11,7 @@ import (
 // every ranked item learns whether it went in (its position and tokens) or
 // why not (the budget, with the figures of that decision), and a request
 // part left out of the text (an empty objective) loses its record, as
-// there is nothing of it to explain (a context packet keeps its record:
+// there is nothing of it to explain (one an ablation left out keeps it) (a context packet keeps its record:
 // it is ranked and budgeted like an item, and may be left out like one).
 func (p *pipeline) records() error {
 	p.spans()
@@ -20,7 +20,7 @@ func (p *pipeline) records() error {
 	}
 	kept := p.recs[:0]
 	for _, r := range p.recs {
-		if r.SubjectKind == ctxtype.SubjectRequest && r.Span == nil && !IsContextPacket(r.SubjectKey) {
+		if r.SubjectKind == ctxtype.SubjectRequest && r.Span == nil && r.Decision == ctxtype.Included && !IsContextPacket(r.SubjectKey) {
 			continue
 		}
 		kept = append(kept, r)

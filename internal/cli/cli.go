@@ -39,7 +39,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServe(), newMigrate(), newAgents(), newProjects(), newWhy(), packetAttribute("attribute"), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion(), newConfig(), newDemo())
+	root.AddCommand(newServe(), newMigrate(), newAgents(), newProjects(), newWhy(), packetAttribute("attribute"), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion(), newConfig(), newDemo(),
+		newOutcome(), newOutcomes(), newAblate())
 	return root
 }
 

@@ -28,6 +28,9 @@ const (
 	// ReasonHidden means the target role may not see the item; only admins see
 	// such records.
 	ReasonHidden = "hidden"
+	// ReasonAblated means a counterfactual packet was asked to leave the
+	// entry out (POST …/ablations); the packet it was made from included it.
+	ReasonAblated = "ablated"
 )
 
 // The subject kinds of a record: what a record is about.
@@ -130,3 +133,37 @@ type Artifact struct{ Name, Kind, Ref, Snippet string }
 // Verdict is one critic verdict of a predecessor; like Artifact, stored by
 // its Go field names.
 type Verdict struct{ Critic, Verdict, Summary string }
+
+// Ablation is what makes a request a counterfactual packet: the packet it
+// was made from, that packet's time (the assembly judges validity windows
+// and renders {{now}} at it, on that packet's snapshot), and the entries to
+// leave out, each named as its record names it.
+type Ablation struct {
+	Of      string    `json:"of"`
+	At      time.Time `json:"at"`
+	Without []Subject `json:"without"`
+}
+
+// Subject names one entry of a packet as its record does: an item by its
+// layer's project and key, a request part by its name (task, objective,
+// criteria, plan, agent_context, context_packets[N]), a predecessor by its
+// handoff id.
+type Subject struct {
+	Kind    string `json:"subject"`
+	Project string `json:"project,omitempty"`
+	Key     string `json:"key"`
+}
+
+// Leaves reports whether the ablation leaves out the entry of a record of
+// that kind, project (items only) and key; a nil ablation leaves out none.
+func (a *Ablation) Leaves(kind, project, key string) bool {
+	if a == nil {
+		return false
+	}
+	for _, s := range a.Without {
+		if s.Kind == kind && s.Key == key && (kind != SubjectItem || s.Project == project) {
+			return true
+		}
+	}
+	return false
+}

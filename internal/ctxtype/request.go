@@ -68,6 +68,11 @@ type Request struct {
 	// client sent them (internal/navi reads them; the packet service checks
 	// them before assembly).
 	ContextPackets []json.RawMessage `json:"context_packets,omitempty"`
+	// Ablation, set only by the packet service, makes the request a
+	// counterfactual of an earlier packet (POST …/ablations): stored with
+	// the packet, so its audit entry covers it and a replay leaves out the
+	// same entries. No client sends it: requests are mapped field by field.
+	Ablation *Ablation `json:"ablation,omitempty"`
 
 	// budgetGiven is whether the client sent token_budget: 0 sent is out
 	// of range, not the default.

@@ -249,7 +249,7 @@ func verifyChain(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifi
 // bodies of the rows they cover as those rows are now, by kind and
 // subject.
 func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry) (map[string]map[string][]byte, error) {
-	var keys, packets, redactions []string
+	var keys, packets, redactions, outcomes []string
 	var versions []int32
 	var events []int64
 	for _, e := range es {
@@ -262,6 +262,8 @@ func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry)
 			packets = append(packets, e.Subject)
 		case audit.KindRedaction:
 			redactions = append(redactions, e.Subject)
+		case audit.KindOutcome:
+			outcomes = append(outcomes, e.Subject)
 		case audit.KindHandoffEvent:
 			if n, err := strconv.ParseInt(e.Subject, 10, 64); err == nil {
 				events = append(events, n)
@@ -280,6 +282,9 @@ func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry)
 		return nil, err
 	}
 	if out[audit.KindRedaction], err = tx.RedactionBodies(ctx, proj, redactions); err != nil {
+		return nil, err
+	}
+	if out[audit.KindOutcome], err = tx.OutcomeBodies(ctx, proj, outcomes); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -301,8 +306,8 @@ func splitSubject(subject string) (string, int, bool) {
 // nothing the chain has is missing.
 func verifyRows(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) error {
 	checks := []func(context.Context, *store.Tx, string, *audit.Verifier) (bool, error){
-		coveredVersions, coveredPackets, coveredEvents, proveRedactedPackets, coveredRedactions, currentHandoffs,
-		currentProject, currentPacketTexts, itemStates,
+		coveredVersions, coveredPackets, coveredEvents, proveRedactedPackets, coveredRedactions, coveredOutcomes,
+		currentHandoffs, currentProject, currentPacketTexts, itemStates,
 	}
 	if proj == audit.GlobalChain {
 		checks = checks[:0]
@@ -398,6 +403,24 @@ func coveredRedactions(ctx context.Context, tx *store.Tx, proj string, v *audit.
 		}
 		for _, id := range page {
 			if !v.Covered(audit.KindRedaction, id) {
+				return false, nil
+			}
+		}
+		if len(page) < verifyPage {
+			return true, nil
+		}
+		after = page[len(page)-1]
+	}
+}
+
+func coveredOutcomes(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) (bool, error) {
+	for after := ""; ; {
+		page, err := tx.OutcomeIDs(ctx, proj, after, verifyPage)
+		if err != nil {
+			return false, err
+		}
+		for _, id := range page {
+			if !v.Covered(audit.KindOutcome, id) {
 				return false, nil
 			}
 		}

@@ -48,6 +48,8 @@ var Tools = []Tool{
 	{"reject_handoff", "rejectHandoff"},
 	{"withdraw_handoff", "withdrawHandoff"},
 	{"task_history", "getTaskHistory"},
+	{"record_outcome", "recordOutcome"},
+	{"ablate", "ablatePacket"},
 }
 
 // Meta keys of a tool: the operation it is and the permission that

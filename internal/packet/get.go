@@ -45,7 +45,7 @@ func fromRow(r store.Packet) (*Packet, error) {
 	if err := json.Unmarshal(r.Predecessors, &p.Predecessors); err != nil {
 		return nil, fmt.Errorf("decode predecessors: %w", err)
 	}
-	p.Pipeline, p.GapsMore, p.RenderVersion = r.Pipeline, r.GapsMore, r.RenderVersion
+	p.Pipeline, p.GapsMore, p.RenderVersion, p.AblationOf = r.Pipeline, r.GapsMore, r.RenderVersion, r.AblationOf
 	if len(r.BudgetCutoff) > 0 {
 		if err := json.Unmarshal(r.BudgetCutoff, &p.Cutoff); err != nil {
 			return nil, fmt.Errorf("decode budget cutoff: %w", err)
@@ -54,9 +54,14 @@ func fromRow(r store.Packet) (*Packet, error) {
 	return p, nil
 }
 
-// Get returns a packet with the records the agent may see.
+// Get returns a packet with the records the agent may see, and the
+// counterfactuals made of it (the oldest MaxAblationsListed): they are
+// packets for the same role, seen by whoever sees this one.
 func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (*Packet, error) {
-	return s.read(ctx, agent, proj, id, nil)
+	return s.read(ctx, agent, proj, id, func(db store.DB, p *Packet) (err error) {
+		p.Ablations, err = db.PacketAblationIDs(ctx, proj, id, MaxAblationsListed)
+		return err
+	})
 }
 
 // read is Get, running also (nil: nothing) in the same read as the packet:

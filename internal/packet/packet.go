@@ -67,6 +67,12 @@ type Packet struct {
 	Predecessors []ctxtype.Predecessor
 	// Records are those the viewer may see (admin-only ones only for admins).
 	Records []ctxtype.Record
+	// AblationOf is the packet a counterfactual packet was made from
+	// (Ablate; its request's Ablation says what it left out), empty for
+	// any other; Ablations are the counterfactuals made of this one, the
+	// oldest MaxAblationsListed, read by Get only.
+	AblationOf string
+	Ablations  []string
 }
 
 // Provenance counts the included item entries by kind and by source.
@@ -360,7 +366,7 @@ func (s *Service) StoreTx(ctx context.Context, tx *store.Tx, p *Packet) error {
 		Project: p.Project, ID: p.ID, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
 		TaskID: p.TaskID, Request: p.RequestRaw, Predecessors: preds, Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered,
 		RenderedSHA256: sum, TokenBudget: p.Allocated, TokensUsed: p.Used, Gaps: gaps, ProvenanceSummary: prov, Snapshot: p.Snapshot,
-		Pipeline: p.Pipeline, BudgetCutoff: cutoff, GapsMore: p.GapsMore, RenderVersion: p.RenderVersion,
+		Pipeline: p.Pipeline, BudgetCutoff: cutoff, GapsMore: p.GapsMore, RenderVersion: p.RenderVersion, AblationOf: p.AblationOf,
 	}
 	err := s.stage(ctx, StageStore, func(ctx context.Context) error { return tx.PacketInsert(ctx, row, p.Records) })
 	if err != nil {
@@ -384,7 +390,7 @@ func provenanceOf(records []ctxtype.Record) Provenance {
 		case r.SubjectKind == ctxtype.SubjectItem && r.Decision == ctxtype.Included:
 			pv.ByKind[r.Kind]++
 			pv.BySource[r.Source]++
-		case r.SubjectKind == ctxtype.SubjectHandoff:
+		case r.SubjectKind == ctxtype.SubjectHandoff && r.Decision == ctxtype.Included:
 			// Predecessor outputs are entries too: a handoff, from a peer.
 			pv.ByKind["handoff"]++
 			pv.BySource["peer"]++

@@ -14,9 +14,11 @@ import (
 
 // replayed assembles a stored packet's request again, on its snapshot, with
 // the pipeline that made it, reading the snapshot through db (pipeline 1's
-// candidates, of packets made before pipeline 2, from the primary).
+// candidates, of packets made before pipeline 2, from the primary). A
+// counterfactual's request carries its ablation, which the pipeline
+// applies again, at the time it was assembled at.
 func (s *Service) replayed(ctx context.Context, db store.DB, proj string, p *Packet) (*assemble.Result, error) {
-	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors, Render: p.RenderVersion}
+	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.assembledAt(), Predecessors: p.Predecessors, Render: p.RenderVersion}
 	if p.Pipeline < assemble.Pipeline2 {
 		cands, err := s.snapshotCandidates(ctx, proj, p)
 		if err != nil {

@@ -150,8 +150,8 @@ func (s *Service) whyNotCandidate(ctx context.Context, agent *auth.Agent, p *Pac
 	switch {
 	case v.Deleted:
 		ans.Reason, ans.Detail = "tombstoned", fmt.Sprintf("version %d, current then, is a tombstone", v.Version)+retiredBy(v.Metadata)
-	case !assemble.ValidAt(v, p.CreatedAt):
-		ans.Reason, ans.Detail = "not_valid", fmt.Sprintf("its validity window %s does not hold the packet's time %s", window(v), p.CreatedAt.Format(time.RFC3339Nano))
+	case !assemble.ValidAt(v, p.assembledAt()):
+		ans.Reason, ans.Detail = "not_valid", fmt.Sprintf("its validity window %s does not hold the packet's time %s", window(v), p.assembledAt().Format(time.RFC3339Nano))
 	case !agent.SeesAllRoles() || v.Roles.Visible(p.TargetRole):
 		ans.Reason, ans.Detail = "not_triggered", assemble.NotTriggered(p.Request, v)
 		if v.Trigger.Relevance && strings.TrimSpace(p.Request.Query) != "" {
@@ -186,7 +186,7 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 	if err != nil {
 		return nil, err
 	}
-	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.CreatedAt, Predecessors: p.Predecessors, Render: p.RenderVersion}
+	in := assemble.Input{Project: proj, PacketID: p.ID, Request: p.Request, Now: p.assembledAt(), Predecessors: p.Predecessors, Render: p.RenderVersion}
 	_, why, err := assemble.AssembleBounded(ctx, in, src, assemble.Options{ExplainLayer: explain, ExplainKey: key, Stages: s.stages})
 	if err != nil || why == nil {
 		return nil, err

@@ -18,10 +18,14 @@ import (
 )
 
 // packetMembers are the members of a packet's answer: its text, sections,
-// budget and capped gaps, never its records.
+// budget and capped gaps, never its records; and, on GET, the newest
+// outcome of each source (issue 36), without the answers' text, so that
+// the bound below still holds.
 var packetMembers = map[string]bool{"packet_id": true, "project": true, "created_at": true, "created_by": true, "target_role": true,
 	"task_id": true, "format": true, "tokenizer": true, "rendered": true, "rendered_sha256": true, "budget": true,
-	"provenance_summary": true, "sections": true, "excluded": true}
+	"provenance_summary": true, "sections": true, "excluded": true, "outcomes": true,
+	// A counterfactual packet names its original; a packet its counterfactuals (at most 100 ids).
+	"ablation_of": true, "ablations": true}
 
 // requirePacketAnswer checks what holds for every packet answer: only the
 // packet's members, and no more than twice its text plus 16 KB.

@@ -56,7 +56,10 @@ func toPacket(p *packet.Packet) api.Packet {
 		PacketId: p.ID, Project: p.Project, CreatedAt: p.CreatedAt, CreatedBy: p.CreatedBy, TargetRole: p.TargetRole,
 		TaskId: ptrIf(p.TaskID), Format: p.Format, Tokenizer: p.Tokenizer, Rendered: p.Rendered, RenderedSha256: p.RenderedSHA256,
 		Budget: toBudget(p), ProvenanceSummary: api.ProvenanceSummary{ByKind: p.Provenance.ByKind, BySource: p.Provenance.BySource},
-		Sections: []api.Section{}, Excluded: p.Excluded(),
+		Sections: []api.Section{}, Excluded: p.Excluded(), AblationOf: ptrIf(p.AblationOf),
+	}
+	if len(p.Ablations) > 0 {
+		out.Ablations = &p.Ablations
 	}
 	for _, sec := range p.Sections() {
 		s := api.Section{Name: sec.Name, Entries: make([]api.SectionEntry, len(sec.Entries))}
@@ -141,7 +144,13 @@ func (s *Server) GetPacket(ctx context.Context, r api.GetPacketRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	return api.GetPacket200JSONResponse(toPacket(p)), nil
+	os, err := s.outcomes.Latest(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := toPacket(p)
+	out.Outcomes = packetOutcomes(os)
+	return api.GetPacket200JSONResponse(out), nil
 }
 
 // ListPacketRecords implements api.StrictServerInterface: the records the

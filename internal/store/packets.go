@@ -31,6 +31,9 @@ type Packet struct {
 	// RenderVersion is the version of the text layout (1: every packet
 	// before migration 00020).
 	RenderVersion int
+	// AblationOf is the packet a counterfactual packet was made from
+	// (migration 00032); empty for every other packet.
+	AblationOf string
 }
 
 func packetOf(r dbsqlc.Packet) Packet {
@@ -40,6 +43,7 @@ func packetOf(r dbsqlc.Packet) Packet {
 		RenderedSHA256: r.RenderedSha256, TokenBudget: int(r.TokenBudget), TokensUsed: int(r.TokensUsed), Gaps: r.Gaps,
 		ProvenanceSummary: r.ProvenanceSummary, Snapshot: r.Snapshot,
 		Pipeline: int(r.Pipeline), BudgetCutoff: r.BudgetCutoff, GapsMore: int(r.GapsMore), RenderVersion: int(r.RenderVersion),
+		AblationOf: deref(r.AblationOf),
 	}
 }
 
@@ -50,6 +54,16 @@ func (db DB) PacketGet(ctx context.Context, project, id string) (Packet, error) 
 		return Packet{}, interpret(err)
 	}
 	return packetOf(r), nil
+}
+
+// PacketAblationIDs is the ids of the ablations made of a packet, oldest
+// first, at most max.
+func (db DB) PacketAblationIDs(ctx context.Context, project, id string, max int) ([]string, error) {
+	ids, err := q.PacketAblationIDs(ctx, db.ex, dbsqlc.PacketAblationIDsParams{Project: project, PacketID: &id, Max: int32(max)})
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return ids, nil
 }
 
 // PacketRecordList is a packet's records, in order.
@@ -146,6 +160,7 @@ func (tx *Tx) PacketInsert(ctx context.Context, p Packet, records []ctxtype.Reco
 			RenderedSha256: p.RenderedSHA256, TokenBudget: int32(p.TokenBudget), TokensUsed: int32(p.TokensUsed), Gaps: p.Gaps,
 			ProvenanceSummary: p.ProvenanceSummary, Snapshot: p.Snapshot,
 			Pipeline: int16(p.Pipeline), BudgetCutoff: p.BudgetCutoff, GapsMore: int32(p.GapsMore), RenderVersion: int16(max(p.RenderVersion, 1)),
+			AblationOf: nullable(p.AblationOf),
 		})
 		if err != nil {
 			return err

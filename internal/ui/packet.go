@@ -9,7 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/outcome"
 	"github.com/contextd/contextd/internal/packet"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // palette is how many section colours the stylesheet defines (sec-0 ...).
@@ -59,6 +61,9 @@ type packetView struct {
 	Headroom   int
 	Replay     *packet.ReplayResult
 	ReplayedAt string
+	// Outcomes are the packet's outcomes, oldest first (all of them: a
+	// packet has at most outcome.MaxPerPacket).
+	Outcomes []store.Outcome
 }
 
 type sectionView struct {
@@ -105,6 +110,9 @@ func (h *handler) showPacket(c echo.Context, replay *packet.ReplayResult) error 
 	}
 	v := buildPacketView(p)
 	v.Replay = replay
+	if v.Outcomes, _, err = h.app.Outcomes.List(c.Request().Context(), s.Agent, proj, p.ID, "", outcome.MaxPerPacket); err != nil {
+		return h.fail(c, err)
+	}
 	if err := h.nameAgents(c, p.CreatedBy); err != nil {
 		return h.fail(c, err)
 	}

@@ -800,7 +800,7 @@ func (q *Queries) ItemVersionAuditPage(ctx context.Context, db DBTX, arg ItemVer
 }
 
 const packetAuditRows = `-- name: PacketAuditRows :many
-SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version FROM packets WHERE project = $1 AND id = ANY($2::text[])
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version, ablation_of FROM packets WHERE project = $1 AND id = ANY($2::text[])
 `
 
 type PacketAuditRowsParams struct {
@@ -839,6 +839,7 @@ func (q *Queries) PacketAuditRows(ctx context.Context, db DBTX, arg PacketAuditR
 			&i.BudgetCutoff,
 			&i.GapsMore,
 			&i.RenderVersion,
+			&i.AblationOf,
 		); err != nil {
 			return nil, err
 		}

@@ -218,6 +218,24 @@ type Packet struct {
 	BudgetCutoff      []byte
 	GapsMore          int32
 	RenderVersion     int16
+	AblationOf        *string
+}
+
+type PacketOutcome struct {
+	Project      string
+	ID           string
+	PacketID     string
+	Seq          int32
+	CreatedAt    time.Time
+	CreatedBy    string
+	Status       string
+	Source       string
+	Score        *float64
+	Label        string
+	Note         string
+	Answer       *string
+	AnswerSha256 []byte
+	Used         json.RawMessage
 }
 
 type PacketRecord struct {

@@ -11,8 +11,42 @@ import (
 	"time"
 )
 
+const packetAblationIDs = `-- name: PacketAblationIDs :many
+SELECT id FROM packets
+WHERE project = $1 AND ablation_of = $2
+ORDER BY created_at, id
+LIMIT $3
+`
+
+type PacketAblationIDsParams struct {
+	Project  string
+	PacketID *string
+	Max      int32
+}
+
+// The ablations made of a packet, oldest first, at most @max.
+func (q *Queries) PacketAblationIDs(ctx context.Context, db DBTX, arg PacketAblationIDsParams) ([]string, error) {
+	rows, err := db.Query(ctx, packetAblationIDs, arg.Project, arg.PacketID, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const packetGet = `-- name: PacketGet :one
-SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version FROM packets WHERE project = $1 AND id = $2
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version, ablation_of FROM packets WHERE project = $1 AND id = $2
 `
 
 type PacketGetParams struct {
@@ -45,6 +79,7 @@ func (q *Queries) PacketGet(ctx context.Context, db DBTX, arg PacketGetParams) (
 		&i.BudgetCutoff,
 		&i.GapsMore,
 		&i.RenderVersion,
+		&i.AblationOf,
 	)
 	return i, err
 }
@@ -53,11 +88,11 @@ const packetInsert = `-- name: PacketInsert :exec
 INSERT INTO packets (
     project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer,
     rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot,
-    pipeline, budget_cutoff, gaps_more, render_version
+    pipeline, budget_cutoff, gaps_more, render_version, ablation_of
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
     $11, $12, $13, $14, $15, $16, $17,
-    $18, $19, $20, $21
+    $18, $19, $20, $21, $22
 )
 `
 
@@ -83,6 +118,7 @@ type PacketInsertParams struct {
 	BudgetCutoff      []byte
 	GapsMore          int32
 	RenderVersion     int16
+	AblationOf        *string
 }
 
 func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertParams) error {
@@ -108,12 +144,13 @@ func (q *Queries) PacketInsert(ctx context.Context, db DBTX, arg PacketInsertPar
 		arg.BudgetCutoff,
 		arg.GapsMore,
 		arg.RenderVersion,
+		arg.AblationOf,
 	)
 	return err
 }
 
 const packetList = `-- name: PacketList :many
-SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version FROM packets
+SELECT project, id, created_at, created_by, target_role, task_id, request, predecessors, format, tokenizer, rendered, rendered_sha256, token_budget, tokens_used, gaps, provenance_summary, snapshot, pipeline, budget_cutoff, gaps_more, render_version, ablation_of FROM packets
 WHERE project = $1
   AND ($2::text IS NULL OR task_id = $2)
   AND ($3::text IS NULL OR target_role = $3)
@@ -178,6 +215,7 @@ func (q *Queries) PacketList(ctx context.Context, db DBTX, arg PacketListParams)
 			&i.BudgetCutoff,
 			&i.GapsMore,
 			&i.RenderVersion,
+			&i.AblationOf,
 		); err != nil {
 			return nil, err
 		}
