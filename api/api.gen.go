@@ -1570,6 +1570,65 @@ type Span struct {
 	Start int `json:"start"`
 }
 
+// Suspect defines model for Suspect.
+type Suspect struct {
+	// Confidence causal (an ablation without it succeeded) or correlational.
+	Confidence string            `json:"confidence"`
+	Evidence   []SuspectEvidence `json:"evidence"`
+	Key        string            `json:"key"`
+
+	// Project For items, the layer's project.
+	Project *string `json:"project,omitempty"`
+
+	// Score 3 if an ablation proved it + the contrast score + 0.5 × the used similarity + 0.25 if changed (docs/outcomes.md).
+	Score float64 `json:"score"`
+
+	// Subject item, request or handoff
+	Subject string `json:"subject"`
+
+	// Version For items, the version the packet included.
+	Version *int `json:"version,omitempty"`
+}
+
+// SuspectEvidence defines model for SuspectEvidence.
+type SuspectEvidence struct {
+	// Contrast contrast: (fw+1)/(fw+sw+2) − (fo+1)/(fo+so+2).
+	Contrast *float64 `json:"contrast,omitempty"`
+
+	// FailuresWith contrast: failed or partial outcomes of packets that included it (this packet's counted).
+	FailuresWith    *int `json:"failures_with,omitempty"`
+	FailuresWithout *int `json:"failures_without,omitempty"`
+
+	// Kind used, contrast, changed or ablation
+	Kind string `json:"kind"`
+
+	// OutcomeId used: the outcome whose answer used it.
+	OutcomeId *string `json:"outcome_id,omitempty"`
+
+	// PacketId ablation: the counterfactual without it that got a success.
+	PacketId *string `json:"packet_id,omitempty"`
+
+	// PreviousVersion changed: the version that packet included (absent: none).
+	PreviousVersion *int `json:"previous_version,omitempty"`
+
+	// Scope contrast: task (the packet's task and step) or role.
+	Scope *string `json:"scope,omitempty"`
+
+	// Similarity used: the best similarity among the failed answers.
+	Similarity *float64 `json:"similarity,omitempty"`
+
+	// SincePacket changed: the task's last successful packet.
+	SincePacket      *string `json:"since_packet,omitempty"`
+	SuccessesWith    *int    `json:"successes_with,omitempty"`
+	SuccessesWithout *int    `json:"successes_without,omitempty"`
+}
+
+// Suspects defines model for Suspects.
+type Suspects struct {
+	PacketId string    `json:"packet_id"`
+	Suspects []Suspect `json:"suspects"`
+}
+
 // TaskAttributeMatch defines model for TaskAttributeMatch.
 type TaskAttributeMatch struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -2152,6 +2211,9 @@ type ServerInterface interface {
 	// ReplayPacket Assemble the stored request again against exactly what the packet read; nothing is stored.
 	// (POST /v1/projects/{project}/packets/{id}/replay)
 	ReplayPacket(ctx echo.Context, project ProjectPath, id PacketID) error
+	// GetSuspects Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
+	// (GET /v1/projects/{project}/packets/{id}/suspects)
+	GetSuspects(ctx echo.Context, project ProjectPath, id PacketID) error
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx echo.Context, project ProjectPath, id PacketID, params WhyPacketParams) error
@@ -3608,6 +3670,30 @@ func (w *ServerInterfaceWrapper) ReplayPacket(ctx echo.Context) error {
 	return err
 }
 
+// GetSuspects converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSuspects(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "id" -------------
+	var id PacketID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSuspects(ctx, project, id)
+	return err
+}
+
 // WhyPacket converts echo context to params.
 func (w *ServerInterfaceWrapper) WhyPacket(ctx echo.Context) error {
 	var err error
@@ -3840,6 +3926,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/attribute", wrapper.AttributePacket, options.OperationMiddlewares["attributePacket"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/outcomes", wrapper.ListOutcomes, options.OperationMiddlewares["listOutcomes"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/outcomes", wrapper.RecordOutcome, options.OperationMiddlewares["recordOutcome"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id/suspects", wrapper.GetSuspects, options.OperationMiddlewares["getSuspects"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/replay", wrapper.ReplayPacket, options.OperationMiddlewares["replayPacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets/:id/ablations", wrapper.AblatePacket, options.OperationMiddlewares["ablatePacket"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/items/:key/versions/:version/redact", wrapper.RedactItemVersion, options.OperationMiddlewares["redactItemVersion"]...)
@@ -5855,6 +5942,50 @@ func (response ReplayPacketdefaultApplicationProblemPlusJSONResponse) VisitRepla
 	return err
 }
 
+type GetSuspectsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Id      PacketID    `json:"id"`
+}
+
+type GetSuspectsResponseObject interface {
+	VisitGetSuspectsResponse(w http.ResponseWriter) error
+}
+
+type GetSuspects200JSONResponse Suspects
+
+func (response GetSuspects200JSONResponse) VisitGetSuspectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSuspectsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetSuspectsdefaultApplicationProblemPlusJSONResponse) VisitGetSuspectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WhyPacketRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Id      PacketID    `json:"id"`
@@ -6205,6 +6336,9 @@ type StrictServerInterface interface {
 	// ReplayPacket Assemble the stored request again against exactly what the packet read; nothing is stored.
 	// (POST /v1/projects/{project}/packets/{id}/replay)
 	ReplayPacket(ctx context.Context, request ReplayPacketRequestObject) (ReplayPacketResponseObject, error)
+	// GetSuspects Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
+	// (GET /v1/projects/{project}/packets/{id}/suspects)
+	GetSuspects(ctx context.Context, request GetSuspectsRequestObject) (GetSuspectsResponseObject, error)
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx context.Context, request WhyPacketRequestObject) (WhyPacketResponseObject, error)
@@ -7671,6 +7805,32 @@ func (sh *strictHandler) ReplayPacket(ctx echo.Context, project ProjectPath, id 
 		return err
 	} else if validResponse, ok := response.(ReplayPacketResponseObject); ok {
 		return validResponse.VisitReplayPacketResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSuspects operation middleware
+func (sh *strictHandler) GetSuspects(ctx echo.Context, project ProjectPath, id PacketID) error {
+	var request GetSuspectsRequestObject
+
+	request.Project = project
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSuspects(ctx.Request().Context(), request.(GetSuspectsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSuspects")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSuspectsResponseObject); ok {
+		return validResponse.VisitGetSuspectsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

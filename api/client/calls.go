@@ -112,6 +112,12 @@ func (c *Client) Outcomes(ctx context.Context, project, packetID, cursor string)
 	return decode[OutcomeList](c)(c.raw.ListOutcomes(ctx, project, packetID, &q))
 }
 
+// Suspects ranks a packet's included entries by the evidence that they
+// caused its failed or partial outcomes (empty when it has none).
+func (c *Client) Suspects(ctx context.Context, project, packetID string) (*Suspects, error) {
+	return decode[Suspects](c)(c.raw.GetSuspects(ctx, project, packetID))
+}
+
 // CreateHandoff hands work to another role; the new handoff is pending
 // (and supersedes the task's earlier pending handoff to that role).
 func (c *Client) CreateHandoff(ctx context.Context, project string, h HandoffCreate) (*Handoff, error) {

@@ -1570,6 +1570,65 @@ type Span struct {
 	Start int `json:"start"`
 }
 
+// Suspect defines model for Suspect.
+type Suspect struct {
+	// Confidence causal (an ablation without it succeeded) or correlational.
+	Confidence string            `json:"confidence"`
+	Evidence   []SuspectEvidence `json:"evidence"`
+	Key        string            `json:"key"`
+
+	// Project For items, the layer's project.
+	Project *string `json:"project,omitempty"`
+
+	// Score 3 if an ablation proved it + the contrast score + 0.5 × the used similarity + 0.25 if changed (docs/outcomes.md).
+	Score float64 `json:"score"`
+
+	// Subject item, request or handoff
+	Subject string `json:"subject"`
+
+	// Version For items, the version the packet included.
+	Version *int `json:"version,omitempty"`
+}
+
+// SuspectEvidence defines model for SuspectEvidence.
+type SuspectEvidence struct {
+	// Contrast contrast: (fw+1)/(fw+sw+2) − (fo+1)/(fo+so+2).
+	Contrast *float64 `json:"contrast,omitempty"`
+
+	// FailuresWith contrast: failed or partial outcomes of packets that included it (this packet's counted).
+	FailuresWith    *int `json:"failures_with,omitempty"`
+	FailuresWithout *int `json:"failures_without,omitempty"`
+
+	// Kind used, contrast, changed or ablation
+	Kind string `json:"kind"`
+
+	// OutcomeId used: the outcome whose answer used it.
+	OutcomeId *string `json:"outcome_id,omitempty"`
+
+	// PacketId ablation: the counterfactual without it that got a success.
+	PacketId *string `json:"packet_id,omitempty"`
+
+	// PreviousVersion changed: the version that packet included (absent: none).
+	PreviousVersion *int `json:"previous_version,omitempty"`
+
+	// Scope contrast: task (the packet's task and step) or role.
+	Scope *string `json:"scope,omitempty"`
+
+	// Similarity used: the best similarity among the failed answers.
+	Similarity *float64 `json:"similarity,omitempty"`
+
+	// SincePacket changed: the task's last successful packet.
+	SincePacket      *string `json:"since_packet,omitempty"`
+	SuccessesWith    *int    `json:"successes_with,omitempty"`
+	SuccessesWithout *int    `json:"successes_without,omitempty"`
+}
+
+// Suspects defines model for Suspects.
+type Suspects struct {
+	PacketId string    `json:"packet_id"`
+	Suspects []Suspect `json:"suspects"`
+}
+
 // TaskAttributeMatch defines model for TaskAttributeMatch.
 type TaskAttributeMatch struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -2473,6 +2532,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/packets/{id}/replay (the `ReplayPacket` operationId).
 	ReplayPacket(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSuspects Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
+	//
+	// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+	//
+	// Corresponds with GET /v1/projects/{project}/packets/{id}/suspects (the `GetSuspects` operationId).
+	GetSuspects(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WhyPacket Why the packet did (or did not) contain an item.
 	//
@@ -3442,6 +3508,23 @@ func (c *Raw) ListPacketRecords(ctx context.Context, project ProjectPath, id Pac
 // Corresponds with POST /v1/projects/{project}/packets/{id}/replay (the `ReplayPacket` operationId).
 func (c *Raw) ReplayPacket(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReplayPacketRequest(c.Server, project, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSuspects Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
+//
+// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+//
+// Corresponds with GET /v1/projects/{project}/packets/{id}/suspects (the `GetSuspects` operationId).
+func (c *Raw) GetSuspects(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSuspectsRequest(c.Server, project, id)
 	if err != nil {
 		return nil, err
 	}
@@ -6230,6 +6313,47 @@ func NewReplayPacketRequest(server string, project ProjectPath, id PacketID) (*h
 	return req, nil
 }
 
+// NewGetSuspectsRequest constructs an http.Request for the GetSuspects method
+func NewGetSuspectsRequest(server string, project ProjectPath, id PacketID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/packets/%s/suspects", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewWhyPacketRequest constructs an http.Request for the WhyPacket method
 func NewWhyPacketRequest(server string, project ProjectPath, id PacketID, params *WhyPacketParams) (*http.Request, error) {
 	var err error
@@ -6989,6 +7113,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/packets/{id}/replay (the `ReplayPacket` operationId).
 	ReplayPacketWithResponse(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*ReplayPacketResponse, error)
+
+	// GetSuspectsWithResponse Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
+	//
+	// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/packets/{id}/suspects (the `GetSuspects` operationId).
+	GetSuspectsWithResponse(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*GetSuspectsResponse, error)
 
 	// WhyPacketWithResponse Why the packet did (or did not) contain an item.
 	//
@@ -9378,6 +9511,61 @@ func (r ReplayPacketResponse) ContentType() string {
 	return ""
 }
 
+// GetSuspectsResponseDefaultHeaders the declared response headers of an HTTP default response for GetSuspects
+type GetSuspectsResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type GetSuspectsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Suspects
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetSuspectsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSuspectsResponse) GetJSON200() *Suspects {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetSuspectsResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSuspectsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSuspectsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSuspectsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSuspectsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WhyPacketResponseDefaultHeaders the declared response headers of an HTTP default response for WhyPacket
 type WhyPacketResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -10420,6 +10608,21 @@ func (c *ClientWithResponses) ReplayPacketWithResponse(ctx context.Context, proj
 		return nil, err
 	}
 	return ParseReplayPacketResponse(rsp)
+}
+
+// GetSuspectsWithResponse Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
+//
+// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/packets/{id}/suspects (the `GetSuspects` operationId).
+func (c *ClientWithResponses) GetSuspectsWithResponse(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*GetSuspectsResponse, error) {
+	rsp, err := c.GetSuspects(ctx, project, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSuspectsResponse(rsp)
 }
 
 // WhyPacketWithResponse Why the packet did (or did not) contain an item.
@@ -12469,6 +12672,52 @@ func ParseReplayPacketResponse(rsp *http.Response) (*ReplayPacketResponse, error
 	switch {
 	case true:
 		var headers ReplayPacketResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSuspectsResponse parses an HTTP response from a GetSuspectsWithResponse call
+func ParseGetSuspectsResponse(rsp *http.Response) (*GetSuspectsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSuspectsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Suspects
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetSuspectsResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

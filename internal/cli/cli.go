@@ -7,6 +7,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,9 +24,15 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "contextd:", err)
-		printErrorHelp(stderr, err)
-		return 1
+		code := 1
+		if ec, ok := errors.AsType[*exitCode](err); ok {
+			code, err = ec.code, ec.err
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "contextd:", err)
+			printErrorHelp(stderr, err)
+		}
+		return code
 	}
 	return 0
 }
@@ -40,7 +47,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(), newMigrate(), newAgents(), newProjects(), newWhy(), packetAttribute("attribute"), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion(), newConfig(), newDemo(),
-		newOutcome(), newOutcomes(), newAblate())
+		newOutcome(), newOutcomes(), newAblate(), newBisect(), newSuspects())
 	return root
 }
 

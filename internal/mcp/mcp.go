@@ -50,6 +50,7 @@ var Tools = []Tool{
 	{"task_history", "getTaskHistory"},
 	{"record_outcome", "recordOutcome"},
 	{"ablate", "ablatePacket"},
+	{"suspects", "getSuspects"},
 }
 
 // Meta keys of a tool: the operation it is and the permission that

@@ -113,6 +113,8 @@ type Draft struct {
 	agent   *auth.Agent
 	outcome store.Outcome
 	shown   []ctxtype.Record
+	// scopes are where the outcome counts for suspects (scopesOf).
+	scopes []store.OutcomeScope
 }
 
 // Prepare checks an outcome of a packet and attributes its answer, before
@@ -151,7 +153,7 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj, packetID
 		}
 		o.Used = Used(pk.Rendered, *p.Answer, all)
 	}
-	return &Draft{agent: agent, outcome: o, shown: pk.Records}, nil
+	return &Draft{agent: agent, outcome: o, shown: pk.Records, scopes: scopesOf(pk)}, nil
 }
 
 // Record is Prepare and RecordTx in a transaction of its own.
@@ -197,6 +199,9 @@ func (s *Service) RecordTx(ctx context.Context, tx *store.Tx, d *Draft) (*store.
 			return nil, fmt.Errorf("%w: %s", packet.ErrNotFound, o.PacketID)
 		}
 		return nil, fmt.Errorf("record outcome: %w", err)
+	}
+	if err := tx.OutcomeCountersAdd(ctx, o.PacketID, o.Status, d.scopes); err != nil {
+		return nil, fmt.Errorf("count outcome: %w", err)
 	}
 	stored.Used = shownUses(stored.Used, d.shown)
 	return &stored, nil

@@ -325,6 +325,23 @@ var walkCases = map[string]walkCase{
 	"replayPacket": {perm: "read", ok: 200, call: func(w *world, _ identity) (string, any) {
 		return home + "/packets/" + w.packet + "/replay", nil
 	}},
+	"listOutcomes": {perm: "read", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/packets/" + w.packet + "/outcomes", nil
+	}},
+	// An outcome is the packet's own agent's to record, or an editor's of
+	// the project (a service rule): the admin assembled the walk's packet,
+	// so the read-only agent, which may open it, is refused.
+	"recordOutcome": {perm: "read", ok: 201, call: func(w *world, _ identity) (string, any) {
+		return home + "/packets/" + w.packet + "/outcomes", map[string]any{"status": "failure", "source": "test"}
+	}, want: map[string]int{"read-only agent": 403}},
+	// Whoever may open a packet may ask for a counterfactual of it, as
+	// whoever may assemble for its role may assemble.
+	"ablatePacket": {perm: "read", ok: 201, call: func(w *world, _ identity) (string, any) {
+		return home + "/packets/" + w.packet + "/ablations", map[string]any{"without": []any{map[string]any{"key": "fact"}}}
+	}},
+	"getSuspects": {perm: "read", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/packets/" + w.packet + "/suspects", nil
+	}},
 	"createHandoff": {perm: "edit", ok: 201, call: func(w *world, _ identity) (string, any) {
 		return home + "/handoffs", map[string]any{"task_id": w.fresh("T"), "target": map[string]any{"role": reviewer}, "intent": "request_review"}
 	}},

@@ -196,6 +196,30 @@ type ItemVersionRow struct {
 	XactID            int64
 }
 
+type OutcomeCount struct {
+	Project        string
+	TargetRole     string
+	TaskID         string
+	StepID         string
+	SubjectKind    string
+	SubjectProject string
+	SubjectKey     string
+	SubjectVersion int32
+	Successes      int64
+	Failures       int64
+	Partials       int64
+}
+
+type OutcomeTotal struct {
+	Project    string
+	TargetRole string
+	TaskID     string
+	StepID     string
+	Successes  int64
+	Failures   int64
+	Partials   int64
+}
+
 type Packet struct {
 	Project           string
 	ID                string
