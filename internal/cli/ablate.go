@@ -44,12 +44,8 @@ given with its layer: project:request:x.`,
 			for i, w := range without {
 				entries[i] = ablationEntry(w)
 			}
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			orig, err := c.findPacket(ctx, f.project, args[0])
+			c, orig, err := f.packet(ctx, args[0])
 			if err != nil {
 				return err
 			}

@@ -104,12 +104,8 @@ func newOutcomes() *cobra.Command {
 		Example: `  contextd outcomes ctxpkt_01J... --project acme`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			p, err := c.findPacket(ctx, f.project, args[0])
+			c, p, err := f.packet(ctx, args[0])
 			if err != nil {
 				return err
 			}

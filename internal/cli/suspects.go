@@ -22,12 +22,8 @@ func newSuspects() *cobra.Command {
   contextd suspects ctxpkt_01J... --json | jq '.suspects[] | select(.confidence == "causal")'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			p, err := c.findPacket(ctx, f.project, args[0])
+			c, p, err := f.packet(ctx, args[0])
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,17 @@ import (
 	apiclient "github.com/contextd/contextd/api/client"
 )
 
+// packet is the client and the packet a command names: in --project, or
+// found in the projects the caller may see (findPacket).
+func (f *clientFlags) packet(ctx context.Context, id string) (*client, *apiclient.Packet, error) {
+	c, err := f.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := c.findPacket(ctx, f.project, id)
+	return c, p, err
+}
+
 // findPacket returns the packet's project: the given one, or the first
 // project the caller may see that holds the packet, live projects first,
 // then archived ones (whose history stays readable).
@@ -57,12 +68,8 @@ func newWhy() *cobra.Command {
   contextd why ctxpkt_01J... tone --layer shared   # the _shared item of that key`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			p, err := c.findPacket(ctx, f.project, args[0])
+			c, p, err := f.packet(ctx, args[0])
 			if err != nil {
 				return err
 			}

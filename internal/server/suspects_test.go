@@ -282,59 +282,8 @@ func TestSuspectCountersMatchRecordsAndOutcomes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 36))
 	keys := []string{"k1", "k2", "k3", "k4", "k5"}
 	w := newSuspectWorld(t, keys...)
-	type pk struct {
-		id, task string
-		statuses []string
-	}
-	var pks []*pk
-	for range 14 {
-		var pins []string
-		for _, k := range keys {
-			if rng.IntN(2) == 0 {
-				pins = append(pins, k)
-			}
-		}
-		p := &pk{}
-		if rng.IntN(2) == 0 {
-			p.task = fmt.Sprintf("t-%d", rng.IntN(2))
-		}
-		p.id = w.packet(p.task, "s", pins...)
-		for range rng.IntN(3) {
-			p.statuses = append(p.statuses, []string{"success", "failure", "partial"}[rng.IntN(3)])
-		}
-		pks = append(pks, p)
-	}
-	var wg sync.WaitGroup
-	for _, p := range pks {
-		wg.Go(func() {
-			for _, st := range p.statuses {
-				r := w.do("POST", "/v1/projects/acme/packets/"+p.id+"/outcomes", w.sup, map[string]any{"status": st})
-				if r.status != 201 {
-					t.Errorf("outcome %s: %d %s", p.id, r.status, r.text)
-				}
-			}
-		})
-	}
-	wg.Wait()
-
-	// What the API says: each packet's included entries and outcomes.
-	type entry struct {
-		subject, key string
-		version      int
-	}
-	included := map[string]map[entry]bool{}
-	outcomes := map[string][]string{}
-	for _, p := range pks {
-		included[p.id] = map[entry]bool{}
-		for _, rec := range w.do("GET", "/v1/projects/acme/packets/"+p.id+"/records?decision=included&limit=1000", w.sup, nil).list() {
-			v, _ := rec["version"].(float64)
-			included[p.id][entry{rec["subject"].(string), rec["key"].(string), int(v)}] = true
-		}
-		for _, o := range w.do("GET", "/v1/projects/acme/packets/"+p.id+"/outcomes?limit=1000", w.sup, nil).list() {
-			outcomes[p.id] = append(outcomes[p.id], o["status"].(string))
-		}
-		require.ElementsMatch(t, p.statuses, outcomes[p.id])
-	}
+	pks := randomOutcomes(t, w, rng, keys)
+	included, outcomes := whatTheAPISays(t, w, pks)
 	checked := 0
 	for _, p := range pks {
 		sus := w.suspects(w.sup, p.id)
@@ -349,14 +298,12 @@ func TestSuspectCountersMatchRecordsAndOutcomes(t *testing.T) {
 		require.Len(t, sus, len(included[p.id]), "every included entry is ranked")
 		for _, s := range sus {
 			v, _ := s["version"].(float64)
-			e := entry{s["subject"].(string), s["key"].(string), int(v)}
+			e := suspectEntry{s["subject"].(string), s["key"].(string), int(v)}
 			require.True(t, included[p.id][e], "%v", e)
 			var want [4]int
 			for _, q := range pks {
-				if q.task != p.task { // the scope: the task and step, or the role
-					if p.task != "" {
-						continue
-					}
+				if q.task != p.task && p.task != "" { // the scope: the task and step, or the role
+					continue
 				}
 				for _, st := range outcomes[q.id] {
 					i := 0
@@ -384,4 +331,71 @@ func TestSuspectCountersMatchRecordsAndOutcomes(t *testing.T) {
 	for _, p := range pks {
 		require.Equal(t, before[p.id], w.do("GET", "/v1/projects/acme/packets/"+p.id+"/suspects", w.sup, nil).text, p.id)
 	}
+}
+
+// suspectPacket is a packet of the property test and the outcomes written
+// for it.
+type suspectPacket struct {
+	id, task string
+	statuses []string
+}
+
+type suspectEntry struct {
+	subject, key string
+	version      int
+}
+
+// randomOutcomes assembles 14 packets pinning random keys, half of them of
+// a task, and writes 0 to 2 random outcomes for each, concurrently.
+func randomOutcomes(t *testing.T, w suspectWorld, rng *rand.Rand, keys []string) []*suspectPacket {
+	var pks []*suspectPacket
+	for range 14 {
+		var pins []string
+		for _, k := range keys {
+			if rng.IntN(2) == 0 {
+				pins = append(pins, k)
+			}
+		}
+		p := &suspectPacket{}
+		if rng.IntN(2) == 0 {
+			p.task = fmt.Sprintf("t-%d", rng.IntN(2))
+		}
+		p.id = w.packet(p.task, "s", pins...)
+		for range rng.IntN(3) {
+			p.statuses = append(p.statuses, []string{"success", "failure", "partial"}[rng.IntN(3)])
+		}
+		pks = append(pks, p)
+	}
+	var wg sync.WaitGroup
+	for _, p := range pks {
+		wg.Go(func() {
+			for _, st := range p.statuses {
+				r := w.do("POST", "/v1/projects/acme/packets/"+p.id+"/outcomes", w.sup, map[string]any{"status": st})
+				if r.status != 201 {
+					t.Errorf("outcome %s: %d %s", p.id, r.status, r.text)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return pks
+}
+
+// whatTheAPISays is each packet's included entries and outcomes, as the
+// records and outcomes endpoints answer them.
+func whatTheAPISays(t *testing.T, w suspectWorld, pks []*suspectPacket) (map[string]map[suspectEntry]bool, map[string][]string) {
+	included := map[string]map[suspectEntry]bool{}
+	outcomes := map[string][]string{}
+	for _, p := range pks {
+		included[p.id] = map[suspectEntry]bool{}
+		for _, rec := range w.do("GET", "/v1/projects/acme/packets/"+p.id+"/records?decision=included&limit=1000", w.sup, nil).list() {
+			v, _ := rec["version"].(float64)
+			included[p.id][suspectEntry{rec["subject"].(string), rec["key"].(string), int(v)}] = true
+		}
+		for _, o := range w.do("GET", "/v1/projects/acme/packets/"+p.id+"/outcomes?limit=1000", w.sup, nil).list() {
+			outcomes[p.id] = append(outcomes[p.id], o["status"].(string))
+		}
+		require.ElementsMatch(t, p.statuses, outcomes[p.id])
+	}
+	return included, outcomes
 }
