@@ -99,31 +99,22 @@ func (s *Service) Suspects(ctx context.Context, agent *auth.Agent, proj, packetI
 	if err != nil {
 		return nil, err
 	}
-	var outs []store.Outcome
-	if err := s.store.Read(ctx, func(db store.DB) (err error) {
-		outs, err = db.OutcomeList(ctx, proj, packetID, 0, MaxPerPacket)
-		return err
-	}); err != nil {
+	entries, idx := includedEntries(pk.Records)
+	ev, err := s.evidenceOf(ctx, pk, entries)
+	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(outs, failed) {
+	if !slices.ContainsFunc(ev.outcomes, failed) {
 		return []Suspect{}, nil
 	}
-	entries, idx := includedEntries(pk.Records)
 	sus := make([]Suspect, len(entries))
 	for i, e := range entries {
 		sus[i] = Suspect{Entry: e, Confidence: Correlational}
 	}
-	addUsed(sus, idx, outs)
-	if err := s.addContrast(ctx, pk, sus, entries); err != nil {
-		return nil, err
-	}
-	if err := s.addChanged(ctx, pk, sus, idx); err != nil {
-		return nil, err
-	}
-	if err := s.addAblations(ctx, pk, sus, idx); err != nil {
-		return nil, err
-	}
+	addUsed(sus, idx, ev.outcomes)
+	addContrast(contrastScope(pk), sus, entries, ev.totals, ev.counts)
+	addChanged(sus, idx, ev.since, ev.sinceRecords)
+	addAblations(sus, idx, ev.ablations)
 	for i := range sus {
 		sus[i].Score = score(&sus[i])
 	}
@@ -132,6 +123,53 @@ func (s *Service) Suspects(ctx context.Context, agent *auth.Agent, proj, packetI
 			cmp.Compare(a.Project, b.Project), cmp.Compare(a.Version, b.Version))
 	})
 	return sus, nil
+}
+
+// evidence is what suspects are judged by, read in one snapshot so that
+// the outcomes and the counters agree.
+type evidence struct {
+	outcomes     []store.Outcome
+	totals       store.Tally
+	counts       map[store.Entry]store.Tally
+	since        string           // the task's last successful packet of the role
+	sinceRecords []ctxtype.Record // its records
+	ablations    []store.SucceededAblation
+}
+
+// evidenceOf reads the packet's outcomes, the counters of its scope for
+// every entry with the scope's totals, the task's last success and the
+// packet's ablations that succeeded in one round trip, then the records of
+// that success.
+func (s *Service) evidenceOf(ctx context.Context, pk *packet.Packet, entries []store.Entry) (evidence, error) {
+	var ev evidence
+	sc := contrastScope(pk)
+	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
+		err := tx.Reads(ctx,
+			func(db store.DB) (err error) {
+				ev.outcomes, err = db.OutcomeList(ctx, pk.Project, pk.ID, 0, MaxPerPacket)
+				return err
+			},
+			func(db store.DB) (err error) { ev.totals, err = db.OutcomeTotals(ctx, sc); return err },
+			func(db store.DB) (err error) { ev.counts, err = db.OutcomeCounts(ctx, sc, entries); return err },
+			func(db store.DB) (err error) {
+				if pk.TaskID == "" {
+					return nil
+				}
+				ev.since, err = db.PacketLastSuccessOfTask(ctx, pk.Project, pk.TaskID, pk.TargetRole, pk.CreatedAt)
+				return err
+			},
+			func(db store.DB) (err error) {
+				ev.ablations, err = db.PacketAblationsSucceeded(ctx, pk.Project, pk.ID, packet.MaxAblationsListed)
+				return err
+			},
+		)
+		if err != nil || ev.since == "" || !slices.ContainsFunc(ev.outcomes, failed) {
+			return err
+		}
+		ev.sinceRecords, err = tx.PacketRecordList(ctx, pk.Project, ev.since)
+		return err
+	})
+	return ev, err
 }
 
 func failed(o store.Outcome) bool { return o.Status == Failure || o.Status == Partial }
@@ -174,22 +212,9 @@ func addUsed(sus []Suspect, idx map[store.Entry]int, outs []store.Outcome) {
 	}
 }
 
-// addContrast reads the counters of the packet's scope for every entry at
-// once, with the scope's totals, in one snapshot so that they agree.
-func (s *Service) addContrast(ctx context.Context, pk *packet.Packet, sus []Suspect, entries []store.Entry) error {
-	sc := contrastScope(pk)
-	var totals store.Tally
-	var counts map[store.Entry]store.Tally
-	err := s.store.Snapshot(ctx, func(tx *store.Tx) (err error) {
-		if totals, err = tx.OutcomeTotals(ctx, sc); err != nil {
-			return err
-		}
-		counts, err = tx.OutcomeCounts(ctx, sc, entries)
-		return err
-	})
-	if err != nil {
-		return err
-	}
+// addContrast gives every entry the counters of the packet's scope, with
+// the scope's totals.
+func addContrast(sc store.OutcomeScope, sus []Suspect, entries []store.Entry, totals store.Tally, counts map[store.Entry]store.Tally) {
 	name := ScopeRole
 	if sc.TaskID != "" {
 		name = ScopeTask
@@ -202,7 +227,6 @@ func (s *Service) addContrast(ctx context.Context, pk *packet.Packet, sus []Susp
 		ev.Contrast = round(ContrastScore(ev.FailuresWith, ev.SuccessesWith, ev.FailuresWithout, ev.SuccessesWithout))
 		sus[i].Evidence = append(sus[i].Evidence, ev)
 	}
-	return nil
 }
 
 // ContrastScore is the Laplace-smoothed failure rate of the outcomes with
@@ -216,22 +240,9 @@ func ContrastScore(failuresWith, successesWith, failuresWithout, successesWithou
 // addChanged marks the item versions a packet with a task included that
 // the task's last successful packet of the same role (before it) did not:
 // one lookup of that packet, one read of its records.
-func (s *Service) addChanged(ctx context.Context, pk *packet.Packet, sus []Suspect, idx map[store.Entry]int) error {
-	if pk.TaskID == "" {
-		return nil
-	}
-	var since string
-	var prev []ctxtype.Record
-	err := s.store.Read(ctx, func(db store.DB) (err error) {
-		since, err = db.PacketLastSuccessOfTask(ctx, pk.Project, pk.TaskID, pk.TargetRole, pk.CreatedAt)
-		if err != nil || since == "" {
-			return err
-		}
-		prev, err = db.PacketRecordList(ctx, pk.Project, since)
-		return err
-	})
-	if err != nil || since == "" {
-		return err
+func addChanged(sus []Suspect, idx map[store.Entry]int, since string, prev []ctxtype.Record) {
+	if since == "" {
+		return
 	}
 	had := map[[2]string]int{} // (layer, key) → version the successful packet included
 	for _, r := range prev {
@@ -247,20 +258,12 @@ func (s *Service) addChanged(ctx context.Context, pk *packet.Packet, sus []Suspe
 			sus[i].Evidence = append(sus[i].Evidence, Evidence{Kind: EvidenceChanged, SincePacket: since, PreviousVersion: v})
 		}
 	}
-	return nil
 }
 
 // addAblations marks causal the entries that an ablation of the packet
 // left out and that then got a success outcome (the oldest
 // packet.MaxAblationsListed ablations; the first that proves an entry).
-func (s *Service) addAblations(ctx context.Context, pk *packet.Packet, sus []Suspect, idx map[store.Entry]int) error {
-	var abls []store.SucceededAblation
-	if err := s.store.Read(ctx, func(db store.DB) (err error) {
-		abls, err = db.PacketAblationsSucceeded(ctx, pk.Project, pk.ID, packet.MaxAblationsListed)
-		return err
-	}); err != nil {
-		return err
-	}
+func addAblations(sus []Suspect, idx map[store.Entry]int, abls []store.SucceededAblation) {
 	for _, a := range abls {
 		for e, i := range idx {
 			if sus[i].Confidence == Causal || !leftOut(a.Without, e) {
@@ -270,7 +273,6 @@ func (s *Service) addAblations(ctx context.Context, pk *packet.Packet, sus []Sus
 			sus[i].Evidence = append(sus[i].Evidence, Evidence{Kind: EvidenceAblation, PacketID: a.ID})
 		}
 	}
-	return nil
 }
 
 func leftOut(without []ctxtype.Subject, e store.Entry) bool {
