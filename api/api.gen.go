@@ -1062,6 +1062,22 @@ type Item struct {
 // ItemAnswer defines model for ItemAnswer.
 type ItemAnswer = json.RawMessage
 
+// ItemLedger defines model for ItemLedger.
+type ItemLedger struct {
+	// ItemProject The item's project: the same, or _shared.
+	ItemProject string  `json:"item_project"`
+	Key         string  `json:"key"`
+	NextCursor  *string `json:"next_cursor,omitempty"`
+
+	// Pending Packets and outcomes of the project not yet folded into the figures (0 but after a bulk import).
+	Pending int64 `json:"pending"`
+
+	// Project The packets' project.
+	Project  string          `json:"project"`
+	Totals   LedgerFigures   `json:"totals"`
+	Versions []LedgerVersion `json:"versions"`
+}
+
 // ItemList defines model for ItemList.
 type ItemList struct {
 	Data       []Item  `json:"data"`
@@ -1199,6 +1215,117 @@ type KxmHandoffManifestTargetPermission string
 
 // KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict defines model for KxmHandoffManifest.VerificationEvidence.CriticVerdicts.Verdict.
 type KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict string
+
+// LedgerEntry defines model for LedgerEntry.
+type LedgerEntry struct {
+	// Answered The outcomes that carried the model's answer.
+	Answered int64 `json:"answered"`
+
+	// EarnRate successes / outcomes; absent without outcomes.
+	EarnRate *float64 `json:"earn_rate,omitempty"`
+
+	// Excluded Packets that excluded it (offered − included).
+	Excluded int64 `json:"excluded"`
+
+	// ExcludedBy The excluded packets by the reason of its first excluded record.
+	ExcludedBy map[string]int64 `json:"excluded_by"`
+
+	// FailureRate failures / outcomes; absent without outcomes.
+	FailureRate *float64 `json:"failure_rate,omitempty"`
+
+	// Included Packets that included it.
+	Included int64  `json:"included"`
+	Key      string `json:"key"`
+
+	// Offered Packets that had a record of it (a candidate met).
+	Offered int64 `json:"offered"`
+
+	// Outcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+	Outcomes LedgerOutcomes `json:"outcomes"`
+
+	// Project The item's project: the ledger's, or _shared.
+	Project string `json:"project"`
+
+	// Tokens The tokens of its included records
+	Tokens int64 `json:"tokens"`
+
+	// Used The outcomes whose answer used it (answer attribution).
+	Used int64 `json:"used"`
+}
+
+// LedgerFigures defines model for LedgerFigures.
+type LedgerFigures struct {
+	// Answered The outcomes that carried the model's answer.
+	Answered int64 `json:"answered"`
+
+	// EarnRate successes / outcomes; absent without outcomes.
+	EarnRate *float64 `json:"earn_rate,omitempty"`
+
+	// Excluded Packets that excluded it (offered − included).
+	Excluded int64 `json:"excluded"`
+
+	// ExcludedBy The excluded packets by the reason of its first excluded record.
+	ExcludedBy map[string]int64 `json:"excluded_by"`
+
+	// FailureRate failures / outcomes; absent without outcomes.
+	FailureRate *float64 `json:"failure_rate,omitempty"`
+
+	// Included Packets that included it.
+	Included int64 `json:"included"`
+
+	// Offered Packets that had a record of it (a candidate met).
+	Offered int64 `json:"offered"`
+
+	// Outcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+	Outcomes LedgerOutcomes `json:"outcomes"`
+
+	// Tokens The tokens of its included records
+	Tokens int64 `json:"tokens"`
+
+	// Used The outcomes whose answer used it (answer attribution).
+	Used int64 `json:"used"`
+}
+
+// LedgerOutcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+type LedgerOutcomes struct {
+	Failure int64 `json:"failure"`
+	Partial int64 `json:"partial"`
+	Success int64 `json:"success"`
+}
+
+// LedgerVersion defines model for LedgerVersion.
+type LedgerVersion struct {
+	// Answered The outcomes that carried the model's answer.
+	Answered int64 `json:"answered"`
+
+	// EarnRate successes / outcomes; absent without outcomes.
+	EarnRate *float64 `json:"earn_rate,omitempty"`
+
+	// Excluded Packets that excluded it (offered − included).
+	Excluded int64 `json:"excluded"`
+
+	// ExcludedBy The excluded packets by the reason of its first excluded record.
+	ExcludedBy map[string]int64 `json:"excluded_by"`
+
+	// FailureRate failures / outcomes; absent without outcomes.
+	FailureRate *float64 `json:"failure_rate,omitempty"`
+
+	// Included Packets that included it.
+	Included int64 `json:"included"`
+
+	// Offered Packets that had a record of it (a candidate met).
+	Offered int64 `json:"offered"`
+
+	// Outcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+	Outcomes LedgerOutcomes `json:"outcomes"`
+
+	// Tokens The tokens of its included records
+	Tokens int64 `json:"tokens"`
+
+	// Used The outcomes whose answer used it (answer attribution).
+	Used    int64 `json:"used"`
+	Version int   `json:"version"`
+}
 
 // Outcome defines model for Outcome.
 type Outcome struct {
@@ -1421,6 +1548,15 @@ type Project struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
+// ProjectLedger defines model for ProjectLedger.
+type ProjectLedger struct {
+	Data       []LedgerEntry `json:"data"`
+	NextCursor *string       `json:"next_cursor,omitempty"`
+	Pending    int64         `json:"pending"`
+	Project    string        `json:"project"`
+	Sort       string        `json:"sort"`
+}
+
 // ProjectList defines model for ProjectList.
 type ProjectList struct {
 	Data       []Project `json:"data"`
@@ -1572,7 +1708,7 @@ type Span struct {
 
 // Suspect defines model for Suspect.
 type Suspect struct {
-	// Confidence causal (an ablation without it succeeded) or correlational.
+	// Confidence causal (an ablation that left out it alone, or a set shown 1-minimal with it, succeeded) or correlational.
 	Confidence string            `json:"confidence"`
 	Evidence   []SuspectEvidence `json:"evidence"`
 	Key        string            `json:"key"`
@@ -1940,6 +2076,18 @@ type ListItemInjectionsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetItemLedgerParams defines parameters for GetItemLedger.
+type GetItemLedgerParams struct {
+	// Project For a _shared item, the project whose packets to count. Required when the caller may see more than one project (422 otherwise); for a project's own item it must be that project, or absent.
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListItemVersionsParams defines parameters for ListItemVersions.
 type ListItemVersionsParams struct {
 	// Limit Page size, 1 to 1000 (default 100).
@@ -1953,6 +2101,18 @@ type ListItemVersionsParams struct {
 type ImportItemsParams struct {
 	// IdempotencyKey Replay protection, per agent, kept 24 hours.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetProjectLedgerParams defines parameters for GetProjectLedger.
+type GetProjectLedgerParams struct {
+	// Sort failure_rate (default), tokens or unused.
+	Sort *string `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListPacketsParams defines parameters for ListPackets.
@@ -2172,6 +2332,9 @@ type ServerInterface interface {
 	// ListItemInjections Every packet of one project that included the item, newest first.
 	// (GET /v1/projects/{project}/items/{key}/injections)
 	ListItemInjections(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemInjectionsParams) error
+	// GetItemLedger What an item cost and earned in one project's packets, over every version and per version.
+	// (GET /v1/projects/{project}/items/{key}/ledger)
+	GetItemLedger(ctx echo.Context, project ProjectPath, key KeyPath, params GetItemLedgerParams) error
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	// (GET /v1/projects/{project}/items/{key}/versions)
 	ListItemVersions(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemVersionsParams) error
@@ -2184,6 +2347,9 @@ type ServerInterface interface {
 	// ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	// (POST /v1/projects/{project}/items:import)
 	ImportItems(ctx echo.Context, project ProjectPath, params ImportItemsParams) error
+	// GetProjectLedger The items of a project's packets ordered by what they cost and earned.
+	// (GET /v1/projects/{project}/ledger)
+	GetProjectLedger(ctx echo.Context, project ProjectPath, params GetProjectLedgerParams) error
 	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx echo.Context, project ProjectPath, params ListPacketsParams) error
@@ -3194,6 +3360,53 @@ func (w *ServerInterfaceWrapper) ListItemInjections(ctx echo.Context) error {
 	return err
 }
 
+// GetItemLedger converts echo context to params.
+func (w *ServerInterfaceWrapper) GetItemLedger(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "key" -------------
+	var key KeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetItemLedgerParams
+	// ------------- Optional query parameter "project" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "project", ctx.QueryParams(), &params.Project, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetItemLedger(ctx, project, key, params)
+	return err
+}
+
 // ListItemVersions converts echo context to params.
 func (w *ServerInterfaceWrapper) ListItemVersions(ctx echo.Context) error {
 	var err error
@@ -3331,6 +3544,45 @@ func (w *ServerInterfaceWrapper) ImportItems(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ImportItems(ctx, project, params)
+	return err
+}
+
+// GetProjectLedger converts echo context to params.
+func (w *ServerInterfaceWrapper) GetProjectLedger(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetProjectLedgerParams
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetProjectLedger(ctx, project, params)
 	return err
 }
 
@@ -3932,6 +4184,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/projects/:project/items/:key/versions/:version/redact", wrapper.RedactItemVersion, options.OperationMiddlewares["redactItemVersion"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/redactions/:id", wrapper.GetRedaction, options.OperationMiddlewares["getRedaction"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/injections", wrapper.ListItemInjections, options.OperationMiddlewares["listItemInjections"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/ledger", wrapper.GetItemLedger, options.OperationMiddlewares["getItemLedger"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/ledger", wrapper.GetProjectLedger, options.OperationMiddlewares["getProjectLedger"]...)
 	router.GET(options.BaseURL+"/v1/audit/entries", wrapper.ListGlobalAuditEntries, options.OperationMiddlewares["listGlobalAuditEntries"]...)
 	router.GET(options.BaseURL+"/v1/audit/verify", wrapper.VerifyGlobalAudit, options.OperationMiddlewares["verifyGlobalAudit"]...)
 	router.GET(options.BaseURL+"/v1/audit/checkpoint", wrapper.GetGlobalAuditCheckpoint, options.OperationMiddlewares["getGlobalAuditCheckpoint"]...)
@@ -5339,6 +5593,51 @@ func (response ListItemInjectionsdefaultApplicationProblemPlusJSONResponse) Visi
 	return err
 }
 
+type GetItemLedgerRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Key     KeyPath     `json:"key"`
+	Params  GetItemLedgerParams
+}
+
+type GetItemLedgerResponseObject interface {
+	VisitGetItemLedgerResponse(w http.ResponseWriter) error
+}
+
+type GetItemLedger200JSONResponse ItemLedger
+
+func (response GetItemLedger200JSONResponse) VisitGetItemLedgerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetItemLedgerdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetItemLedgerdefaultApplicationProblemPlusJSONResponse) VisitGetItemLedgerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListItemVersionsRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Key     KeyPath     `json:"key"`
@@ -5516,6 +5815,50 @@ type ImportItemsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ImportItemsdefaultApplicationProblemPlusJSONResponse) VisitImportItemsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProjectLedgerRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  GetProjectLedgerParams
+}
+
+type GetProjectLedgerResponseObject interface {
+	VisitGetProjectLedgerResponse(w http.ResponseWriter) error
+}
+
+type GetProjectLedger200JSONResponse ProjectLedger
+
+func (response GetProjectLedger200JSONResponse) VisitGetProjectLedgerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProjectLedgerdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetProjectLedgerdefaultApplicationProblemPlusJSONResponse) VisitGetProjectLedgerResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6297,6 +6640,9 @@ type StrictServerInterface interface {
 	// ListItemInjections Every packet of one project that included the item, newest first.
 	// (GET /v1/projects/{project}/items/{key}/injections)
 	ListItemInjections(ctx context.Context, request ListItemInjectionsRequestObject) (ListItemInjectionsResponseObject, error)
+	// GetItemLedger What an item cost and earned in one project's packets, over every version and per version.
+	// (GET /v1/projects/{project}/items/{key}/ledger)
+	GetItemLedger(ctx context.Context, request GetItemLedgerRequestObject) (GetItemLedgerResponseObject, error)
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	// (GET /v1/projects/{project}/items/{key}/versions)
 	ListItemVersions(ctx context.Context, request ListItemVersionsRequestObject) (ListItemVersionsResponseObject, error)
@@ -6309,6 +6655,9 @@ type StrictServerInterface interface {
 	// ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	// (POST /v1/projects/{project}/items:import)
 	ImportItems(ctx context.Context, request ImportItemsRequestObject) (ImportItemsResponseObject, error)
+	// GetProjectLedger The items of a project's packets ordered by what they cost and earned.
+	// (GET /v1/projects/{project}/ledger)
+	GetProjectLedger(ctx context.Context, request GetProjectLedgerRequestObject) (GetProjectLedgerResponseObject, error)
 	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	// (GET /v1/projects/{project}/packets)
 	ListPackets(ctx context.Context, request ListPacketsRequestObject) (ListPacketsResponseObject, error)
@@ -7328,6 +7677,33 @@ func (sh *strictHandler) ListItemInjections(ctx echo.Context, project ProjectPat
 	return nil
 }
 
+// GetItemLedger operation middleware
+func (sh *strictHandler) GetItemLedger(ctx echo.Context, project ProjectPath, key KeyPath, params GetItemLedgerParams) error {
+	var request GetItemLedgerRequestObject
+
+	request.Project = project
+	request.Key = key
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetItemLedger(ctx.Request().Context(), request.(GetItemLedgerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetItemLedger")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetItemLedgerResponseObject); ok {
+		return validResponse.VisitGetItemLedgerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListItemVersions operation middleware
 func (sh *strictHandler) ListItemVersions(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemVersionsParams) error {
 	var request ListItemVersionsRequestObject
@@ -7475,6 +7851,32 @@ func (sh *strictHandler) ImportItems(ctx echo.Context, project ProjectPath, para
 		return err
 	} else if validResponse, ok := response.(ImportItemsResponseObject); ok {
 		return validResponse.VisitImportItemsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetProjectLedger operation middleware
+func (sh *strictHandler) GetProjectLedger(ctx echo.Context, project ProjectPath, params GetProjectLedgerParams) error {
+	var request GetProjectLedgerRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetProjectLedger(ctx.Request().Context(), request.(GetProjectLedgerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetProjectLedger")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetProjectLedgerResponseObject); ok {
+		return validResponse.VisitGetProjectLedgerResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

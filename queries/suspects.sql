@@ -60,11 +60,15 @@ WHERE EXISTS (SELECT 1 FROM packet_outcomes o WHERE o.project = p.project AND o.
 ORDER BY p.created_at DESC, p.id DESC
 LIMIT 1;
 
--- name: PacketAblationsSucceeded :many
--- The ablations of a packet (the oldest max) that have a success outcome,
--- with what each left out.
-SELECT p.id, (p.request -> 'ablation' -> 'without')::jsonb AS without FROM packets p
+-- name: PacketAblationsJudged :many
+-- The ablations of a packet (the oldest max) that have an outcome, with
+-- what each left out and whether one of its outcomes is a success and one
+-- a failure or partial.
+SELECT p.id, (p.request -> 'ablation' -> 'without')::jsonb AS without,
+       bool_or(o.status = 'success')::boolean AS succeeded, bool_or(o.status <> 'success')::boolean AS failed
+FROM packets p
+JOIN packet_outcomes o ON o.project = p.project AND o.packet_id = p.id
 WHERE p.project = @project AND p.ablation_of = @packet_id::text
-  AND EXISTS (SELECT 1 FROM packet_outcomes o WHERE o.project = p.project AND o.packet_id = p.id AND o.status = 'success')
-ORDER BY p.created_at, p.id
+GROUP BY p.project, p.id
+ORDER BY min(p.created_at), p.id
 LIMIT @max;

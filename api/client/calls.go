@@ -118,6 +118,19 @@ func (c *Client) Suspects(ctx context.Context, project, packetID string) (*Suspe
 	return decode[Suspects](c)(c.raw.GetSuspects(ctx, project, packetID))
 }
 
+// ItemLedger is what an item cost and earned in one project's packets,
+// over every version and a page per version (params may be nil; for a
+// _shared item, params.Project names the packets' project).
+func (c *Client) ItemLedger(ctx context.Context, project, key string, params *GetItemLedgerParams) (*ItemLedger, error) {
+	return decode[ItemLedger](c)(c.raw.GetItemLedger(ctx, project, key, params))
+}
+
+// ProjectLedger is a page of the items of a project's packets in an order
+// of the ledger: failure_rate (the default), tokens or unused.
+func (c *Client) ProjectLedger(ctx context.Context, project string, params *GetProjectLedgerParams) (*ProjectLedger, error) {
+	return decode[ProjectLedger](c)(c.raw.GetProjectLedger(ctx, project, params))
+}
+
 // CreateHandoff hands work to another role; the new handoff is pending
 // (and supersedes the task's earlier pending handoff to that role).
 func (c *Client) CreateHandoff(ctx context.Context, project string, h HandoffCreate) (*Handoff, error) {

@@ -1062,6 +1062,22 @@ type Item struct {
 // ItemAnswer defines model for ItemAnswer.
 type ItemAnswer = json.RawMessage
 
+// ItemLedger defines model for ItemLedger.
+type ItemLedger struct {
+	// ItemProject The item's project: the same, or _shared.
+	ItemProject string  `json:"item_project"`
+	Key         string  `json:"key"`
+	NextCursor  *string `json:"next_cursor,omitempty"`
+
+	// Pending Packets and outcomes of the project not yet folded into the figures (0 but after a bulk import).
+	Pending int64 `json:"pending"`
+
+	// Project The packets' project.
+	Project  string          `json:"project"`
+	Totals   LedgerFigures   `json:"totals"`
+	Versions []LedgerVersion `json:"versions"`
+}
+
 // ItemList defines model for ItemList.
 type ItemList struct {
 	Data       []Item  `json:"data"`
@@ -1199,6 +1215,117 @@ type KxmHandoffManifestTargetPermission string
 
 // KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict defines model for KxmHandoffManifest.VerificationEvidence.CriticVerdicts.Verdict.
 type KxmHandoffManifestVerificationEvidenceCriticVerdictsVerdict string
+
+// LedgerEntry defines model for LedgerEntry.
+type LedgerEntry struct {
+	// Answered The outcomes that carried the model's answer.
+	Answered int64 `json:"answered"`
+
+	// EarnRate successes / outcomes; absent without outcomes.
+	EarnRate *float64 `json:"earn_rate,omitempty"`
+
+	// Excluded Packets that excluded it (offered − included).
+	Excluded int64 `json:"excluded"`
+
+	// ExcludedBy The excluded packets by the reason of its first excluded record.
+	ExcludedBy map[string]int64 `json:"excluded_by"`
+
+	// FailureRate failures / outcomes; absent without outcomes.
+	FailureRate *float64 `json:"failure_rate,omitempty"`
+
+	// Included Packets that included it.
+	Included int64  `json:"included"`
+	Key      string `json:"key"`
+
+	// Offered Packets that had a record of it (a candidate met).
+	Offered int64 `json:"offered"`
+
+	// Outcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+	Outcomes LedgerOutcomes `json:"outcomes"`
+
+	// Project The item's project: the ledger's, or _shared.
+	Project string `json:"project"`
+
+	// Tokens The tokens of its included records
+	Tokens int64 `json:"tokens"`
+
+	// Used The outcomes whose answer used it (answer attribution).
+	Used int64 `json:"used"`
+}
+
+// LedgerFigures defines model for LedgerFigures.
+type LedgerFigures struct {
+	// Answered The outcomes that carried the model's answer.
+	Answered int64 `json:"answered"`
+
+	// EarnRate successes / outcomes; absent without outcomes.
+	EarnRate *float64 `json:"earn_rate,omitempty"`
+
+	// Excluded Packets that excluded it (offered − included).
+	Excluded int64 `json:"excluded"`
+
+	// ExcludedBy The excluded packets by the reason of its first excluded record.
+	ExcludedBy map[string]int64 `json:"excluded_by"`
+
+	// FailureRate failures / outcomes; absent without outcomes.
+	FailureRate *float64 `json:"failure_rate,omitempty"`
+
+	// Included Packets that included it.
+	Included int64 `json:"included"`
+
+	// Offered Packets that had a record of it (a candidate met).
+	Offered int64 `json:"offered"`
+
+	// Outcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+	Outcomes LedgerOutcomes `json:"outcomes"`
+
+	// Tokens The tokens of its included records
+	Tokens int64 `json:"tokens"`
+
+	// Used The outcomes whose answer used it (answer attribution).
+	Used int64 `json:"used"`
+}
+
+// LedgerOutcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+type LedgerOutcomes struct {
+	Failure int64 `json:"failure"`
+	Partial int64 `json:"partial"`
+	Success int64 `json:"success"`
+}
+
+// LedgerVersion defines model for LedgerVersion.
+type LedgerVersion struct {
+	// Answered The outcomes that carried the model's answer.
+	Answered int64 `json:"answered"`
+
+	// EarnRate successes / outcomes; absent without outcomes.
+	EarnRate *float64 `json:"earn_rate,omitempty"`
+
+	// Excluded Packets that excluded it (offered − included).
+	Excluded int64 `json:"excluded"`
+
+	// ExcludedBy The excluded packets by the reason of its first excluded record.
+	ExcludedBy map[string]int64 `json:"excluded_by"`
+
+	// FailureRate failures / outcomes; absent without outcomes.
+	FailureRate *float64 `json:"failure_rate,omitempty"`
+
+	// Included Packets that included it.
+	Included int64 `json:"included"`
+
+	// Offered Packets that had a record of it (a candidate met).
+	Offered int64 `json:"offered"`
+
+	// Outcomes The outcomes of the packets that included it (a packet with two outcomes counts twice).
+	Outcomes LedgerOutcomes `json:"outcomes"`
+
+	// Tokens The tokens of its included records
+	Tokens int64 `json:"tokens"`
+
+	// Used The outcomes whose answer used it (answer attribution).
+	Used    int64 `json:"used"`
+	Version int   `json:"version"`
+}
 
 // Outcome defines model for Outcome.
 type Outcome struct {
@@ -1421,6 +1548,15 @@ type Project struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
+// ProjectLedger defines model for ProjectLedger.
+type ProjectLedger struct {
+	Data       []LedgerEntry `json:"data"`
+	NextCursor *string       `json:"next_cursor,omitempty"`
+	Pending    int64         `json:"pending"`
+	Project    string        `json:"project"`
+	Sort       string        `json:"sort"`
+}
+
 // ProjectList defines model for ProjectList.
 type ProjectList struct {
 	Data       []Project `json:"data"`
@@ -1572,7 +1708,7 @@ type Span struct {
 
 // Suspect defines model for Suspect.
 type Suspect struct {
-	// Confidence causal (an ablation without it succeeded) or correlational.
+	// Confidence causal (an ablation that left out it alone, or a set shown 1-minimal with it, succeeded) or correlational.
 	Confidence string            `json:"confidence"`
 	Evidence   []SuspectEvidence `json:"evidence"`
 	Key        string            `json:"key"`
@@ -1943,6 +2079,18 @@ type ListItemInjectionsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetItemLedgerParams defines parameters for GetItemLedger.
+type GetItemLedgerParams struct {
+	// Project For a _shared item, the project whose packets to count. Required when the caller may see more than one project (422 otherwise); for a project's own item it must be that project, or absent.
+	Project *string `form:"project,omitempty" json:"project,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListItemVersionsParams defines parameters for ListItemVersions.
 type ListItemVersionsParams struct {
 	// Limit Page size, 1 to 1000 (default 100).
@@ -1956,6 +2104,18 @@ type ListItemVersionsParams struct {
 type ImportItemsParams struct {
 	// IdempotencyKey Replay protection, per agent, kept 24 hours.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetProjectLedgerParams defines parameters for GetProjectLedger.
+type GetProjectLedgerParams struct {
+	// Sort failure_rate (default), tokens or unused.
+	Sort *string `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListPacketsParams defines parameters for ListPackets.
@@ -2398,6 +2558,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/projects/{project}/items/{key}/injections (the `ListItemInjections` operationId).
 	ListItemInjections(ctx context.Context, project ProjectPath, key KeyPath, params *ListItemInjectionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetItemLedger What an item cost and earned in one project's packets, over every version and per version.
+	//
+	// Offered (packets that had a record of it: a candidate met), included, excluded by reason, tokens spent, the outcomes of the packets that included it, how often their answers used it, and the earn rate (successes per outcome). Counters folded from the packets and outcomes written (docs/outcomes.md): the read first folds what its project has queued, at most 2,000; pending says how many still wait. An item hidden from the caller's role is 404.
+	//
+	// Corresponds with GET /v1/projects/{project}/items/{key}/ledger (the `GetItemLedger` operationId).
+	GetItemLedger(ctx context.Context, project ProjectPath, key KeyPath, params *GetItemLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	//
 	// Corresponds with GET /v1/projects/{project}/items/{key}/versions (the `ListItemVersions` operationId).
@@ -2443,6 +2610,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/items:import (the `ImportItems` operationId).
 	ImportItems(ctx context.Context, project ProjectPath, params *ImportItemsParams, body ImportItemsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetProjectLedger The items of a project's packets ordered by what they cost and earned.
+	//
+	// failure_rate (default): the highest share of failed outcomes first, then the most failures, the items without outcomes last; tokens: the most tokens spent first; unused: the items answers used least first (most tokens first among equals). Each order reads a page of its index. Items hidden from the caller's role are left out. _shared has no packets (422); its items appear in the ledgers of the projects whose packets used them.
+	//
+	// Corresponds with GET /v1/projects/{project}/ledger (the `GetProjectLedger` operationId).
+	GetProjectLedger(ctx context.Context, project ProjectPath, params *GetProjectLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPackets Packets of the project, newest first (non-admins list those of their own role).
 	//
@@ -2535,7 +2709,7 @@ type ClientInterface interface {
 
 	// GetSuspects Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
 	//
-	// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+	// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success without the entry alone, or without a set with it that the other ablations show 1-minimal (each of the set less one entry failed), as contextd bisect leaves them: the only evidence that makes a suspect causal. A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
 	//
 	// Corresponds with GET /v1/projects/{project}/packets/{id}/suspects (the `GetSuspects` operationId).
 	GetSuspects(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3193,6 +3367,23 @@ func (c *Raw) ListItemInjections(ctx context.Context, project ProjectPath, key K
 	return c.Client.Do(req)
 }
 
+// GetItemLedger What an item cost and earned in one project's packets, over every version and per version.
+//
+// Offered (packets that had a record of it: a candidate met), included, excluded by reason, tokens spent, the outcomes of the packets that included it, how often their answers used it, and the earn rate (successes per outcome). Counters folded from the packets and outcomes written (docs/outcomes.md): the read first folds what its project has queued, at most 2,000; pending says how many still wait. An item hidden from the caller's role is 404.
+//
+// Corresponds with GET /v1/projects/{project}/items/{key}/ledger (the `GetItemLedger` operationId).
+func (c *Raw) GetItemLedger(ctx context.Context, project ProjectPath, key KeyPath, params *GetItemLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetItemLedgerRequest(c.Server, project, key, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListItemVersions Every version of an item, oldest first, tombstones included.
 //
 // Corresponds with GET /v1/projects/{project}/items/{key}/versions (the `ListItemVersions` operationId).
@@ -3289,6 +3480,23 @@ func (c *Raw) ImportItemsWithBody(ctx context.Context, project ProjectPath, para
 // Corresponds with POST /v1/projects/{project}/items:import (the `ImportItems` operationId).
 func (c *Raw) ImportItems(ctx context.Context, project ProjectPath, params *ImportItemsParams, body ImportItemsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewImportItemsRequest(c.Server, project, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetProjectLedger The items of a project's packets ordered by what they cost and earned.
+//
+// failure_rate (default): the highest share of failed outcomes first, then the most failures, the items without outcomes last; tokens: the most tokens spent first; unused: the items answers used least first (most tokens first among equals). Each order reads a page of its index. Items hidden from the caller's role are left out. _shared has no packets (422); its items appear in the ledgers of the projects whose packets used them.
+//
+// Corresponds with GET /v1/projects/{project}/ledger (the `GetProjectLedger` operationId).
+func (c *Raw) GetProjectLedger(ctx context.Context, project ProjectPath, params *GetProjectLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetProjectLedgerRequest(c.Server, project, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3520,7 +3728,7 @@ func (c *Raw) ReplayPacket(ctx context.Context, project ProjectPath, id PacketID
 
 // GetSuspects Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
 //
-// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success without the entry alone, or without a set with it that the other ablations show 1-minimal (each of the set less one entry failed), as contextd bisect leaves them: the only evidence that makes a suspect causal. A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
 //
 // Corresponds with GET /v1/projects/{project}/packets/{id}/suspects (the `GetSuspects` operationId).
 func (c *Raw) GetSuspects(ctx context.Context, project ProjectPath, id PacketID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5445,6 +5653,98 @@ func NewListItemInjectionsRequest(server string, project ProjectPath, key KeyPat
 	return req, nil
 }
 
+// NewGetItemLedgerRequest constructs an http.Request for the GetItemLedger method
+func NewGetItemLedgerRequest(server string, project ProjectPath, key KeyPath, params *GetItemLedgerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/items/%s/ledger", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Project != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project", *params.Project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListItemVersionsRequest constructs an http.Request for the ListItemVersions method
 func NewListItemVersionsRequest(server string, project ProjectPath, key KeyPath, params *ListItemVersionsParams) (*http.Request, error) {
 	var err error
@@ -5691,6 +5991,91 @@ func NewImportItemsRequestWithBody(server string, project ProjectPath, params *I
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewGetProjectLedgerRequest constructs an http.Request for the GetProjectLedger method
+func NewGetProjectLedgerRequest(server string, project ProjectPath, params *GetProjectLedgerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/ledger", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -6965,6 +7350,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/projects/{project}/items/{key}/injections (the `ListItemInjections` operationId).
 	ListItemInjectionsWithResponse(ctx context.Context, project ProjectPath, key KeyPath, params *ListItemInjectionsParams, reqEditors ...RequestEditorFn) (*ListItemInjectionsResponse, error)
 
+	// GetItemLedgerWithResponse What an item cost and earned in one project's packets, over every version and per version.
+	//
+	// Offered (packets that had a record of it: a candidate met), included, excluded by reason, tokens spent, the outcomes of the packets that included it, how often their answers used it, and the earn rate (successes per outcome). Counters folded from the packets and outcomes written (docs/outcomes.md): the read first folds what its project has queued, at most 2,000; pending says how many still wait. An item hidden from the caller's role is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/items/{key}/ledger (the `GetItemLedger` operationId).
+	GetItemLedgerWithResponse(ctx context.Context, project ProjectPath, key KeyPath, params *GetItemLedgerParams, reqEditors ...RequestEditorFn) (*GetItemLedgerResponse, error)
+
 	// ListItemVersionsWithResponse Every version of an item, oldest first, tombstones included.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7014,6 +7408,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/items:import (the `ImportItems` operationId).
 	ImportItemsWithResponse(ctx context.Context, project ProjectPath, params *ImportItemsParams, body ImportItemsJSONRequestBody, reqEditors ...RequestEditorFn) (*ImportItemsResponse, error)
+
+	// GetProjectLedgerWithResponse The items of a project's packets ordered by what they cost and earned.
+	//
+	// failure_rate (default): the highest share of failed outcomes first, then the most failures, the items without outcomes last; tokens: the most tokens spent first; unused: the items answers used least first (most tokens first among equals). Each order reads a page of its index. Items hidden from the caller's role are left out. _shared has no packets (422); its items appear in the ledgers of the projects whose packets used them.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/ledger (the `GetProjectLedger` operationId).
+	GetProjectLedgerWithResponse(ctx context.Context, project ProjectPath, params *GetProjectLedgerParams, reqEditors ...RequestEditorFn) (*GetProjectLedgerResponse, error)
 
 	// ListPacketsWithResponse Packets of the project, newest first (non-admins list those of their own role).
 	//
@@ -7116,7 +7519,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetSuspectsWithResponse Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
 	//
-	// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+	// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success without the entry alone, or without a set with it that the other ablations show 1-minimal (each of the set less one entry failed), as contextd bisect leaves them: the only evidence that makes a suspect causal. A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8789,6 +9192,61 @@ func (r ListItemInjectionsResponse) ContentType() string {
 	return ""
 }
 
+// GetItemLedgerResponseDefaultHeaders the declared response headers of an HTTP default response for GetItemLedger
+type GetItemLedgerResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type GetItemLedgerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ItemLedger
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetItemLedgerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetItemLedgerResponse) GetJSON200() *ItemLedger {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetItemLedgerResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetItemLedgerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetItemLedgerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetItemLedgerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetItemLedgerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListItemVersionsResponseDefaultHeaders the declared response headers of an HTTP default response for ListItemVersions
 type ListItemVersionsResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -9010,6 +9468,61 @@ func (r ImportItemsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ImportItemsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetProjectLedgerResponseDefaultHeaders the declared response headers of an HTTP default response for GetProjectLedger
+type GetProjectLedgerResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type GetProjectLedgerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProjectLedger
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetProjectLedgerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetProjectLedgerResponse) GetJSON200() *ProjectLedger {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetProjectLedgerResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetProjectLedgerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetProjectLedgerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetProjectLedgerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetProjectLedgerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10347,6 +10860,21 @@ func (c *ClientWithResponses) ListItemInjectionsWithResponse(ctx context.Context
 	return ParseListItemInjectionsResponse(rsp)
 }
 
+// GetItemLedgerWithResponse What an item cost and earned in one project's packets, over every version and per version.
+//
+// Offered (packets that had a record of it: a candidate met), included, excluded by reason, tokens spent, the outcomes of the packets that included it, how often their answers used it, and the earn rate (successes per outcome). Counters folded from the packets and outcomes written (docs/outcomes.md): the read first folds what its project has queued, at most 2,000; pending says how many still wait. An item hidden from the caller's role is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/items/{key}/ledger (the `GetItemLedger` operationId).
+func (c *ClientWithResponses) GetItemLedgerWithResponse(ctx context.Context, project ProjectPath, key KeyPath, params *GetItemLedgerParams, reqEditors ...RequestEditorFn) (*GetItemLedgerResponse, error) {
+	rsp, err := c.GetItemLedger(ctx, project, key, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetItemLedgerResponse(rsp)
+}
+
 // ListItemVersionsWithResponse Every version of an item, oldest first, tombstones included.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10431,6 +10959,21 @@ func (c *ClientWithResponses) ImportItemsWithResponse(ctx context.Context, proje
 		return nil, err
 	}
 	return ParseImportItemsResponse(rsp)
+}
+
+// GetProjectLedgerWithResponse The items of a project's packets ordered by what they cost and earned.
+//
+// failure_rate (default): the highest share of failed outcomes first, then the most failures, the items without outcomes last; tokens: the most tokens spent first; unused: the items answers used least first (most tokens first among equals). Each order reads a page of its index. Items hidden from the caller's role are left out. _shared has no packets (422); its items appear in the ledgers of the projects whose packets used them.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/ledger (the `GetProjectLedger` operationId).
+func (c *ClientWithResponses) GetProjectLedgerWithResponse(ctx context.Context, project ProjectPath, params *GetProjectLedgerParams, reqEditors ...RequestEditorFn) (*GetProjectLedgerResponse, error) {
+	rsp, err := c.GetProjectLedger(ctx, project, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetProjectLedgerResponse(rsp)
 }
 
 // ListPacketsWithResponse Packets of the project, newest first (non-admins list those of their own role).
@@ -10612,7 +11155,7 @@ func (c *ClientWithResponses) ReplayPacketWithResponse(ctx context.Context, proj
 
 // GetSuspectsWithResponse Rank the packet's included entries by the evidence that they caused its failed or partial outcomes.
 //
-// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success (the only evidence that makes a suspect causal). A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
+// Every included entry the caller may see, ranked by score (then subject, key): contrast from counters kept when outcomes are written (the packet's task and step when it has a task, else its role), used from the failed answers' attribution, changed since the task's last successful packet, ablation from counterfactuals of this packet that got a success without the entry alone, or without a set with it that the other ablations show 1-minimal (each of the set less one entry failed), as contextd bisect leaves them: the only evidence that makes a suspect causal. A packet without a failed or partial outcome has no suspects. A packet that does not exist or that the caller may not open is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12077,6 +12620,52 @@ func ParseListItemInjectionsResponse(rsp *http.Response) (*ListItemInjectionsRes
 	return response, nil
 }
 
+// ParseGetItemLedgerResponse parses an HTTP response from a GetItemLedgerWithResponse call
+func ParseGetItemLedgerResponse(rsp *http.Response) (*GetItemLedgerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetItemLedgerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ItemLedger
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetItemLedgerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListItemVersionsResponse parses an HTTP response from a ListItemVersionsWithResponse call
 func ParseListItemVersionsResponse(rsp *http.Response) (*ListItemVersionsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12258,6 +12847,52 @@ func ParseImportItemsResponse(rsp *http.Response) (*ImportItemsResponse, error) 
 	switch {
 	case true:
 		var headers ImportItemsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetProjectLedgerResponse parses an HTTP response from a GetProjectLedgerWithResponse call
+func ParseGetProjectLedgerResponse(rsp *http.Response) (*GetProjectLedgerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetProjectLedgerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProjectLedger
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetProjectLedgerResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

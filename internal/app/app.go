@@ -10,6 +10,7 @@ import (
 	"github.com/contextd/contextd/internal/evidence"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/ledger"
 	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/outcome"
 	"github.com/contextd/contextd/internal/packet"
@@ -28,6 +29,8 @@ type App struct {
 	Evidence *evidence.Service
 	// Outcomes are how packets' answers went (issue 36).
 	Outcomes *outcome.Service
+	// Ledger is what each item cost and earned (issue 36).
+	Ledger *ledger.Service
 	// Keys are the deployment's audit secret (checkpoints, idempotency
 	// answers); nil when none is configured.
 	Keys *evidence.Keys
@@ -77,6 +80,7 @@ func New(st *store.Store, opts ...Option) *App {
 	if o.Keys != nil {
 		packets.ProveWith(evidence.SealCheck(o.Keys.PublicKey()))
 	}
+	items := item.NewService(st, projects)
 	return &App{
 		Obs:      o.Obs,
 		Keys:     o.Keys,
@@ -84,10 +88,11 @@ func New(st *store.Store, opts ...Option) *App {
 		Store:    st,
 		Agents:   auth.NewService(st),
 		Projects: projects,
-		Items:    item.NewService(st, projects),
+		Items:    items,
 		Packets:  packets,
 		Handoffs: handoffs,
 		Evidence: evidence.NewService(st, projects, o.Keys),
 		Outcomes: outcome.NewService(st, projects, packets),
+		Ledger:   ledger.NewService(st, projects, items),
 	}
 }

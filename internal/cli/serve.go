@@ -125,6 +125,7 @@ func runServer(ctx context.Context, cmd *cobra.Command, cfg app.Config, cluster 
 		return err
 	}
 	go sweepIdempotencyKeys(ctx, st, log)
+	go a.Ledger.Run(ctx, time.Second, log)   // folds what packets and outcomes queue for the item ledger
 	go a.Agents.Watch(ctx)                   // revocations in other processes reach this one's key cache
 	go a.Evidence.ResumeRedactions(ctx, log) // what a stopped process left running
 	stopping := make(chan struct{})

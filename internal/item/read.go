@@ -15,11 +15,11 @@ import (
 	"github.com/contextd/contextd/internal/validation"
 )
 
-// visibleCurrent returns the item's current version if the agent may see the
+// VisibleCurrent returns the item's current version if the agent may see the
 // item at all. Visibility is decided by the current version (a tombstone
 // keeps its predecessor's roles), so an item hidden from a role now is hidden
 // with its whole history.
-func (s *Service) visibleCurrent(ctx context.Context, agent *auth.Agent, proj, key string) (*ctxtype.Version, error) {
+func (s *Service) VisibleCurrent(ctx context.Context, agent *auth.Agent, proj, key string) (*ctxtype.Version, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func notFound(err error, key string) error {
 // Get returns the latest live version of an item, or with asOf the version
 // that was latest at that recorded time. A tombstone answers ErrNotFound.
 func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, asOf *time.Time) (*ctxtype.Version, error) {
-	cur, err := s.visibleCurrent(ctx, agent, proj, key)
+	cur, err := s.VisibleCurrent(ctx, agent, proj, key)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, key string, 
 
 // GetVersion returns version n of an item, tombstones included.
 func (s *Service) GetVersion(ctx context.Context, agent *auth.Agent, proj, key string, n int) (*ctxtype.Version, error) {
-	if _, err := s.visibleCurrent(ctx, agent, proj, key); err != nil {
+	if _, err := s.VisibleCurrent(ctx, agent, proj, key); err != nil {
 		return nil, err
 	}
 	v, err := s.store.ItemVersionGet(ctx, proj, key, n)
@@ -115,7 +115,7 @@ func itemsListing(proj, query string) string {
 
 // Versions lists every version of an item, oldest first.
 func (s *Service) Versions(ctx context.Context, agent *auth.Agent, proj, key, cur string, limit int) (Page, error) {
-	if _, err := s.visibleCurrent(ctx, agent, proj, key); err != nil {
+	if _, err := s.VisibleCurrent(ctx, agent, proj, key); err != nil {
 		return Page{}, err
 	}
 	c, err := decodeCursor(cur, versionsListing(proj, key))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/ctxtype"
@@ -133,12 +134,12 @@ type evidence struct {
 	counts       map[store.Entry]store.Tally
 	since        string           // the task's last successful packet of the role
 	sinceRecords []ctxtype.Record // its records
-	ablations    []store.SucceededAblation
+	ablations    []store.JudgedAblation
 }
 
 // evidenceOf reads the packet's outcomes, the counters of its scope for
 // every entry with the scope's totals, the task's last success and the
-// packet's ablations that succeeded in one round trip, then the records of
+// packet's ablations that have outcomes in one round trip, then the records of
 // that success.
 func (s *Service) evidenceOf(ctx context.Context, pk *packet.Packet, entries []store.Entry) (evidence, error) {
 	var ev evidence
@@ -159,7 +160,7 @@ func (s *Service) evidenceOf(ctx context.Context, pk *packet.Packet, entries []s
 				return err
 			},
 			func(db store.DB) (err error) {
-				ev.ablations, err = db.PacketAblationsSucceeded(ctx, pk.Project, pk.ID, packet.MaxAblationsListed)
+				ev.ablations, err = db.PacketAblationsJudged(ctx, pk.Project, pk.ID, packet.MaxAblationsListed)
 				return err
 			},
 		)
@@ -261,10 +262,26 @@ func addChanged(sus []Suspect, idx map[store.Entry]int, since string, prev []ctx
 }
 
 // addAblations marks causal the entries that an ablation of the packet
-// left out and that then got a success outcome (the oldest
-// packet.MaxAblationsListed ablations; the first that proves an entry).
-func addAblations(sus []Suspect, idx map[store.Entry]int, abls []store.SucceededAblation) {
+// proves (the oldest packet.MaxAblationsListed ablations with outcomes; the
+// first that proves an entry): one that left out that entry alone and got
+// a success, or one that left out a set and got a success where, for each
+// entry of the set, the ablation that left out the rest of the set alone
+// failed (never succeeded), so that each entry of the set is needed for
+// the success: the set is 1-minimal, as the trials of contextd bisect
+// show it. A success without a larger set that is not shown minimal (the
+// packet without every entry, bisect's first trial) says only that some
+// entry of the set mattered, and proves none of them.
+func addAblations(sus []Suspect, idx map[store.Entry]int, abls []store.JudgedAblation) {
+	failedSets := map[string]bool{}
 	for _, a := range abls {
+		if a.Failed && !a.Succeeded {
+			failedSets[subjectSet(a.Without, -1)] = true
+		}
+	}
+	for _, a := range abls {
+		if !a.Succeeded || !minimal(a.Without, failedSets) {
+			continue
+		}
 		for e, i := range idx {
 			if sus[i].Confidence == Causal || !leftOut(a.Without, e) {
 				continue
@@ -273,6 +290,33 @@ func addAblations(sus []Suspect, idx map[store.Entry]int, abls []store.Succeeded
 			sus[i].Evidence = append(sus[i].Evidence, Evidence{Kind: EvidenceAblation, PacketID: a.ID})
 		}
 	}
+}
+
+// minimal reports whether leaving out without is shown to need every one
+// of its entries: it has one, or without it less each one failed.
+func minimal(without []ctxtype.Subject, failedSets map[string]bool) bool {
+	if len(without) == 0 {
+		return false
+	}
+	for i := range without {
+		if len(without) > 1 && !failedSets[subjectSet(without, i)] {
+			return false
+		}
+	}
+	return true
+}
+
+// subjectSet names a set of subjects (less the one at skip, -1 for none)
+// whatever their order.
+func subjectSet(without []ctxtype.Subject, skip int) string {
+	names := make([]string, 0, len(without))
+	for i, s := range without {
+		if i != skip {
+			names = append(names, s.Kind+"\x00"+s.Project+"\x00"+s.Key)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, "\x01")
 }
 
 func leftOut(without []ctxtype.Subject, e store.Entry) bool {

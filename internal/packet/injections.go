@@ -7,12 +7,10 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/auth"
-	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/page"
 	"github.com/contextd/contextd/internal/store"
-	"github.com/contextd/contextd/internal/validation"
 )
 
 // Injection is one packet that included an item.
@@ -55,7 +53,7 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 	if !agent.SeesAllRoles() && !cur.Roles.Visible(agent.Role) {
 		return nil, "", "", fmt.Errorf("%w: %s", item.ErrNotFound, key)
 	}
-	of, err := s.injectionsProject(ctx, agent, proj, ip.Project)
+	of, err := s.projects.PacketsProject(ctx, agent, proj, ip.Project)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -92,42 +90,4 @@ func (s *Service) Injections(ctx context.Context, agent *auth.Agent, proj, key s
 			Section: r.Section, Rule: r.Rule, Version: r.SubjectVersion, CreatedAt: r.CreatedAt})
 	}
 	return out, next, of, nil
-}
-
-// injectionsProject is the project whose packets a reverse lookup lists:
-// a project's own item's, or for a _shared item the one named (which the
-// caller must see) or the caller's only project.
-func (s *Service) injectionsProject(ctx context.Context, agent *auth.Agent, proj, named string) (string, error) {
-	if proj != ctxtype.SharedProject {
-		if named != "" && named != proj {
-			return "", validation.One("project", "invalid", "project names the project whose packets to list for a _shared item; for an item of %s it is %s or absent", proj, proj)
-		}
-		return proj, nil
-	}
-	if named != "" {
-		if named == ctxtype.SharedProject {
-			return "", validation.One("project", "invalid", "no packets are assembled in _shared: name the project whose packets to list")
-		}
-		if err := s.projects.Authorize(ctx, agent, named, auth.ReadOnly); err != nil {
-			return "", err
-		}
-		return named, nil
-	}
-	visible, err := s.projects.List(ctx, agent, "", 2+1)
-	if err != nil {
-		return "", err
-	}
-	var mine []string
-	for _, vp := range visible {
-		if vp.Name != ctxtype.SharedProject {
-			mine = append(mine, vp.Name)
-		}
-	}
-	switch len(mine) {
-	case 1:
-		return mine[0], nil
-	case 0:
-		return "", validation.One("project", "required", "the caller may see no project whose packets could have used this _shared item")
-	}
-	return "", validation.One("project", "required", "a _shared item is used by the packets of every project: name the one to list with ?project=")
 }

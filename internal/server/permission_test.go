@@ -283,6 +283,8 @@ var walkCases = map[string]walkCase{
 	"listItemVersions":   {perm: "read", ok: 200, call: at(home + "/items/fact/versions")},
 	"getItemVersion":     {perm: "read", ok: 200, call: at(home + "/items/fact/versions/1")},
 	"listItemInjections": {perm: "read", ok: 200, call: at(home + "/items/fact/injections")},
+	"getItemLedger":      {perm: "read", ok: 200, call: at(home + "/items/fact/ledger")},
+	"getProjectLedger":   {perm: "read", ok: 200, call: at(home + "/ledger")},
 	"redactItemVersion": {perm: "admin", ok: 202, call: func(w *world, _ identity) (string, any) {
 		key := w.fresh("secret")
 		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, api.PutItemJSONRequestBody{Content: "a leaked token"})

@@ -22,6 +22,7 @@ import (
 	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/handoff"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/ledger"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/obs"
 	"github.com/contextd/contextd/internal/outcome"
@@ -92,6 +93,7 @@ type Server struct {
 	handoffs   *handoff.Service
 	evidence   *evidence.Service
 	outcomes   *outcome.Service
+	ledger     *ledger.Service
 	keys       *evidence.Keys // nil: answers are stored without an HMAC
 	// keepAlive and streamWrite are an event stream's comment interval
 	// and per-write deadline.
@@ -118,7 +120,7 @@ func New(cfg Config) *echo.Echo {
 	s := &Server{
 		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
 		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence, keys: a.Keys,
-		outcomes: a.Outcomes, limiter: newLimiter(cfg.RateLimit, cfg.RateBurst), keepAlive: orDefault(cfg.KeepAlive, DefaultKeepAlive),
+		outcomes: a.Outcomes, ledger: a.Ledger, limiter: newLimiter(cfg.RateLimit, cfg.RateBurst), keepAlive: orDefault(cfg.KeepAlive, DefaultKeepAlive),
 		streamWrite: orDefault(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout), obs: a.Obs, mcpOrigins: cfg.MCPAllowedOrigins,
 	}
 	if s.obs == nil {

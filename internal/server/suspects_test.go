@@ -399,3 +399,40 @@ func whatTheAPISays(t *testing.T, w suspectWorld, pks []*suspectPacket) (map[str
 	}
 	return included, outcomes
 }
+
+// TestSuspectsCausalOnlyWhenTheAblationIsMinimal: a success without x and
+// y together proves neither (some of the two mattered); a failure without
+// y alone does not either; once the packet without x alone failed too,
+// both are needed for the success and both are causal, z never.
+func TestSuspectsCausalOnlyWhenTheAblationIsMinimal(t *testing.T) {
+	t.Parallel()
+	w := newSuspectWorld(t, "x", "y", "z")
+	id := w.packet("", "", "x", "y", "z")
+	w.outcome(w.sup, id, "failure")
+	ablate := func(status string, keys ...string) string {
+		var entries []api.AblationEntry
+		for _, k := range keys {
+			entries = append(entries, api.AblationEntry{Key: ptr(k)})
+		}
+		r := w.do("POST", "/v1/projects/acme/packets/"+id+"/ablations", w.sup, api.AblatePacketJSONRequestBody{Without: entries})
+		require.Equal(t, 201, r.status, r.text)
+		abl := r.json["packet_id"].(string)
+		w.outcome(w.sup, abl, status)
+		return abl
+	}
+	causal := func() map[string]string {
+		out := map[string]string{}
+		for _, s := range w.suspects(w.sup, id) {
+			if s["confidence"] == "causal" {
+				out[s["key"].(string)] = evidenceOf(s, "ablation")["packet_id"].(string)
+			}
+		}
+		return out
+	}
+	both := ablate("success", "x", "y")
+	require.Empty(t, causal(), "a success without two entries proves neither")
+	ablate("failure", "y")
+	require.Empty(t, causal(), "without y alone failed: x is not yet shown needed")
+	ablate("failure", "x")
+	require.Equal(t, map[string]string{"x": both, "y": both}, causal())
+}

@@ -220,6 +220,7 @@ func requirePinned(t *testing.T, ctx context.Context, owner *pgxpool.Pool) {
 		                WHERE NOT g.tgisinternal AND c.relnamespace = 'public'::regnamespace)
 		ORDER BY 1`)
 	require.NoError(t, err)
+	defer rows.Close() // a failed check must not leave the pool waiting for these rows
 	n := 0
 	for rows.Next() {
 		var fn string

@@ -37,7 +37,10 @@ func EntryOf(r ctxtype.Record) Entry {
 // scopes given (the role-wide one first, the task's after): their totals,
 // then the counts of every entry the packet included, each in one
 // statement that locks its rows in key order, so that concurrent outcome
-// writes sharing entries never deadlock.
+// writes sharing entries never deadlock. Nothing waits for their answers:
+// both go with the transaction's next statement (its COMMIT, for an
+// outcome write), which reports their error as its own, so they cost no
+// round trip and hold their row locks no longer than before.
 func (tx *Tx) OutcomeCountersAdd(ctx context.Context, packetID, status string, scopes []OutcomeScope) error {
 	if len(scopes) == 0 {
 		return nil
@@ -58,12 +61,14 @@ func (tx *Tx) OutcomeCountersAdd(ctx context.Context, packetID, status string, s
 		tasks[i], steps[i] = sc.TaskID, sc.StepID
 	}
 	proj, role := scopes[0].Project, scopes[0].TargetRole
-	if err := q.OutcomeTotalsAdd(ctx, tx.ex, dbsqlc.OutcomeTotalsAddParams{Project: proj, TargetRole: role,
-		Successes: s, Failures: f, Partials: p, TaskIds: tasks, StepIds: steps}); err != nil {
-		return interpret(err)
-	}
-	return interpret(q.OutcomeCountsAdd(ctx, tx.ex, dbsqlc.OutcomeCountsAddParams{Project: proj, TargetRole: role,
-		Successes: s, Failures: f, Partials: p, TaskIds: tasks, StepIds: steps, PacketID: packetID}))
+	return interpret(tx.waitForNext(ctx, func() error {
+		if err := q.OutcomeTotalsAdd(ctx, tx.ex, dbsqlc.OutcomeTotalsAddParams{Project: proj, TargetRole: role,
+			Successes: s, Failures: f, Partials: p, TaskIds: tasks, StepIds: steps}); err != nil {
+			return err
+		}
+		return q.OutcomeCountsAdd(ctx, tx.ex, dbsqlc.OutcomeCountsAddParams{Project: proj, TargetRole: role,
+			Successes: s, Failures: f, Partials: p, TaskIds: tasks, StepIds: steps, PacketID: packetID})
+	}))
 }
 
 // OutcomeTotals is a scope's totals (zero when it has no outcomes).
@@ -112,24 +117,26 @@ func (db DB) PacketLastSuccessOfTask(ctx context.Context, project, taskID, role 
 	return ids[0], nil
 }
 
-// SucceededAblation is a counterfactual of a packet that has a success
-// outcome, and the entries it left out.
-type SucceededAblation struct {
-	ID      string
-	Without []ctxtype.Subject
+// JudgedAblation is a counterfactual of a packet that has outcomes: the
+// entries it left out, and whether one of its outcomes is a success and
+// one a failure or partial.
+type JudgedAblation struct {
+	ID                string
+	Without           []ctxtype.Subject
+	Succeeded, Failed bool
 }
 
-// PacketAblationsSucceeded is the ablations of a packet (the oldest max)
-// that have a success outcome.
-func (db DB) PacketAblationsSucceeded(ctx context.Context, project, packetID string, max int) ([]SucceededAblation, error) {
-	rows, err := q.PacketAblationsSucceeded(ctx, db.ex, dbsqlc.PacketAblationsSucceededParams{Project: project, PacketID: packetID,
+// PacketAblationsJudged is the ablations of a packet that have an outcome
+// (the oldest max).
+func (db DB) PacketAblationsJudged(ctx context.Context, project, packetID string, max int) ([]JudgedAblation, error) {
+	rows, err := q.PacketAblationsJudged(ctx, db.ex, dbsqlc.PacketAblationsJudgedParams{Project: project, PacketID: packetID,
 		Max: int32(max)})
 	if err != nil {
 		return nil, interpret(err)
 	}
-	out := make([]SucceededAblation, len(rows))
+	out := make([]JudgedAblation, len(rows))
 	for i, r := range rows {
-		out[i].ID = r.ID
+		out[i] = JudgedAblation{ID: r.ID, Succeeded: r.Succeeded, Failed: r.Failed}
 		if len(r.Without) > 0 && string(r.Without) != "null" {
 			if err := json.Unmarshal(r.Without, &out[i].Without); err != nil {
 				return nil, fmt.Errorf("decode ablation %s: %w", r.ID, err)

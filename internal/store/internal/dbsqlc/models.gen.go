@@ -119,6 +119,40 @@ type Item struct {
 	TriggerMatch    string
 }
 
+type ItemLedger struct {
+	Project        string
+	SubjectProject string
+	Key            string
+	Version        int32
+	Offered        int64
+	Included       int64
+	Excluded       int64
+	ExcludedBy     json.RawMessage
+	Tokens         int64
+	Successes      int64
+	Failures       int64
+	Partials       int64
+	Answered       int64
+	Used           int64
+}
+
+type ItemLedgerKey struct {
+	Project        string
+	SubjectProject string
+	Key            string
+	Offered        int64
+	Included       int64
+	Excluded       int64
+	ExcludedBy     json.RawMessage
+	Tokens         int64
+	Successes      int64
+	Failures       int64
+	Partials       int64
+	Answered       int64
+	Used           int64
+	FailureOrder   *float64
+}
+
 type ItemTerm struct {
 	Project string
 	Lexeme  string
@@ -194,6 +228,13 @@ type ItemVersionRow struct {
 	CreatedAt         time.Time
 	CreatedBy         string
 	XactID            int64
+}
+
+type LedgerQueue struct {
+	Project   string
+	Seq       int64
+	PacketID  string
+	OutcomeID *string
 }
 
 type OutcomeCount struct {

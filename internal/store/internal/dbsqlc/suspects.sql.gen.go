@@ -207,37 +207,48 @@ func (q *Queries) OutcomeTotalsGet(ctx context.Context, db DBTX, arg OutcomeTota
 	return items, nil
 }
 
-const packetAblationsSucceeded = `-- name: PacketAblationsSucceeded :many
-SELECT p.id, (p.request -> 'ablation' -> 'without')::jsonb AS without FROM packets p
+const packetAblationsJudged = `-- name: PacketAblationsJudged :many
+SELECT p.id, (p.request -> 'ablation' -> 'without')::jsonb AS without,
+       bool_or(o.status = 'success')::boolean AS succeeded, bool_or(o.status <> 'success')::boolean AS failed
+FROM packets p
+JOIN packet_outcomes o ON o.project = p.project AND o.packet_id = p.id
 WHERE p.project = $1 AND p.ablation_of = $2::text
-  AND EXISTS (SELECT 1 FROM packet_outcomes o WHERE o.project = p.project AND o.packet_id = p.id AND o.status = 'success')
-ORDER BY p.created_at, p.id
+GROUP BY p.project, p.id
+ORDER BY min(p.created_at), p.id
 LIMIT $3
 `
 
-type PacketAblationsSucceededParams struct {
+type PacketAblationsJudgedParams struct {
 	Project  string
 	PacketID string
 	Max      int32
 }
 
-type PacketAblationsSucceededRow struct {
-	ID      string
-	Without json.RawMessage
+type PacketAblationsJudgedRow struct {
+	ID        string
+	Without   json.RawMessage
+	Succeeded bool
+	Failed    bool
 }
 
-// The ablations of a packet (the oldest max) that have a success outcome,
-// with what each left out.
-func (q *Queries) PacketAblationsSucceeded(ctx context.Context, db DBTX, arg PacketAblationsSucceededParams) ([]PacketAblationsSucceededRow, error) {
-	rows, err := db.Query(ctx, packetAblationsSucceeded, arg.Project, arg.PacketID, arg.Max)
+// The ablations of a packet (the oldest max) that have an outcome, with
+// what each left out and whether one of its outcomes is a success and one
+// a failure or partial.
+func (q *Queries) PacketAblationsJudged(ctx context.Context, db DBTX, arg PacketAblationsJudgedParams) ([]PacketAblationsJudgedRow, error) {
+	rows, err := db.Query(ctx, packetAblationsJudged, arg.Project, arg.PacketID, arg.Max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []PacketAblationsSucceededRow{}
+	items := []PacketAblationsJudgedRow{}
 	for rows.Next() {
-		var i PacketAblationsSucceededRow
-		if err := rows.Scan(&i.ID, &i.Without); err != nil {
+		var i PacketAblationsJudgedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Without,
+			&i.Succeeded,
+			&i.Failed,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
