@@ -699,10 +699,13 @@ type BatchItem struct {
 	Kind *string `json:"kind,omitempty"`
 
 	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
-	Metadata   *json.RawMessage `json:"metadata,omitempty"`
-	Priority   *int32           `json:"priority,omitempty"`
-	Provenance *Provenance      `json:"provenance,omitempty"`
-	Roles      *Roles           `json:"roles,omitempty"`
+	Metadata *json.RawMessage `json:"metadata,omitempty"`
+	Priority *int32           `json:"priority,omitempty"`
+
+	// Proposal true: store the write as a proposal, not a version; another principal promotes it (docs/proposals.md). A PUT answers 202 with it; a batch's entry says proposed.
+	Proposal   *bool       `json:"proposal,omitempty"`
+	Provenance *Provenance `json:"provenance,omitempty"`
+	Roles      *Roles      `json:"roles,omitempty"`
 
 	// Slot system (default), messages, tools.
 	Slot *string `json:"slot,omitempty"`
@@ -731,13 +734,19 @@ type BatchResult struct {
 	Items   []struct {
 		Key string `json:"key"`
 
-		// Status created, updated or unchanged.
+		// Proposal The proposal the item became (proposed), or its writer's pending proposal of the same fields (unchanged).
+		Proposal *int32 `json:"proposal,omitempty"`
+
+		// Status created, updated, unchanged or proposed (the item became a proposal; version is then its current version, 0 for none).
 		Status string `json:"status"`
 
 		// Tombstoned An import wrote the item and then tombstoned it (a KXM item of status superseded or rejected); the version is the tombstones.
 		Tombstoned *bool `json:"tombstoned,omitempty"`
 		Version    int32 `json:"version"`
 	} `json:"items"`
+
+	// Proposed Items that became proposals.
+	Proposed  int `json:"proposed"`
 	Unchanged int `json:"unchanged"`
 	Updated   int `json:"updated"`
 }
@@ -988,6 +997,9 @@ type ImportRequest struct {
 
 	// Items Objects in the format's own shape.
 	Items []json.RawMessage `json:"items"`
+
+	// Proposal true: every item becomes a proposal (cause import).
+	Proposal *bool `json:"proposal,omitempty"`
 }
 
 // ImportRequestFormat defines model for ImportRequest.Format.
@@ -1024,24 +1036,40 @@ type Item struct {
 	ContentSha256 string    `json:"content_sha256"`
 	CreatedAt     time.Time `json:"created_at"`
 
-	// CreatedBy The writing agent's id.
+	// CreatedBy The writing agent's id (the promoter's, for a version a promotion made).
 	CreatedBy string `json:"created_by"`
 
 	// Deleted true for a tombstone.
-	Deleted    bool            `json:"deleted"`
-	Key        string          `json:"key"`
-	Kind       string          `json:"kind"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Priority   int32           `json:"priority"`
-	Project    string          `json:"project"`
-	Provenance Provenance      `json:"provenance"`
-	Roles      Roles           `json:"roles"`
-	Slot       string          `json:"slot"`
-	Source     string          `json:"source"`
-	StateKey   string          `json:"state_key"`
-	Summary    string          `json:"summary"`
-	Template   bool            `json:"template"`
-	Title      string          `json:"title"`
+	Deleted  bool            `json:"deleted"`
+	Key      string          `json:"key"`
+	Kind     string          `json:"kind"`
+	Metadata json.RawMessage `json:"metadata"`
+
+	// PendingProposals On the GET of an item's current version, how many of its proposals wait (docs/proposals.md).
+	PendingProposals *int   `json:"pending_proposals,omitempty"`
+	Priority         int32  `json:"priority"`
+	Project          string `json:"project"`
+
+	// PromotedFrom The proposal whose promotion made this version.
+	PromotedFrom *struct {
+		Proposal   int32  `json:"proposal"`
+		ProposedBy string `json:"proposed_by"`
+	} `json:"promoted_from,omitempty"`
+	Provenance Provenance `json:"provenance"`
+	Roles      Roles      `json:"roles"`
+	Slot       string     `json:"slot"`
+	Source     string     `json:"source"`
+	StateKey   string     `json:"state_key"`
+	Summary    string     `json:"summary"`
+
+	// SupersededBy The promotion that superseded this version: the proposal, the version it became and when. A state item's (kind state, or a state key) valid_until is then that moment, unless its own ends sooner.
+	SupersededBy *struct {
+		At       time.Time `json:"at"`
+		Proposal int32     `json:"proposal"`
+		Version  int32     `json:"version"`
+	} `json:"superseded_by,omitempty"`
+	Template bool   `json:"template"`
+	Title    string `json:"title"`
 
 	// Tokens Exact o200k_base tokens of the content.
 	Tokens int32 `json:"tokens"`
@@ -1099,10 +1127,13 @@ type ItemWrite struct {
 	Kind *string `json:"kind,omitempty"`
 
 	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
-	Metadata   *json.RawMessage `json:"metadata,omitempty"`
-	Priority   *int32           `json:"priority,omitempty"`
-	Provenance *Provenance      `json:"provenance,omitempty"`
-	Roles      *Roles           `json:"roles,omitempty"`
+	Metadata *json.RawMessage `json:"metadata,omitempty"`
+	Priority *int32           `json:"priority,omitempty"`
+
+	// Proposal true: store the write as a proposal, not a version; another principal promotes it (docs/proposals.md). A PUT answers 202 with it; a batch's entry says proposed.
+	Proposal   *bool       `json:"proposal,omitempty"`
+	Provenance *Provenance `json:"provenance,omitempty"`
+	Roles      *Roles      `json:"roles,omitempty"`
 
 	// Slot system (default), messages, tools.
 	Slot *string `json:"slot,omitempty"`
@@ -1416,10 +1447,13 @@ type Packet struct {
 	ProvenanceSummary ProvenanceSummary `json:"provenance_summary"`
 	Rendered          string            `json:"rendered"`
 	RenderedSha256    string            `json:"rendered_sha256"`
-	Sections          []Section         `json:"sections"`
-	TargetRole        string            `json:"target_role"`
-	TaskId            *string           `json:"task_id,omitempty"`
-	Tokenizer         string            `json:"tokenizer"`
+
+	// RolePolicy The role policy a packet was assembled under, as it was then (its replay applies it again): the members the policy set, the layer of each, and what the request said for itself.
+	RolePolicy *PacketRolePolicy `json:"role_policy,omitempty"`
+	Sections   []Section         `json:"sections"`
+	TargetRole string            `json:"target_role"`
+	TaskId     *string           `json:"task_id,omitempty"`
+	Tokenizer  string            `json:"tokenizer"`
 }
 
 // PacketList defines model for PacketList.
@@ -1497,6 +1531,26 @@ type PacketRequest struct {
 	Variables *json.RawMessage `json:"variables,omitempty"`
 }
 
+// PacketRolePolicy The role policy a packet was assembled under, as it was then (its replay applies it again): the members the policy set, the layer of each, and what the request said for itself.
+type PacketRolePolicy struct {
+	Format *string   `json:"format,omitempty"`
+	Kinds  *[]string `json:"kinds,omitempty"`
+
+	// Layers For each member the policy set, the layer that set it.
+	Layers        map[string]string `json:"layers"`
+	Max           *bool             `json:"max,omitempty"`
+	MaxPerSection *map[string]int   `json:"max_per_section,omitempty"`
+
+	// Request The members the request gave itself, which won over the policy's.
+	Request *[]string `json:"request,omitempty"`
+
+	// RequestedTokenBudget The request's own token_budget, when the policy's max capped it.
+	RequestedTokenBudget *int    `json:"requested_token_budget,omitempty"`
+	Role                 string  `json:"role"`
+	TokenBudget          *int    `json:"token_budget,omitempty"`
+	Tokenizer            *string `json:"tokenizer,omitempty"`
+}
+
 // PacketSummary defines model for PacketSummary.
 type PacketSummary struct {
 	Budget            Budget            `json:"budget"`
@@ -1522,7 +1576,7 @@ type PacketUse struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, gone, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal; and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
+	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, gone, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal, self_promotion (403), stale_proposal and too_many_proposals (409); and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
 	Code     string        `json:"code"`
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`
@@ -1544,8 +1598,11 @@ type Project struct {
 	ArchivedBy  *string   `json:"archived_by,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	Description string    `json:"description"`
-	Project     string    `json:"project"`
-	UpdatedAt   time.Time `json:"updated_at"`
+
+	// OnExcessAuthority refuse or propose (ProjectWrite).
+	OnExcessAuthority string    `json:"on_excess_authority"`
+	Project           string    `json:"project"`
+	UpdatedAt         time.Time `json:"updated_at"`
 }
 
 // ProjectLedger defines model for ProjectLedger.
@@ -1566,6 +1623,113 @@ type ProjectList struct {
 // ProjectWrite defines model for ProjectWrite.
 type ProjectWrite struct {
 	Description *string `json:"description,omitempty"`
+
+	// OnExcessAuthority What an item write claiming more authority than its writer's grant or its source's ceiling allow becomes: refuse (403 authority_exceeds_grant, the default for a new project) or propose (a proposal, 202). Left out: the project's stays.
+	OnExcessAuthority *string `json:"on_excess_authority,omitempty"`
+}
+
+// Promotion defines model for Promotion.
+type Promotion struct {
+	Item Item `json:"item"`
+
+	// Proposal A proposed item write: the write's fields (as a version would hold them), who proposed it and why, and its decision once it has one. Immutable, like a version; never served by a packet.
+	Proposal Proposal `json:"proposal"`
+}
+
+// Proposal A proposed item write: the write's fields (as a version would hold them), who proposed it and why, and its decision once it has one. Immutable, like a version; never served by a packet.
+type Proposal struct {
+	// Authority The authority it asks for.
+	Authority string `json:"authority"`
+
+	// BaseVersion The item's current version when it was proposed (0: none).
+	BaseVersion int32 `json:"base_version"`
+
+	// Cause asked (the write said "proposal": true), excess_authority (the write claimed more than its writer's grant or its source's ceiling, in a project whose on_excess_authority is propose) or import (a KXM item of status proposed, or an import that said "proposal": true).
+	Cause string `json:"cause"`
+
+	// CauseDetail For excess_authority, the ceiling the write broke.
+	CauseDetail *string           `json:"cause_detail,omitempty"`
+	Confidence  string            `json:"confidence"`
+	Content     string            `json:"content"`
+	CreatedAt   time.Time         `json:"created_at"`
+	Decision    *ProposalDecision `json:"decision,omitempty"`
+	Key         string            `json:"key"`
+	Kind        string            `json:"kind"`
+
+	// MayPromote On the GET of a pending proposal, the roles that may promote it now.
+	MayPromote *[]string       `json:"may_promote,omitempty"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Priority   int32           `json:"priority"`
+	Project    string          `json:"project"`
+
+	// PromoterRoles The roles whose agents could promote it when it was made (grant covering its authority, edit in the project, the item visible, not its author): their inboxes got its event.
+	PromoterRoles []string `json:"promoter_roles"`
+
+	// Proposal Its number among the item's proposals, from 1.
+	Proposal int32 `json:"proposal"`
+
+	// ProposedBy The author's agent id.
+	ProposedBy     string     `json:"proposed_by"`
+	ProposedByName string     `json:"proposed_by_name"`
+	ProposedByRole string     `json:"proposed_by_role"`
+	Provenance     Provenance `json:"provenance"`
+	Roles          Roles      `json:"roles"`
+	Slot           string     `json:"slot"`
+	Source         string     `json:"source"`
+	StateKey       string     `json:"state_key"`
+
+	// Status pending, promoted or rejected.
+	Status   string `json:"status"`
+	Summary  string `json:"summary"`
+	Template bool   `json:"template"`
+	Title    string `json:"title"`
+
+	// Trigger Exactly one of the members.
+	Trigger    Trigger    `json:"trigger"`
+	ValidFrom  *time.Time `json:"valid_from,omitempty"`
+	ValidUntil *time.Time `json:"valid_until,omitempty"`
+}
+
+// ProposalDecision defines model for ProposalDecision.
+type ProposalDecision struct {
+	DecidedAt     time.Time `json:"decided_at"`
+	DecidedBy     string    `json:"decided_by"`
+	DecidedByRole string    `json:"decided_by_role"`
+
+	// Decision promoted or rejected.
+	Decision string `json:"decision"`
+
+	// Reason The rejection's reason, or the promoter's note.
+	Reason string `json:"reason"`
+
+	// Rebased promoted with rebase: the item had moved on since it was proposed.
+	Rebased bool `json:"rebased"`
+
+	// SupersededVersion promoted: the live version it superseded.
+	SupersededVersion *int32 `json:"superseded_version,omitempty"`
+
+	// Version promoted: the item's version it became.
+	Version *int32 `json:"version,omitempty"`
+}
+
+// ProposalList defines model for ProposalList.
+type ProposalList struct {
+	Data       []Proposal `json:"data"`
+	NextCursor *string    `json:"next_cursor,omitempty"`
+}
+
+// ProposalPromote defines model for ProposalPromote.
+type ProposalPromote struct {
+	// Reason A note kept with the decision.
+	Reason *string `json:"reason,omitempty"`
+
+	// Rebase Promote a proposal made against a version that is no longer current.
+	Rebase *bool `json:"rebase,omitempty"`
+}
+
+// ProposalReject defines model for ProposalReject.
+type ProposalReject struct {
+	Reason string `json:"reason"`
 }
 
 // Provenance defines model for Provenance.
@@ -1667,6 +1831,82 @@ type ReplicaHealth struct {
 
 	// LagSeconds Time since it replayed its last transaction while it is behind, 0 when it is not; absent when unknown.
 	LagSeconds *float64 `json:"lag_seconds,omitempty"`
+}
+
+// RolePolicy A role's effective policy in a project, member by member, and where each member comes from.
+type RolePolicy struct {
+	Format string   `json:"format"`
+	Kinds  []string `json:"kinds"`
+
+	// Layers For each member (token_budget, which carries max, kinds, max_per_section, format, tokenizer): the layer that set it, _shared or the project, or default.
+	Layers        map[string]string `json:"layers"`
+	Max           bool              `json:"max"`
+	MaxPerSection map[string]int    `json:"max_per_section"`
+	Own           *RolePolicyLayer  `json:"own,omitempty"`
+	Project       string            `json:"project"`
+	Role          string            `json:"role"`
+	Shared        *RolePolicyLayer  `json:"shared,omitempty"`
+	TokenBudget   int               `json:"token_budget"`
+	Tokenizer     string            `json:"tokenizer"`
+}
+
+// RolePolicyLayer defines model for RolePolicyLayer.
+type RolePolicyLayer struct {
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
+
+	// Format markdown, blocks, json, kxm or navi: the format of a packet whose request names none.
+	Format *string `json:"format,omitempty"`
+
+	// Kinds The item kinds the role's packets hold (knowledge, state, episode, skill, decision, instruction, evidence, tool); left out: every kind.
+	Kinds *[]string `json:"kinds,omitempty"`
+
+	// Max true: token_budget is also the most a request may name (a larger one is capped to it); needs token_budget. A request's own smaller budget still wins.
+	Max *bool `json:"max,omitempty"`
+
+	// MaxPerSection The most entries a section holds (0 to 1000), by section: Shared Defaults, Project Knowledge, Current State, Active Skills, Tools, Messages.
+	MaxPerSection *map[string]int `json:"max_per_section,omitempty"`
+
+	// Project The layer's project: the policy's, or _shared.
+	Project string `json:"project"`
+
+	// TokenBudget The budget of a packet whose request names none: 1 to 200,000.
+	TokenBudget *int `json:"token_budget,omitempty"`
+
+	// Tokenizer o200k_base or cl100k_base, likewise.
+	Tokenizer *string   `json:"tokenizer,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedBy string    `json:"updated_by"`
+
+	// Version How many times the layer was set, from 1.
+	Version int `json:"version"`
+}
+
+// RolePolicyList defines model for RolePolicyList.
+type RolePolicyList struct {
+	Data       []RolePolicy `json:"data"`
+	NextCursor *string      `json:"next_cursor,omitempty"`
+}
+
+// RolePolicyWrite One layer of a role's policy: the members it sets. A member left out is left to the layer under it (_shared's, then the defaults); {} sets nothing.
+type RolePolicyWrite struct {
+	// Format markdown, blocks, json, kxm or navi: the format of a packet whose request names none.
+	Format *string `json:"format,omitempty"`
+
+	// Kinds The item kinds the role's packets hold (knowledge, state, episode, skill, decision, instruction, evidence, tool); left out: every kind.
+	Kinds *[]string `json:"kinds,omitempty"`
+
+	// Max true: token_budget is also the most a request may name (a larger one is capped to it); needs token_budget. A request's own smaller budget still wins.
+	Max *bool `json:"max,omitempty"`
+
+	// MaxPerSection The most entries a section holds (0 to 1000), by section: Shared Defaults, Project Knowledge, Current State, Active Skills, Tools, Messages.
+	MaxPerSection *map[string]int `json:"max_per_section,omitempty"`
+
+	// TokenBudget The budget of a packet whose request names none: 1 to 200,000.
+	TokenBudget *int `json:"token_budget,omitempty"`
+
+	// Tokenizer o200k_base or cl100k_base, likewise.
+	Tokenizer *string `json:"tokenizer,omitempty"`
 }
 
 // Roles defines model for Roles.
@@ -1840,16 +2080,33 @@ type WhyAnswer struct {
 	Cutoff *Cutoff `json:"cutoff,omitempty"`
 
 	// Decision included, excluded or not_candidate
-	Decision  string     `json:"decision"`
-	Detail    *string    `json:"detail,omitempty"`
-	Handoff   *Handoff   `json:"handoff,omitempty"`
-	Item      *Item      `json:"item,omitempty"`
-	Layer     *string    `json:"layer,omitempty"`
+	Decision string   `json:"decision"`
+	Detail   *string  `json:"detail,omitempty"`
+	Handoff  *Handoff `json:"handoff,omitempty"`
+	Item     *Item    `json:"item,omitempty"`
+	Layer    *string  `json:"layer,omitempty"`
+
+	// PendingProposals The item's pending proposals now (never served until promoted), and the roles that may promote them.
+	PendingProposals *struct {
+		Count     int      `json:"count"`
+		Promoters []string `json:"promoters"`
+		Proposals []int    `json:"proposals"`
+	} `json:"pending_proposals,omitempty"`
 	Rank      *int       `json:"rank,omitempty"`
 	Reason    *string    `json:"reason,omitempty"`
 	Redaction *Redaction `json:"redaction,omitempty"`
-	Rule      *string    `json:"rule,omitempty"`
-	Section   *string    `json:"section,omitempty"`
+
+	// RolePolicy For reason role_policy, the policy that decided it and the layer that set the member.
+	RolePolicy *struct {
+		// Layer _shared or the project
+		Layer string `json:"layer"`
+
+		// Member kinds or max_per_section
+		Member string `json:"member"`
+		Role   string `json:"role"`
+	} `json:"role_policy,omitempty"`
+	Rule    *string `json:"rule,omitempty"`
+	Section *string `json:"section,omitempty"`
 
 	// Span UTF-8 byte offsets [start, end) into rendered.
 	Span   *Span `json:"span,omitempty"`
@@ -1889,6 +2146,15 @@ type PacketID = string
 
 // ProjectPath defines model for ProjectPath.
 type ProjectPath = string
+
+// ProposalNumber defines model for ProposalNumber.
+type ProposalNumber = int32
+
+// ProposalStatus defines model for ProposalStatus.
+type ProposalStatus = string
+
+// RolePath defines model for RolePath.
+type RolePath = string
 
 // ListAgentsParams defines parameters for ListAgents.
 type ListAgentsParams struct {
@@ -2088,6 +2354,30 @@ type GetItemLedgerParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListItemProposalsParams defines parameters for ListItemProposals.
+type ListItemProposalsParams struct {
+	// Status pending, promoted or rejected; every status when left out.
+	Status *ProposalStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PromoteProposalParams defines parameters for PromoteProposal.
+type PromoteProposalParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RejectProposalParams defines parameters for RejectProposal.
+type RejectProposalParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListItemVersionsParams defines parameters for ListItemVersions.
 type ListItemVersionsParams struct {
 	// Limit Page size, 1 to 1000 (default 100).
@@ -2184,8 +2474,35 @@ type WhyPacketParams struct {
 	Layer *string `form:"layer,omitempty" json:"layer,omitempty"`
 }
 
+// ListProposalsParams defines parameters for ListProposals.
+type ListProposalsParams struct {
+	// Status pending, promoted or rejected; every status when left out.
+	Status *ProposalStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // RestoreProjectParams defines parameters for RestoreProject.
 type RestoreProjectParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListRolePoliciesParams defines parameters for ListRolePolicies.
+type ListRolePoliciesParams struct {
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PutRolePolicyParams defines parameters for PutRolePolicy.
+type PutRolePolicyParams struct {
 	// IdempotencyKey Replay protection, per agent, kept 24 hours.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -2222,6 +2539,12 @@ type BatchItemsJSONRequestBody = BatchRequest
 // PutItemJSONRequestBody defines body for PutItem for application/json ContentType.
 type PutItemJSONRequestBody = ItemWrite
 
+// PromoteProposalJSONRequestBody defines body for PromoteProposal for application/json ContentType.
+type PromoteProposalJSONRequestBody = ProposalPromote
+
+// RejectProposalJSONRequestBody defines body for RejectProposal for application/json ContentType.
+type RejectProposalJSONRequestBody = ProposalReject
+
 // RedactItemVersionJSONRequestBody defines body for RedactItemVersion for application/json ContentType.
 type RedactItemVersionJSONRequestBody = RedactionRequest
 
@@ -2239,6 +2562,9 @@ type AttributePacketJSONRequestBody = AttributeRequest
 
 // RecordOutcomeJSONRequestBody defines body for RecordOutcome for application/json ContentType.
 type RecordOutcomeJSONRequestBody = OutcomeCreate
+
+// PutRolePolicyJSONRequestBody defines body for PutRolePolicy for application/json ContentType.
+type PutRolePolicyJSONRequestBody = RolePolicyWrite
 
 // AttributeTaskJSONRequestBody defines body for AttributeTask for application/json ContentType.
 type AttributeTaskJSONRequestBody AttributeTaskJSONBody
@@ -2335,6 +2661,18 @@ type ServerInterface interface {
 	// GetItemLedger What an item cost and earned in one project's packets, over every version and per version.
 	// (GET /v1/projects/{project}/items/{key}/ledger)
 	GetItemLedger(ctx echo.Context, project ProjectPath, key KeyPath, params GetItemLedgerParams) error
+	// ListItemProposals An item's proposals, oldest first, of one status. An item the caller may not see, or a key with neither a version nor a proposal it may see, is 404.
+	// (GET /v1/projects/{project}/items/{key}/proposals)
+	ListItemProposals(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemProposalsParams) error
+	// GetItemProposal One proposal, with its decision, and the roles that may promote it now while it is pending.
+	// (GET /v1/projects/{project}/items/{key}/proposals/{proposal})
+	GetItemProposal(ctx echo.Context, project ProjectPath, key KeyPath, proposal ProposalNumber) error
+	// PromoteProposal Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+	// (POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote)
+	PromoteProposal(ctx echo.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params PromoteProposalParams) error
+	// RejectProposal Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+	// (POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject)
+	RejectProposal(ctx echo.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params RejectProposalParams) error
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	// (GET /v1/projects/{project}/items/{key}/versions)
 	ListItemVersions(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemVersionsParams) error
@@ -2383,12 +2721,27 @@ type ServerInterface interface {
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx echo.Context, project ProjectPath, id PacketID, params WhyPacketParams) error
+	// ListProposals A project's proposals the caller may see, oldest first, of one status (docs/proposals.md).
+	// (GET /v1/projects/{project}/proposals)
+	ListProposals(ctx echo.Context, project ProjectPath, params ListProposalsParams) error
 	// GetRedaction A redaction's progress.
 	// (GET /v1/projects/{project}/redactions/{id})
 	GetRedaction(ctx echo.Context, project ProjectPath, id string) error
 	// RestoreProject Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
 	// (POST /v1/projects/{project}/restore)
 	RestoreProject(ctx echo.Context, project ProjectPath, params RestoreProjectParams) error
+	// ListRolePolicies The roles that have a policy in the project or in _shared, by role, each as GET .../roles/{role} shows it (docs/roles.md).
+	// (GET /v1/projects/{project}/roles)
+	ListRolePolicies(ctx echo.Context, project ProjectPath, params ListRolePoliciesParams) error
+	// DeleteRolePolicy Take the project's layer of a role's policy away (admin): the role's packets take _shared's layer, if any, and the defaults. 404 when the project sets no policy for the role. An entry of the project's audit chain.
+	// (DELETE /v1/projects/{project}/roles/{role})
+	DeleteRolePolicy(ctx echo.Context, project ProjectPath, role RolePath) error
+	// GetRolePolicy A role's effective policy in the project: each member from the project's layer, else _shared's, else the default, and in layers which one set it; own and shared are the layers as stored. A role without a policy answers its defaults.
+	// (GET /v1/projects/{project}/roles/{role})
+	GetRolePolicy(ctx echo.Context, project ProjectPath, role RolePath) error
+	// PutRolePolicy Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+	// (PUT /v1/projects/{project}/roles/{role})
+	PutRolePolicy(ctx echo.Context, project ProjectPath, role RolePath, params PutRolePolicyParams) error
 	// AttributeTask Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	// (POST /v1/projects/{project}/tasks/{task_id}/attribute)
 	AttributeTask(ctx echo.Context, project ProjectPath, taskId string) error
@@ -3407,6 +3760,189 @@ func (w *ServerInterfaceWrapper) GetItemLedger(ctx echo.Context) error {
 	return err
 }
 
+// ListItemProposals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListItemProposals(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "key" -------------
+	var key KeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListItemProposalsParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListItemProposals(ctx, project, key, params)
+	return err
+}
+
+// GetItemProposal converts echo context to params.
+func (w *ServerInterfaceWrapper) GetItemProposal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "key" -------------
+	var key KeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// ------------- Path parameter "proposal" -------------
+	var proposal ProposalNumber
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proposal", ctx.Param("proposal"), &proposal, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proposal: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetItemProposal(ctx, project, key, proposal)
+	return err
+}
+
+// PromoteProposal converts echo context to params.
+func (w *ServerInterfaceWrapper) PromoteProposal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "key" -------------
+	var key KeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// ------------- Path parameter "proposal" -------------
+	var proposal ProposalNumber
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proposal", ctx.Param("proposal"), &proposal, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proposal: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PromoteProposalParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PromoteProposal(ctx, project, key, proposal, params)
+	return err
+}
+
+// RejectProposal converts echo context to params.
+func (w *ServerInterfaceWrapper) RejectProposal(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "key" -------------
+	var key KeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key", ctx.Param("key"), &key, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// ------------- Path parameter "proposal" -------------
+	var proposal ProposalNumber
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proposal", ctx.Param("proposal"), &proposal, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int32", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proposal: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RejectProposalParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RejectProposal(ctx, project, key, proposal, params)
+	return err
+}
+
 // ListItemVersions converts echo context to params.
 func (w *ServerInterfaceWrapper) ListItemVersions(ctx echo.Context) error {
 	var err error
@@ -4000,6 +4536,45 @@ func (w *ServerInterfaceWrapper) WhyPacket(ctx echo.Context) error {
 	return err
 }
 
+// ListProposals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListProposals(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListProposalsParams
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListProposals(ctx, project, params)
+	return err
+}
+
 // GetRedaction converts echo context to params.
 func (w *ServerInterfaceWrapper) GetRedaction(ctx echo.Context) error {
 	var err error
@@ -4057,6 +4632,130 @@ func (w *ServerInterfaceWrapper) RestoreProject(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RestoreProject(ctx, project, params)
+	return err
+}
+
+// ListRolePolicies converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRolePolicies(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRolePoliciesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRolePolicies(ctx, project, params)
+	return err
+}
+
+// DeleteRolePolicy converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteRolePolicy(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "role" -------------
+	var role RolePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "role", ctx.Param("role"), &role, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter role: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteRolePolicy(ctx, project, role)
+	return err
+}
+
+// GetRolePolicy converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRolePolicy(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "role" -------------
+	var role RolePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "role", ctx.Param("role"), &role, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter role: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRolePolicy(ctx, project, role)
+	return err
+}
+
+// PutRolePolicy converts echo context to params.
+func (w *ServerInterfaceWrapper) PutRolePolicy(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "project" -------------
+	var project ProjectPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "project", ctx.Param("project"), &project, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter project: %s", err))
+	}
+
+	// ------------- Path parameter "role" -------------
+	var role RolePath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "role", ctx.Param("role"), &role, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter role: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutRolePolicyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PutRolePolicy(ctx, project, role, params)
 	return err
 }
 
@@ -4170,6 +4869,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/v1/projects/:project/items/:key", wrapper.PutItem, options.OperationMiddlewares["putItem"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/versions", wrapper.ListItemVersions, options.OperationMiddlewares["listItemVersions"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/versions/:version", wrapper.GetItemVersion, options.OperationMiddlewares["getItemVersion"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/proposals", wrapper.ListProposals, options.OperationMiddlewares["listProposals"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/proposals", wrapper.ListItemProposals, options.OperationMiddlewares["listItemProposals"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/items/:key/proposals/:proposal", wrapper.GetItemProposal, options.OperationMiddlewares["getItemProposal"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/items/:key/proposals/:proposal/promote", wrapper.PromoteProposal, options.OperationMiddlewares["promoteProposal"]...)
+	router.POST(options.BaseURL+"/v1/projects/:project/items/:key/proposals/:proposal/reject", wrapper.RejectProposal, options.OperationMiddlewares["rejectProposal"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/packets", wrapper.ListPackets, options.OperationMiddlewares["listPackets"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/packets", wrapper.AssemblePacket, options.OperationMiddlewares["assemblePacket"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/packets/:id", wrapper.GetPacket, options.OperationMiddlewares["getPacket"]...)
@@ -4192,6 +4896,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/entries", wrapper.ListAuditEntries, options.OperationMiddlewares["listAuditEntries"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/checkpoint", wrapper.GetAuditCheckpoint, options.OperationMiddlewares["getAuditCheckpoint"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/audit/verify", wrapper.VerifyAudit, options.OperationMiddlewares["verifyAudit"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/roles", wrapper.ListRolePolicies, options.OperationMiddlewares["listRolePolicies"]...)
+	router.DELETE(options.BaseURL+"/v1/projects/:project/roles/:role", wrapper.DeleteRolePolicy, options.OperationMiddlewares["deleteRolePolicy"]...)
+	router.GET(options.BaseURL+"/v1/projects/:project/roles/:role", wrapper.GetRolePolicy, options.OperationMiddlewares["getRolePolicy"]...)
+	router.PUT(options.BaseURL+"/v1/projects/:project/roles/:role", wrapper.PutRolePolicy, options.OperationMiddlewares["putRolePolicy"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.ListHandoffs, options.OperationMiddlewares["listHandoffs"]...)
 	router.POST(options.BaseURL+"/v1/projects/:project/handoffs", wrapper.CreateHandoff, options.OperationMiddlewares["createHandoff"]...)
 	router.GET(options.BaseURL+"/v1/projects/:project/handoffs/events", wrapper.StreamHandoffEvents, options.OperationMiddlewares["streamHandoffEvents"]...)
@@ -5527,6 +6235,20 @@ func (response PutItem201JSONResponse) VisitPutItemResponse(w http.ResponseWrite
 	return err
 }
 
+type PutItem202JSONResponse Proposal
+
+func (response PutItem202JSONResponse) VisitPutItemResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutItemdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	Headers    ProblemResponseHeaders
@@ -5624,6 +6346,190 @@ type GetItemLedgerdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetItemLedgerdefaultApplicationProblemPlusJSONResponse) VisitGetItemLedgerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListItemProposalsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Key     KeyPath     `json:"key"`
+	Params  ListItemProposalsParams
+}
+
+type ListItemProposalsResponseObject interface {
+	VisitListItemProposalsResponse(w http.ResponseWriter) error
+}
+
+type ListItemProposals200JSONResponse ProposalList
+
+func (response ListItemProposals200JSONResponse) VisitListItemProposalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListItemProposalsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListItemProposalsdefaultApplicationProblemPlusJSONResponse) VisitListItemProposalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetItemProposalRequestObject struct {
+	Project  ProjectPath    `json:"project"`
+	Key      KeyPath        `json:"key"`
+	Proposal ProposalNumber `json:"proposal"`
+}
+
+type GetItemProposalResponseObject interface {
+	VisitGetItemProposalResponse(w http.ResponseWriter) error
+}
+
+type GetItemProposal200JSONResponse Proposal
+
+func (response GetItemProposal200JSONResponse) VisitGetItemProposalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetItemProposaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetItemProposaldefaultApplicationProblemPlusJSONResponse) VisitGetItemProposalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PromoteProposalRequestObject struct {
+	Project  ProjectPath    `json:"project"`
+	Key      KeyPath        `json:"key"`
+	Proposal ProposalNumber `json:"proposal"`
+	Params   PromoteProposalParams
+	Body     *PromoteProposalJSONRequestBody
+}
+
+type PromoteProposalResponseObject interface {
+	VisitPromoteProposalResponse(w http.ResponseWriter) error
+}
+
+type PromoteProposal200JSONResponse Promotion
+
+func (response PromoteProposal200JSONResponse) VisitPromoteProposalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PromoteProposaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response PromoteProposaldefaultApplicationProblemPlusJSONResponse) VisitPromoteProposalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectProposalRequestObject struct {
+	Project  ProjectPath    `json:"project"`
+	Key      KeyPath        `json:"key"`
+	Proposal ProposalNumber `json:"proposal"`
+	Params   RejectProposalParams
+	Body     *RejectProposalJSONRequestBody
+}
+
+type RejectProposalResponseObject interface {
+	VisitRejectProposalResponse(w http.ResponseWriter) error
+}
+
+type RejectProposal200JSONResponse Proposal
+
+func (response RejectProposal200JSONResponse) VisitRejectProposalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectProposaldefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response RejectProposaldefaultApplicationProblemPlusJSONResponse) VisitRejectProposalResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6374,6 +7280,50 @@ func (response WhyPacketdefaultApplicationProblemPlusJSONResponse) VisitWhyPacke
 	return err
 }
 
+type ListProposalsRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  ListProposalsParams
+}
+
+type ListProposalsResponseObject interface {
+	VisitListProposalsResponse(w http.ResponseWriter) error
+}
+
+type ListProposals200JSONResponse ProposalList
+
+func (response ListProposals200JSONResponse) VisitListProposalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProposalsdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListProposalsdefaultApplicationProblemPlusJSONResponse) VisitListProposalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRedactionRequestObject struct {
 	Project ProjectPath `json:"project"`
 	Id      string      `json:"id"`
@@ -6448,6 +7398,184 @@ type RestoreProjectdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response RestoreProjectdefaultApplicationProblemPlusJSONResponse) VisitRestoreProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRolePoliciesRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Params  ListRolePoliciesParams
+}
+
+type ListRolePoliciesResponseObject interface {
+	VisitListRolePoliciesResponse(w http.ResponseWriter) error
+}
+
+type ListRolePolicies200JSONResponse RolePolicyList
+
+func (response ListRolePolicies200JSONResponse) VisitListRolePoliciesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRolePoliciesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response ListRolePoliciesdefaultApplicationProblemPlusJSONResponse) VisitListRolePoliciesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRolePolicyRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Role    RolePath    `json:"role"`
+}
+
+type DeleteRolePolicyResponseObject interface {
+	VisitDeleteRolePolicyResponse(w http.ResponseWriter) error
+}
+
+type DeleteRolePolicy200JSONResponse RolePolicy
+
+func (response DeleteRolePolicy200JSONResponse) VisitDeleteRolePolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRolePolicydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response DeleteRolePolicydefaultApplicationProblemPlusJSONResponse) VisitDeleteRolePolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRolePolicyRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Role    RolePath    `json:"role"`
+}
+
+type GetRolePolicyResponseObject interface {
+	VisitGetRolePolicyResponse(w http.ResponseWriter) error
+}
+
+type GetRolePolicy200JSONResponse RolePolicy
+
+func (response GetRolePolicy200JSONResponse) VisitGetRolePolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRolePolicydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response GetRolePolicydefaultApplicationProblemPlusJSONResponse) VisitGetRolePolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutRolePolicyRequestObject struct {
+	Project ProjectPath `json:"project"`
+	Role    RolePath    `json:"role"`
+	Params  PutRolePolicyParams
+	Body    *PutRolePolicyJSONRequestBody
+}
+
+type PutRolePolicyResponseObject interface {
+	VisitPutRolePolicyResponse(w http.ResponseWriter) error
+}
+
+type PutRolePolicy200JSONResponse RolePolicy
+
+func (response PutRolePolicy200JSONResponse) VisitPutRolePolicyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutRolePolicydefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	Headers    ProblemResponseHeaders
+	StatusCode int
+}
+
+func (response PutRolePolicydefaultApplicationProblemPlusJSONResponse) VisitPutRolePolicyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6643,6 +7771,18 @@ type StrictServerInterface interface {
 	// GetItemLedger What an item cost and earned in one project's packets, over every version and per version.
 	// (GET /v1/projects/{project}/items/{key}/ledger)
 	GetItemLedger(ctx context.Context, request GetItemLedgerRequestObject) (GetItemLedgerResponseObject, error)
+	// ListItemProposals An item's proposals, oldest first, of one status. An item the caller may not see, or a key with neither a version nor a proposal it may see, is 404.
+	// (GET /v1/projects/{project}/items/{key}/proposals)
+	ListItemProposals(ctx context.Context, request ListItemProposalsRequestObject) (ListItemProposalsResponseObject, error)
+	// GetItemProposal One proposal, with its decision, and the roles that may promote it now while it is pending.
+	// (GET /v1/projects/{project}/items/{key}/proposals/{proposal})
+	GetItemProposal(ctx context.Context, request GetItemProposalRequestObject) (GetItemProposalResponseObject, error)
+	// PromoteProposal Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+	// (POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote)
+	PromoteProposal(ctx context.Context, request PromoteProposalRequestObject) (PromoteProposalResponseObject, error)
+	// RejectProposal Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+	// (POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject)
+	RejectProposal(ctx context.Context, request RejectProposalRequestObject) (RejectProposalResponseObject, error)
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	// (GET /v1/projects/{project}/items/{key}/versions)
 	ListItemVersions(ctx context.Context, request ListItemVersionsRequestObject) (ListItemVersionsResponseObject, error)
@@ -6691,12 +7831,27 @@ type StrictServerInterface interface {
 	// WhyPacket Why the packet did (or did not) contain an item.
 	// (GET /v1/projects/{project}/packets/{id}/why)
 	WhyPacket(ctx context.Context, request WhyPacketRequestObject) (WhyPacketResponseObject, error)
+	// ListProposals A project's proposals the caller may see, oldest first, of one status (docs/proposals.md).
+	// (GET /v1/projects/{project}/proposals)
+	ListProposals(ctx context.Context, request ListProposalsRequestObject) (ListProposalsResponseObject, error)
 	// GetRedaction A redaction's progress.
 	// (GET /v1/projects/{project}/redactions/{id})
 	GetRedaction(ctx context.Context, request GetRedactionRequestObject) (GetRedactionResponseObject, error)
 	// RestoreProject Bring an archived project back (admin of it): listed and writable again, with an entry in its audit chain that says who restored it. A project that is not archived is 409 conflict.
 	// (POST /v1/projects/{project}/restore)
 	RestoreProject(ctx context.Context, request RestoreProjectRequestObject) (RestoreProjectResponseObject, error)
+	// ListRolePolicies The roles that have a policy in the project or in _shared, by role, each as GET .../roles/{role} shows it (docs/roles.md).
+	// (GET /v1/projects/{project}/roles)
+	ListRolePolicies(ctx context.Context, request ListRolePoliciesRequestObject) (ListRolePoliciesResponseObject, error)
+	// DeleteRolePolicy Take the project's layer of a role's policy away (admin): the role's packets take _shared's layer, if any, and the defaults. 404 when the project sets no policy for the role. An entry of the project's audit chain.
+	// (DELETE /v1/projects/{project}/roles/{role})
+	DeleteRolePolicy(ctx context.Context, request DeleteRolePolicyRequestObject) (DeleteRolePolicyResponseObject, error)
+	// GetRolePolicy A role's effective policy in the project: each member from the project's layer, else _shared's, else the default, and in layers which one set it; own and shared are the layers as stored. A role without a policy answers its defaults.
+	// (GET /v1/projects/{project}/roles/{role})
+	GetRolePolicy(ctx context.Context, request GetRolePolicyRequestObject) (GetRolePolicyResponseObject, error)
+	// PutRolePolicy Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+	// (PUT /v1/projects/{project}/roles/{role})
+	PutRolePolicy(ctx context.Context, request PutRolePolicyRequestObject) (PutRolePolicyResponseObject, error)
 	// AttributeTask Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	// (POST /v1/projects/{project}/tasks/{task_id}/attribute)
 	AttributeTask(ctx context.Context, request AttributeTaskRequestObject) (AttributeTaskResponseObject, error)
@@ -7704,6 +8859,165 @@ func (sh *strictHandler) GetItemLedger(ctx echo.Context, project ProjectPath, ke
 	return nil
 }
 
+// ListItemProposals operation middleware
+func (sh *strictHandler) ListItemProposals(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemProposalsParams) error {
+	var request ListItemProposalsRequestObject
+
+	request.Project = project
+	request.Key = key
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListItemProposals(ctx.Request().Context(), request.(ListItemProposalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListItemProposals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListItemProposalsResponseObject); ok {
+		return validResponse.VisitListItemProposalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetItemProposal operation middleware
+func (sh *strictHandler) GetItemProposal(ctx echo.Context, project ProjectPath, key KeyPath, proposal ProposalNumber) error {
+	var request GetItemProposalRequestObject
+
+	request.Project = project
+	request.Key = key
+	request.Proposal = proposal
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetItemProposal(ctx.Request().Context(), request.(GetItemProposalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetItemProposal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetItemProposalResponseObject); ok {
+		return validResponse.VisitGetItemProposalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PromoteProposal operation middleware
+func (sh *strictHandler) PromoteProposal(ctx echo.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params PromoteProposalParams) error {
+	var request PromoteProposalRequestObject
+
+	request.Project = project
+	request.Key = key
+	request.Proposal = proposal
+	request.Params = params
+
+	var body PromoteProposalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PromoteProposal(ctx.Request().Context(), request.(PromoteProposalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PromoteProposal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PromoteProposalResponseObject); ok {
+		return validResponse.VisitPromoteProposalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RejectProposal operation middleware
+func (sh *strictHandler) RejectProposal(ctx echo.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params RejectProposalParams) error {
+	var request RejectProposalRequestObject
+
+	request.Project = project
+	request.Key = key
+	request.Proposal = proposal
+	request.Params = params
+
+	var body RejectProposalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RejectProposal(ctx.Request().Context(), request.(RejectProposalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RejectProposal")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RejectProposalResponseObject); ok {
+		return validResponse.VisitRejectProposalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListItemVersions operation middleware
 func (sh *strictHandler) ListItemVersions(ctx echo.Context, project ProjectPath, key KeyPath, params ListItemVersionsParams) error {
 	var request ListItemVersionsRequestObject
@@ -8266,6 +9580,32 @@ func (sh *strictHandler) WhyPacket(ctx echo.Context, project ProjectPath, id Pac
 	return nil
 }
 
+// ListProposals operation middleware
+func (sh *strictHandler) ListProposals(ctx echo.Context, project ProjectPath, params ListProposalsParams) error {
+	var request ListProposalsRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProposals(ctx.Request().Context(), request.(ListProposalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProposals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListProposalsResponseObject); ok {
+		return validResponse.VisitListProposalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetRedaction operation middleware
 func (sh *strictHandler) GetRedaction(ctx echo.Context, project ProjectPath, id string) error {
 	var request GetRedactionRequestObject
@@ -8312,6 +9652,134 @@ func (sh *strictHandler) RestoreProject(ctx echo.Context, project ProjectPath, p
 		return err
 	} else if validResponse, ok := response.(RestoreProjectResponseObject); ok {
 		return validResponse.VisitRestoreProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListRolePolicies operation middleware
+func (sh *strictHandler) ListRolePolicies(ctx echo.Context, project ProjectPath, params ListRolePoliciesParams) error {
+	var request ListRolePoliciesRequestObject
+
+	request.Project = project
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRolePolicies(ctx.Request().Context(), request.(ListRolePoliciesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRolePolicies")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRolePoliciesResponseObject); ok {
+		return validResponse.VisitListRolePoliciesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteRolePolicy operation middleware
+func (sh *strictHandler) DeleteRolePolicy(ctx echo.Context, project ProjectPath, role RolePath) error {
+	var request DeleteRolePolicyRequestObject
+
+	request.Project = project
+	request.Role = role
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRolePolicy(ctx.Request().Context(), request.(DeleteRolePolicyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRolePolicy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteRolePolicyResponseObject); ok {
+		return validResponse.VisitDeleteRolePolicyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRolePolicy operation middleware
+func (sh *strictHandler) GetRolePolicy(ctx echo.Context, project ProjectPath, role RolePath) error {
+	var request GetRolePolicyRequestObject
+
+	request.Project = project
+	request.Role = role
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRolePolicy(ctx.Request().Context(), request.(GetRolePolicyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRolePolicy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRolePolicyResponseObject); ok {
+		return validResponse.VisitGetRolePolicyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PutRolePolicy operation middleware
+func (sh *strictHandler) PutRolePolicy(ctx echo.Context, project ProjectPath, role RolePath, params PutRolePolicyParams) error {
+	var request PutRolePolicyRequestObject
+
+	request.Project = project
+	request.Role = role
+	request.Params = params
+
+	var body PutRolePolicyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PutRolePolicy(ctx.Request().Context(), request.(PutRolePolicyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PutRolePolicy")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PutRolePolicyResponseObject); ok {
+		return validResponse.VisitPutRolePolicyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

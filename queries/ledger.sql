@@ -163,3 +163,16 @@ WHERE l.project = @project
        OR (l.used, -l.tokens, l.subject_project, l.key) > (@cursor_used::bigint, @cursor_n::bigint, @cursor_project::text, @cursor_key::text))
 ORDER BY l.used, -l.tokens, l.subject_project, l.key
 LIMIT @lim;
+
+-- name: LedgerFoldWithoutFlush :exec
+-- A fold's commit need not wait for its WAL to reach the disk: the queue
+-- rows it deletes are in the same transaction, so a crash that loses the
+-- fold loses their deletion too, and the next fold counts them again. It
+-- keeps the project's fold lock from being held across an fsync.
+SELECT set_config('synchronous_commit', 'off', true);
+
+-- name: LedgerQueued :one
+-- Whether a project has packets or outcomes waiting to be folded: a probe
+-- of the queue's primary key, so that a read with nothing to fold takes
+-- no lock and writes nothing.
+SELECT EXISTS (SELECT 1 FROM ledger_queue WHERE project = @project)::boolean AS queued;

@@ -11,12 +11,17 @@ ORDER BY project
 LIMIT @max;
 
 -- name: ProjectUpsert :one
--- An archived project is not changed: no row comes back.
-INSERT INTO projects (project, description)
-VALUES (@project, @description)
+-- An archived project is not changed: no row comes back. A NULL
+-- on_excess_authority keeps the project's (refuse for a new one).
+INSERT INTO projects (project, description, on_excess_authority)
+VALUES (@project, @description, coalesce(sqlc.narg('on_excess_authority')::text, 'refuse'))
 ON CONFLICT (project) DO UPDATE
     SET description = EXCLUDED.description,
-        updated_at = CASE WHEN projects.description = EXCLUDED.description THEN projects.updated_at ELSE now() END
+        on_excess_authority = coalesce(sqlc.narg('on_excess_authority')::text, projects.on_excess_authority),
+        updated_at = CASE
+            WHEN projects.description = EXCLUDED.description
+             AND projects.on_excess_authority = coalesce(sqlc.narg('on_excess_authority')::text, projects.on_excess_authority)
+            THEN projects.updated_at ELSE now() END
     WHERE projects.archived_at IS NULL
 RETURNING *, (xmax = 0)::boolean AS inserted;
 

@@ -3,12 +3,20 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
 // PutProject creates a project or sets its description (admin).
 func (c *Client) PutProject(ctx context.Context, project, description string) (*Project, error) {
 	return decode[Project](c)(c.raw.PutProject(ctx, project, &PutProjectParams{}, ProjectWrite{Description: &description}))
+}
+
+// PutProjectWith creates a project or sets the members of w given (admin):
+// its description and its on_excess_authority (refuse or propose: what an
+// item write over its writer's grant or its source's ceiling becomes).
+func (c *Client) PutProjectWith(ctx context.Context, project string, w ProjectWrite) (*Project, error) {
+	return decode[Project](c)(c.raw.PutProject(ctx, project, &PutProjectParams{}, w))
 }
 
 // Project is a project, archived or not (ArchivedAt and ArchivedBy are set
@@ -29,10 +37,100 @@ func (c *Client) RestoreProject(ctx context.Context, project string) (*Project, 
 	return decode[Project](c)(c.raw.RestoreProject(ctx, project, &RestoreProjectParams{}))
 }
 
+// RolePolicy is a role's effective policy in a project: each member from
+// the project's layer, else _shared's, else the default, with the layer
+// that set it (Layers).
+func (c *Client) RolePolicy(ctx context.Context, project, role string) (*RolePolicy, error) {
+	return decode[RolePolicy](c)(c.raw.GetRolePolicy(ctx, project, role))
+}
+
+// PutRolePolicy sets the project's layer of a role's policy, whole (admin;
+// in _shared, the default of every project), and answers the role's
+// policy after it.
+func (c *Client) PutRolePolicy(ctx context.Context, project, role string, p RolePolicyWrite) (*RolePolicy, error) {
+	return decode[RolePolicy](c)(c.raw.PutRolePolicy(ctx, project, role, &PutRolePolicyParams{}, p))
+}
+
+// DeleteRolePolicy takes the project's layer of a role's policy away
+// (admin; 404 when it sets none) and answers the role's policy after it.
+func (c *Client) DeleteRolePolicy(ctx context.Context, project, role string) (*RolePolicy, error) {
+	return decode[RolePolicy](c)(c.raw.DeleteRolePolicy(ctx, project, role))
+}
+
+// RolePolicies is a page of the roles with a policy in the project or in
+// _shared (cursor "" for the first).
+func (c *Client) RolePolicies(ctx context.Context, project, cursor string) (*RolePolicyList, error) {
+	params := &ListRolePoliciesParams{}
+	if cursor != "" {
+		params.Cursor = &cursor
+	}
+	return decode[RolePolicyList](c)(c.raw.ListRolePolicies(ctx, project, params))
+}
+
 // PutItem writes an item (a full replacement) and answers its current
 // version: a new one when something changed, else the one it already was.
+// A write the server made a proposal instead (202: it claims more
+// authority than its writer's grant or its source's ceiling allow, in a
+// project whose on_excess_authority is propose) is a *ProposedError.
 func (c *Client) PutItem(ctx context.Context, project, key string, item ItemWrite) (*Item, error) {
-	return decode[Item](c)(c.raw.PutItem(ctx, project, key, &PutItemParams{}, item))
+	res, err := c.raw.PutItem(ctx, project, key, &PutItemParams{}, item)
+	if err == nil && res.StatusCode == http.StatusAccepted {
+		p, err := decode[Proposal](c)(res, nil)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &ProposedError{Proposal: p}
+	}
+	return decode[Item](c)(res, err)
+}
+
+// ProposedError is a write that became a proposal: stored, not current.
+type ProposedError struct{ Proposal *Proposal }
+
+func (e *ProposedError) Error() string {
+	return fmt.Sprintf("item %s/%s was not written: it is proposal %d, pending until another principal promotes it (%s)",
+		e.Proposal.Project, e.Proposal.Key, e.Proposal.Proposal, e.Proposal.Cause)
+}
+
+// Propose writes an item as a proposal (202): stored, never current,
+// until another principal whose grant covers its authority promotes it.
+func (c *Client) Propose(ctx context.Context, project, key string, item ItemWrite) (*Proposal, error) {
+	yes := true
+	item.Proposal = &yes
+	return decode[Proposal](c)(c.raw.PutItem(ctx, project, key, &PutItemParams{}, item))
+}
+
+// Proposals lists a project's proposals, oldest first, of one status
+// (pending, promoted, rejected; "" every one), from cursor ("" the first
+// page).
+func (c *Client) Proposals(ctx context.Context, project, status, cursor string) (*ProposalList, error) {
+	return decode[ProposalList](c)(c.raw.ListProposals(ctx, project, &ListProposalsParams{Status: nonEmpty(status), Cursor: nonEmpty(cursor)}))
+}
+
+// ItemProposals lists an item's proposals, oldest first, of one status.
+func (c *Client) ItemProposals(ctx context.Context, project, key, status string) (*ProposalList, error) {
+	return decode[ProposalList](c)(c.raw.ListItemProposals(ctx, project, key, &ListItemProposalsParams{Status: nonEmpty(status)}))
+}
+
+// PromoteProposal makes a pending proposal the item's next version, with
+// an optional note; rebase promotes one made against a version that is
+// no longer current (409 stale_proposal without it). Its author may not
+// (403 self_promotion).
+func (c *Client) PromoteProposal(ctx context.Context, project, key string, proposal int, rebase bool, note string) (*Promotion, error) {
+	body := ProposalPromote{Rebase: &rebase, Reason: nonEmpty(note)}
+	return decode[Promotion](c)(c.raw.PromoteProposal(ctx, project, key, int32(proposal), &PromoteProposalParams{}, body))
+}
+
+// RejectProposal rejects a pending proposal with a reason (required).
+func (c *Client) RejectProposal(ctx context.Context, project, key string, proposal int, reason string) (*Proposal, error) {
+	return decode[Proposal](c)(c.raw.RejectProposal(ctx, project, key, int32(proposal), &RejectProposalParams{}, ProposalReject{Reason: reason}))
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Item is an item's latest version.

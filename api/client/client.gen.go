@@ -699,10 +699,13 @@ type BatchItem struct {
 	Kind *string `json:"kind,omitempty"`
 
 	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
-	Metadata   *json.RawMessage `json:"metadata,omitempty"`
-	Priority   *int32           `json:"priority,omitempty"`
-	Provenance *Provenance      `json:"provenance,omitempty"`
-	Roles      *Roles           `json:"roles,omitempty"`
+	Metadata *json.RawMessage `json:"metadata,omitempty"`
+	Priority *int32           `json:"priority,omitempty"`
+
+	// Proposal true: store the write as a proposal, not a version; another principal promotes it (docs/proposals.md). A PUT answers 202 with it; a batch's entry says proposed.
+	Proposal   *bool       `json:"proposal,omitempty"`
+	Provenance *Provenance `json:"provenance,omitempty"`
+	Roles      *Roles      `json:"roles,omitempty"`
 
 	// Slot system (default), messages, tools.
 	Slot *string `json:"slot,omitempty"`
@@ -731,13 +734,19 @@ type BatchResult struct {
 	Items   []struct {
 		Key string `json:"key"`
 
-		// Status created, updated or unchanged.
+		// Proposal The proposal the item became (proposed), or its writer's pending proposal of the same fields (unchanged).
+		Proposal *int32 `json:"proposal,omitempty"`
+
+		// Status created, updated, unchanged or proposed (the item became a proposal; version is then its current version, 0 for none).
 		Status string `json:"status"`
 
 		// Tombstoned An import wrote the item and then tombstoned it (a KXM item of status superseded or rejected); the version is the tombstones.
 		Tombstoned *bool `json:"tombstoned,omitempty"`
 		Version    int32 `json:"version"`
 	} `json:"items"`
+
+	// Proposed Items that became proposals.
+	Proposed  int `json:"proposed"`
 	Unchanged int `json:"unchanged"`
 	Updated   int `json:"updated"`
 }
@@ -988,6 +997,9 @@ type ImportRequest struct {
 
 	// Items Objects in the format's own shape.
 	Items []json.RawMessage `json:"items"`
+
+	// Proposal true: every item becomes a proposal (cause import).
+	Proposal *bool `json:"proposal,omitempty"`
 }
 
 // ImportRequestFormat defines model for ImportRequest.Format.
@@ -1024,24 +1036,40 @@ type Item struct {
 	ContentSha256 string    `json:"content_sha256"`
 	CreatedAt     time.Time `json:"created_at"`
 
-	// CreatedBy The writing agent's id.
+	// CreatedBy The writing agent's id (the promoter's, for a version a promotion made).
 	CreatedBy string `json:"created_by"`
 
 	// Deleted true for a tombstone.
-	Deleted    bool            `json:"deleted"`
-	Key        string          `json:"key"`
-	Kind       string          `json:"kind"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Priority   int32           `json:"priority"`
-	Project    string          `json:"project"`
-	Provenance Provenance      `json:"provenance"`
-	Roles      Roles           `json:"roles"`
-	Slot       string          `json:"slot"`
-	Source     string          `json:"source"`
-	StateKey   string          `json:"state_key"`
-	Summary    string          `json:"summary"`
-	Template   bool            `json:"template"`
-	Title      string          `json:"title"`
+	Deleted  bool            `json:"deleted"`
+	Key      string          `json:"key"`
+	Kind     string          `json:"kind"`
+	Metadata json.RawMessage `json:"metadata"`
+
+	// PendingProposals On the GET of an item's current version, how many of its proposals wait (docs/proposals.md).
+	PendingProposals *int   `json:"pending_proposals,omitempty"`
+	Priority         int32  `json:"priority"`
+	Project          string `json:"project"`
+
+	// PromotedFrom The proposal whose promotion made this version.
+	PromotedFrom *struct {
+		Proposal   int32  `json:"proposal"`
+		ProposedBy string `json:"proposed_by"`
+	} `json:"promoted_from,omitempty"`
+	Provenance Provenance `json:"provenance"`
+	Roles      Roles      `json:"roles"`
+	Slot       string     `json:"slot"`
+	Source     string     `json:"source"`
+	StateKey   string     `json:"state_key"`
+	Summary    string     `json:"summary"`
+
+	// SupersededBy The promotion that superseded this version: the proposal, the version it became and when. A state item's (kind state, or a state key) valid_until is then that moment, unless its own ends sooner.
+	SupersededBy *struct {
+		At       time.Time `json:"at"`
+		Proposal int32     `json:"proposal"`
+		Version  int32     `json:"version"`
+	} `json:"superseded_by,omitempty"`
+	Template bool   `json:"template"`
+	Title    string `json:"title"`
 
 	// Tokens Exact o200k_base tokens of the content.
 	Tokens int32 `json:"tokens"`
@@ -1099,10 +1127,13 @@ type ItemWrite struct {
 	Kind *string `json:"kind,omitempty"`
 
 	// Metadata At most 64 KiB as stored and read back, canonical JSON with <, > and & escaped (the `metadata` limit), nested at most 16 deep.
-	Metadata   *json.RawMessage `json:"metadata,omitempty"`
-	Priority   *int32           `json:"priority,omitempty"`
-	Provenance *Provenance      `json:"provenance,omitempty"`
-	Roles      *Roles           `json:"roles,omitempty"`
+	Metadata *json.RawMessage `json:"metadata,omitempty"`
+	Priority *int32           `json:"priority,omitempty"`
+
+	// Proposal true: store the write as a proposal, not a version; another principal promotes it (docs/proposals.md). A PUT answers 202 with it; a batch's entry says proposed.
+	Proposal   *bool       `json:"proposal,omitempty"`
+	Provenance *Provenance `json:"provenance,omitempty"`
+	Roles      *Roles      `json:"roles,omitempty"`
 
 	// Slot system (default), messages, tools.
 	Slot *string `json:"slot,omitempty"`
@@ -1416,10 +1447,13 @@ type Packet struct {
 	ProvenanceSummary ProvenanceSummary `json:"provenance_summary"`
 	Rendered          string            `json:"rendered"`
 	RenderedSha256    string            `json:"rendered_sha256"`
-	Sections          []Section         `json:"sections"`
-	TargetRole        string            `json:"target_role"`
-	TaskId            *string           `json:"task_id,omitempty"`
-	Tokenizer         string            `json:"tokenizer"`
+
+	// RolePolicy The role policy a packet was assembled under, as it was then (its replay applies it again): the members the policy set, the layer of each, and what the request said for itself.
+	RolePolicy *PacketRolePolicy `json:"role_policy,omitempty"`
+	Sections   []Section         `json:"sections"`
+	TargetRole string            `json:"target_role"`
+	TaskId     *string           `json:"task_id,omitempty"`
+	Tokenizer  string            `json:"tokenizer"`
 }
 
 // PacketList defines model for PacketList.
@@ -1497,6 +1531,26 @@ type PacketRequest struct {
 	Variables *json.RawMessage `json:"variables,omitempty"`
 }
 
+// PacketRolePolicy The role policy a packet was assembled under, as it was then (its replay applies it again): the members the policy set, the layer of each, and what the request said for itself.
+type PacketRolePolicy struct {
+	Format *string   `json:"format,omitempty"`
+	Kinds  *[]string `json:"kinds,omitempty"`
+
+	// Layers For each member the policy set, the layer that set it.
+	Layers        map[string]string `json:"layers"`
+	Max           *bool             `json:"max,omitempty"`
+	MaxPerSection *map[string]int   `json:"max_per_section,omitempty"`
+
+	// Request The members the request gave itself, which won over the policy's.
+	Request *[]string `json:"request,omitempty"`
+
+	// RequestedTokenBudget The request's own token_budget, when the policy's max capped it.
+	RequestedTokenBudget *int    `json:"requested_token_budget,omitempty"`
+	Role                 string  `json:"role"`
+	TokenBudget          *int    `json:"token_budget,omitempty"`
+	Tokenizer            *string `json:"tokenizer,omitempty"`
+}
+
 // PacketSummary defines model for PacketSummary.
 type PacketSummary struct {
 	Budget            Budget            `json:"budget"`
@@ -1522,7 +1576,7 @@ type PacketUse struct {
 
 // ProblemDocument defines model for Problem.
 type ProblemDocument struct {
-	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, gone, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal; and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
+	// Code Stable: unauthenticated, forbidden, authority_exceeds_grant, not_found, method_not_allowed, conflict, gone, invalid_transition, precondition_failed, payload_too_large, request_timeout, malformed, validation_failed, rate_limited, unavailable, audit_key_missing, internal, self_promotion (403), stale_proposal and too_many_proposals (409); and, on the MCP endpoint (/mcp, not an operation of this contract), origin_not_allowed: 403 to a request whose Origin header is not in --mcp-allowed-origins.
 	Code     string        `json:"code"`
 	Detail   *string       `json:"detail,omitempty"`
 	Errors   *[]FieldError `json:"errors,omitempty"`
@@ -1544,8 +1598,11 @@ type Project struct {
 	ArchivedBy  *string   `json:"archived_by,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	Description string    `json:"description"`
-	Project     string    `json:"project"`
-	UpdatedAt   time.Time `json:"updated_at"`
+
+	// OnExcessAuthority refuse or propose (ProjectWrite).
+	OnExcessAuthority string    `json:"on_excess_authority"`
+	Project           string    `json:"project"`
+	UpdatedAt         time.Time `json:"updated_at"`
 }
 
 // ProjectLedger defines model for ProjectLedger.
@@ -1566,6 +1623,113 @@ type ProjectList struct {
 // ProjectWrite defines model for ProjectWrite.
 type ProjectWrite struct {
 	Description *string `json:"description,omitempty"`
+
+	// OnExcessAuthority What an item write claiming more authority than its writer's grant or its source's ceiling allow becomes: refuse (403 authority_exceeds_grant, the default for a new project) or propose (a proposal, 202). Left out: the project's stays.
+	OnExcessAuthority *string `json:"on_excess_authority,omitempty"`
+}
+
+// Promotion defines model for Promotion.
+type Promotion struct {
+	Item Item `json:"item"`
+
+	// Proposal A proposed item write: the write's fields (as a version would hold them), who proposed it and why, and its decision once it has one. Immutable, like a version; never served by a packet.
+	Proposal Proposal `json:"proposal"`
+}
+
+// Proposal A proposed item write: the write's fields (as a version would hold them), who proposed it and why, and its decision once it has one. Immutable, like a version; never served by a packet.
+type Proposal struct {
+	// Authority The authority it asks for.
+	Authority string `json:"authority"`
+
+	// BaseVersion The item's current version when it was proposed (0: none).
+	BaseVersion int32 `json:"base_version"`
+
+	// Cause asked (the write said "proposal": true), excess_authority (the write claimed more than its writer's grant or its source's ceiling, in a project whose on_excess_authority is propose) or import (a KXM item of status proposed, or an import that said "proposal": true).
+	Cause string `json:"cause"`
+
+	// CauseDetail For excess_authority, the ceiling the write broke.
+	CauseDetail *string           `json:"cause_detail,omitempty"`
+	Confidence  string            `json:"confidence"`
+	Content     string            `json:"content"`
+	CreatedAt   time.Time         `json:"created_at"`
+	Decision    *ProposalDecision `json:"decision,omitempty"`
+	Key         string            `json:"key"`
+	Kind        string            `json:"kind"`
+
+	// MayPromote On the GET of a pending proposal, the roles that may promote it now.
+	MayPromote *[]string       `json:"may_promote,omitempty"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Priority   int32           `json:"priority"`
+	Project    string          `json:"project"`
+
+	// PromoterRoles The roles whose agents could promote it when it was made (grant covering its authority, edit in the project, the item visible, not its author): their inboxes got its event.
+	PromoterRoles []string `json:"promoter_roles"`
+
+	// Proposal Its number among the item's proposals, from 1.
+	Proposal int32 `json:"proposal"`
+
+	// ProposedBy The author's agent id.
+	ProposedBy     string     `json:"proposed_by"`
+	ProposedByName string     `json:"proposed_by_name"`
+	ProposedByRole string     `json:"proposed_by_role"`
+	Provenance     Provenance `json:"provenance"`
+	Roles          Roles      `json:"roles"`
+	Slot           string     `json:"slot"`
+	Source         string     `json:"source"`
+	StateKey       string     `json:"state_key"`
+
+	// Status pending, promoted or rejected.
+	Status   string `json:"status"`
+	Summary  string `json:"summary"`
+	Template bool   `json:"template"`
+	Title    string `json:"title"`
+
+	// Trigger Exactly one of the members.
+	Trigger    Trigger    `json:"trigger"`
+	ValidFrom  *time.Time `json:"valid_from,omitempty"`
+	ValidUntil *time.Time `json:"valid_until,omitempty"`
+}
+
+// ProposalDecision defines model for ProposalDecision.
+type ProposalDecision struct {
+	DecidedAt     time.Time `json:"decided_at"`
+	DecidedBy     string    `json:"decided_by"`
+	DecidedByRole string    `json:"decided_by_role"`
+
+	// Decision promoted or rejected.
+	Decision string `json:"decision"`
+
+	// Reason The rejection's reason, or the promoter's note.
+	Reason string `json:"reason"`
+
+	// Rebased promoted with rebase: the item had moved on since it was proposed.
+	Rebased bool `json:"rebased"`
+
+	// SupersededVersion promoted: the live version it superseded.
+	SupersededVersion *int32 `json:"superseded_version,omitempty"`
+
+	// Version promoted: the item's version it became.
+	Version *int32 `json:"version,omitempty"`
+}
+
+// ProposalList defines model for ProposalList.
+type ProposalList struct {
+	Data       []Proposal `json:"data"`
+	NextCursor *string    `json:"next_cursor,omitempty"`
+}
+
+// ProposalPromote defines model for ProposalPromote.
+type ProposalPromote struct {
+	// Reason A note kept with the decision.
+	Reason *string `json:"reason,omitempty"`
+
+	// Rebase Promote a proposal made against a version that is no longer current.
+	Rebase *bool `json:"rebase,omitempty"`
+}
+
+// ProposalReject defines model for ProposalReject.
+type ProposalReject struct {
+	Reason string `json:"reason"`
 }
 
 // Provenance defines model for Provenance.
@@ -1667,6 +1831,82 @@ type ReplicaHealth struct {
 
 	// LagSeconds Time since it replayed its last transaction while it is behind, 0 when it is not; absent when unknown.
 	LagSeconds *float64 `json:"lag_seconds,omitempty"`
+}
+
+// RolePolicy A role's effective policy in a project, member by member, and where each member comes from.
+type RolePolicy struct {
+	Format string   `json:"format"`
+	Kinds  []string `json:"kinds"`
+
+	// Layers For each member (token_budget, which carries max, kinds, max_per_section, format, tokenizer): the layer that set it, _shared or the project, or default.
+	Layers        map[string]string `json:"layers"`
+	Max           bool              `json:"max"`
+	MaxPerSection map[string]int    `json:"max_per_section"`
+	Own           *RolePolicyLayer  `json:"own,omitempty"`
+	Project       string            `json:"project"`
+	Role          string            `json:"role"`
+	Shared        *RolePolicyLayer  `json:"shared,omitempty"`
+	TokenBudget   int               `json:"token_budget"`
+	Tokenizer     string            `json:"tokenizer"`
+}
+
+// RolePolicyLayer defines model for RolePolicyLayer.
+type RolePolicyLayer struct {
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
+
+	// Format markdown, blocks, json, kxm or navi: the format of a packet whose request names none.
+	Format *string `json:"format,omitempty"`
+
+	// Kinds The item kinds the role's packets hold (knowledge, state, episode, skill, decision, instruction, evidence, tool); left out: every kind.
+	Kinds *[]string `json:"kinds,omitempty"`
+
+	// Max true: token_budget is also the most a request may name (a larger one is capped to it); needs token_budget. A request's own smaller budget still wins.
+	Max *bool `json:"max,omitempty"`
+
+	// MaxPerSection The most entries a section holds (0 to 1000), by section: Shared Defaults, Project Knowledge, Current State, Active Skills, Tools, Messages.
+	MaxPerSection *map[string]int `json:"max_per_section,omitempty"`
+
+	// Project The layer's project: the policy's, or _shared.
+	Project string `json:"project"`
+
+	// TokenBudget The budget of a packet whose request names none: 1 to 200,000.
+	TokenBudget *int `json:"token_budget,omitempty"`
+
+	// Tokenizer o200k_base or cl100k_base, likewise.
+	Tokenizer *string   `json:"tokenizer,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedBy string    `json:"updated_by"`
+
+	// Version How many times the layer was set, from 1.
+	Version int `json:"version"`
+}
+
+// RolePolicyList defines model for RolePolicyList.
+type RolePolicyList struct {
+	Data       []RolePolicy `json:"data"`
+	NextCursor *string      `json:"next_cursor,omitempty"`
+}
+
+// RolePolicyWrite One layer of a role's policy: the members it sets. A member left out is left to the layer under it (_shared's, then the defaults); {} sets nothing.
+type RolePolicyWrite struct {
+	// Format markdown, blocks, json, kxm or navi: the format of a packet whose request names none.
+	Format *string `json:"format,omitempty"`
+
+	// Kinds The item kinds the role's packets hold (knowledge, state, episode, skill, decision, instruction, evidence, tool); left out: every kind.
+	Kinds *[]string `json:"kinds,omitempty"`
+
+	// Max true: token_budget is also the most a request may name (a larger one is capped to it); needs token_budget. A request's own smaller budget still wins.
+	Max *bool `json:"max,omitempty"`
+
+	// MaxPerSection The most entries a section holds (0 to 1000), by section: Shared Defaults, Project Knowledge, Current State, Active Skills, Tools, Messages.
+	MaxPerSection *map[string]int `json:"max_per_section,omitempty"`
+
+	// TokenBudget The budget of a packet whose request names none: 1 to 200,000.
+	TokenBudget *int `json:"token_budget,omitempty"`
+
+	// Tokenizer o200k_base or cl100k_base, likewise.
+	Tokenizer *string `json:"tokenizer,omitempty"`
 }
 
 // Roles defines model for Roles.
@@ -1840,16 +2080,33 @@ type WhyAnswer struct {
 	Cutoff *Cutoff `json:"cutoff,omitempty"`
 
 	// Decision included, excluded or not_candidate
-	Decision  string     `json:"decision"`
-	Detail    *string    `json:"detail,omitempty"`
-	Handoff   *Handoff   `json:"handoff,omitempty"`
-	Item      *Item      `json:"item,omitempty"`
-	Layer     *string    `json:"layer,omitempty"`
+	Decision string   `json:"decision"`
+	Detail   *string  `json:"detail,omitempty"`
+	Handoff  *Handoff `json:"handoff,omitempty"`
+	Item     *Item    `json:"item,omitempty"`
+	Layer    *string  `json:"layer,omitempty"`
+
+	// PendingProposals The item's pending proposals now (never served until promoted), and the roles that may promote them.
+	PendingProposals *struct {
+		Count     int      `json:"count"`
+		Promoters []string `json:"promoters"`
+		Proposals []int    `json:"proposals"`
+	} `json:"pending_proposals,omitempty"`
 	Rank      *int       `json:"rank,omitempty"`
 	Reason    *string    `json:"reason,omitempty"`
 	Redaction *Redaction `json:"redaction,omitempty"`
-	Rule      *string    `json:"rule,omitempty"`
-	Section   *string    `json:"section,omitempty"`
+
+	// RolePolicy For reason role_policy, the policy that decided it and the layer that set the member.
+	RolePolicy *struct {
+		// Layer _shared or the project
+		Layer string `json:"layer"`
+
+		// Member kinds or max_per_section
+		Member string `json:"member"`
+		Role   string `json:"role"`
+	} `json:"role_policy,omitempty"`
+	Rule    *string `json:"rule,omitempty"`
+	Section *string `json:"section,omitempty"`
 
 	// Span UTF-8 byte offsets [start, end) into rendered.
 	Span   *Span `json:"span,omitempty"`
@@ -1889,6 +2146,15 @@ type PacketID = string
 
 // ProjectPath defines model for ProjectPath.
 type ProjectPath = string
+
+// ProposalNumber defines model for ProposalNumber.
+type ProposalNumber = int32
+
+// ProposalStatus defines model for ProposalStatus.
+type ProposalStatus = string
+
+// RolePath defines model for RolePath.
+type RolePath = string
 
 // ProblemResponse defines model for Problem.
 type ProblemResponse = ProblemDocument
@@ -2091,6 +2357,30 @@ type GetItemLedgerParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListItemProposalsParams defines parameters for ListItemProposals.
+type ListItemProposalsParams struct {
+	// Status pending, promoted or rejected; every status when left out.
+	Status *ProposalStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PromoteProposalParams defines parameters for PromoteProposal.
+type PromoteProposalParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RejectProposalParams defines parameters for RejectProposal.
+type RejectProposalParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListItemVersionsParams defines parameters for ListItemVersions.
 type ListItemVersionsParams struct {
 	// Limit Page size, 1 to 1000 (default 100).
@@ -2187,8 +2477,35 @@ type WhyPacketParams struct {
 	Layer *string `form:"layer,omitempty" json:"layer,omitempty"`
 }
 
+// ListProposalsParams defines parameters for ListProposals.
+type ListProposalsParams struct {
+	// Status pending, promoted or rejected; every status when left out.
+	Status *ProposalStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // RestoreProjectParams defines parameters for RestoreProject.
 type RestoreProjectParams struct {
+	// IdempotencyKey Replay protection, per agent, kept 24 hours.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListRolePoliciesParams defines parameters for ListRolePolicies.
+type ListRolePoliciesParams struct {
+	// Limit Page size, 1 to 1000 (default 100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// PutRolePolicyParams defines parameters for PutRolePolicy.
+type PutRolePolicyParams struct {
 	// IdempotencyKey Replay protection, per agent, kept 24 hours.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
@@ -2225,6 +2542,12 @@ type BatchItemsJSONRequestBody = BatchRequest
 // PutItemJSONRequestBody defines body for PutItem for application/json ContentType.
 type PutItemJSONRequestBody = ItemWrite
 
+// PromoteProposalJSONRequestBody defines body for PromoteProposal for application/json ContentType.
+type PromoteProposalJSONRequestBody = ProposalPromote
+
+// RejectProposalJSONRequestBody defines body for RejectProposal for application/json ContentType.
+type RejectProposalJSONRequestBody = ProposalReject
+
 // RedactItemVersionJSONRequestBody defines body for RedactItemVersion for application/json ContentType.
 type RedactItemVersionJSONRequestBody = RedactionRequest
 
@@ -2242,6 +2565,9 @@ type AttributePacketJSONRequestBody = AttributeRequest
 
 // RecordOutcomeJSONRequestBody defines body for RecordOutcome for application/json ContentType.
 type RecordOutcomeJSONRequestBody = OutcomeCreate
+
+// PutRolePolicyJSONRequestBody defines body for PutRolePolicy for application/json ContentType.
+type PutRolePolicyJSONRequestBody = RolePolicyWrite
 
 // AttributeTaskJSONRequestBody defines body for AttributeTask for application/json ContentType.
 type AttributeTaskJSONRequestBody AttributeTaskJSONBody
@@ -2458,7 +2784,7 @@ type ClientInterface interface {
 
 	// StreamHandoffEvents Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 	//
-	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process. The same stream, numbered alike, carries the project's proposal events (proposal_created, proposal_promoted, proposal_rejected; data with type "proposal", key, proposal, authority, promoter_roles, author and author_role): a role's inbox (target_role) gets those of the proposals its agents could promote when they were made, an author's (source_role) those of its role's proposals (docs/proposals.md).
 	//
 	// Corresponds with GET /v1/projects/{project}/handoffs/events (the `StreamHandoffEvents` operationId).
 	StreamHandoffEvents(ctx context.Context, project ProjectPath, params *StreamHandoffEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2565,6 +2891,44 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/projects/{project}/items/{key}/ledger (the `GetItemLedger` operationId).
 	GetItemLedger(ctx context.Context, project ProjectPath, key KeyPath, params *GetItemLedgerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListItemProposals An item's proposals, oldest first, of one status. An item the caller may not see, or a key with neither a version nor a proposal it may see, is 404.
+	//
+	// Corresponds with GET /v1/projects/{project}/items/{key}/proposals (the `ListItemProposals` operationId).
+	ListItemProposals(ctx context.Context, project ProjectPath, key KeyPath, params *ListItemProposalsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetItemProposal One proposal, with its decision, and the roles that may promote it now while it is pending.
+	//
+	// Corresponds with GET /v1/projects/{project}/items/{key}/proposals/{proposal} (the `GetItemProposal` operationId).
+	GetItemProposal(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PromoteProposalWithBody Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+	PromoteProposalWithBody(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PromoteProposal Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+	PromoteProposal(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, body PromoteProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectProposalWithBody Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+	RejectProposalWithBody(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectProposal Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+	RejectProposal(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, body RejectProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListItemVersions Every version of an item, oldest first, tombstones included.
 	//
 	// Corresponds with GET /v1/projects/{project}/items/{key}/versions (the `ListItemVersions` operationId).
@@ -2595,7 +2959,7 @@ type ClientInterface interface {
 
 	// ImportItemsWithBody Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2604,7 +2968,7 @@ type ClientInterface interface {
 
 	// ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2719,6 +3083,11 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/projects/{project}/packets/{id}/why (the `WhyPacket` operationId).
 	WhyPacket(ctx context.Context, project ProjectPath, id PacketID, params *WhyPacketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListProposals A project's proposals the caller may see, oldest first, of one status (docs/proposals.md).
+	//
+	// Corresponds with GET /v1/projects/{project}/proposals (the `ListProposals` operationId).
+	ListProposals(ctx context.Context, project ProjectPath, params *ListProposalsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetRedaction A redaction's progress.
 	//
 	// Corresponds with GET /v1/projects/{project}/redactions/{id} (the `GetRedaction` operationId).
@@ -2728,6 +3097,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/restore (the `RestoreProject` operationId).
 	RestoreProject(ctx context.Context, project ProjectPath, params *RestoreProjectParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRolePolicies The roles that have a policy in the project or in _shared, by role, each as GET .../roles/{role} shows it (docs/roles.md).
+	//
+	// Corresponds with GET /v1/projects/{project}/roles (the `ListRolePolicies` operationId).
+	ListRolePolicies(ctx context.Context, project ProjectPath, params *ListRolePoliciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteRolePolicy Take the project's layer of a role's policy away (admin): the role's packets take _shared's layer, if any, and the defaults. 404 when the project sets no policy for the role. An entry of the project's audit chain.
+	//
+	// Corresponds with DELETE /v1/projects/{project}/roles/{role} (the `DeleteRolePolicy` operationId).
+	DeleteRolePolicy(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRolePolicy A role's effective policy in the project: each member from the project's layer, else _shared's, else the default, and in layers which one set it; own and shared are the layers as stored. A role without a policy answers its defaults.
+	//
+	// Corresponds with GET /v1/projects/{project}/roles/{role} (the `GetRolePolicy` operationId).
+	GetRolePolicy(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutRolePolicyWithBody Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+	PutRolePolicyWithBody(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutRolePolicy Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+	PutRolePolicy(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, body PutRolePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AttributeTaskWithBody Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	//
@@ -3107,7 +3505,7 @@ func (c *Raw) CreateHandoff(ctx context.Context, project ProjectPath, params *Cr
 
 // StreamHandoffEvents Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 //
-// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process. The same stream, numbered alike, carries the project's proposal events (proposal_created, proposal_promoted, proposal_rejected; data with type "proposal", key, proposal, authority, promoter_roles, author and author_role): a role's inbox (target_role) gets those of the proposals its agents could promote when they were made, an author's (source_role) those of its role's proposals (docs/proposals.md).
 //
 // Corresponds with GET /v1/projects/{project}/handoffs/events (the `StreamHandoffEvents` operationId).
 func (c *Raw) StreamHandoffEvents(ctx context.Context, project ProjectPath, params *StreamHandoffEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3384,6 +3782,104 @@ func (c *Raw) GetItemLedger(ctx context.Context, project ProjectPath, key KeyPat
 	return c.Client.Do(req)
 }
 
+// ListItemProposals An item's proposals, oldest first, of one status. An item the caller may not see, or a key with neither a version nor a proposal it may see, is 404.
+//
+// Corresponds with GET /v1/projects/{project}/items/{key}/proposals (the `ListItemProposals` operationId).
+func (c *Raw) ListItemProposals(ctx context.Context, project ProjectPath, key KeyPath, params *ListItemProposalsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListItemProposalsRequest(c.Server, project, key, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetItemProposal One proposal, with its decision, and the roles that may promote it now while it is pending.
+//
+// Corresponds with GET /v1/projects/{project}/items/{key}/proposals/{proposal} (the `GetItemProposal` operationId).
+func (c *Raw) GetItemProposal(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetItemProposalRequest(c.Server, project, key, proposal)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PromoteProposalWithBody Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+func (c *Raw) PromoteProposalWithBody(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPromoteProposalRequestWithBody(c.Server, project, key, proposal, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PromoteProposal Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+func (c *Raw) PromoteProposal(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, body PromoteProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPromoteProposalRequest(c.Server, project, key, proposal, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectProposalWithBody Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+func (c *Raw) RejectProposalWithBody(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectProposalRequestWithBody(c.Server, project, key, proposal, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectProposal Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+func (c *Raw) RejectProposal(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, body RejectProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectProposalRequest(c.Server, project, key, proposal, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListItemVersions Every version of an item, oldest first, tombstones included.
 //
 // Corresponds with GET /v1/projects/{project}/items/{key}/versions (the `ListItemVersions` operationId).
@@ -3454,7 +3950,7 @@ func (c *Raw) RedactItemVersion(ctx context.Context, project ProjectPath, key Ke
 
 // ImportItemsWithBody Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3473,7 +3969,7 @@ func (c *Raw) ImportItemsWithBody(ctx context.Context, project ProjectPath, para
 
 // ImportItems Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3758,6 +4254,21 @@ func (c *Raw) WhyPacket(ctx context.Context, project ProjectPath, id PacketID, p
 	return c.Client.Do(req)
 }
 
+// ListProposals A project's proposals the caller may see, oldest first, of one status (docs/proposals.md).
+//
+// Corresponds with GET /v1/projects/{project}/proposals (the `ListProposals` operationId).
+func (c *Raw) ListProposals(ctx context.Context, project ProjectPath, params *ListProposalsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProposalsRequest(c.Server, project, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetRedaction A redaction's progress.
 //
 // Corresponds with GET /v1/projects/{project}/redactions/{id} (the `GetRedaction` operationId).
@@ -3778,6 +4289,85 @@ func (c *Raw) GetRedaction(ctx context.Context, project ProjectPath, id string, 
 // Corresponds with POST /v1/projects/{project}/restore (the `RestoreProject` operationId).
 func (c *Raw) RestoreProject(ctx context.Context, project ProjectPath, params *RestoreProjectParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRestoreProjectRequest(c.Server, project, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRolePolicies The roles that have a policy in the project or in _shared, by role, each as GET .../roles/{role} shows it (docs/roles.md).
+//
+// Corresponds with GET /v1/projects/{project}/roles (the `ListRolePolicies` operationId).
+func (c *Raw) ListRolePolicies(ctx context.Context, project ProjectPath, params *ListRolePoliciesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRolePoliciesRequest(c.Server, project, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteRolePolicy Take the project's layer of a role's policy away (admin): the role's packets take _shared's layer, if any, and the defaults. 404 when the project sets no policy for the role. An entry of the project's audit chain.
+//
+// Corresponds with DELETE /v1/projects/{project}/roles/{role} (the `DeleteRolePolicy` operationId).
+func (c *Raw) DeleteRolePolicy(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteRolePolicyRequest(c.Server, project, role)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRolePolicy A role's effective policy in the project: each member from the project's layer, else _shared's, else the default, and in layers which one set it; own and shared are the layers as stored. A role without a policy answers its defaults.
+//
+// Corresponds with GET /v1/projects/{project}/roles/{role} (the `GetRolePolicy` operationId).
+func (c *Raw) GetRolePolicy(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRolePolicyRequest(c.Server, project, role)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutRolePolicyWithBody Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+func (c *Raw) PutRolePolicyWithBody(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutRolePolicyRequestWithBody(c.Server, project, role, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutRolePolicy Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+func (c *Raw) PutRolePolicy(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, body PutRolePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutRolePolicyRequest(c.Server, project, role, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5745,6 +6335,298 @@ func NewGetItemLedgerRequest(server string, project ProjectPath, key KeyPath, pa
 	return req, nil
 }
 
+// NewListItemProposalsRequest constructs an http.Request for the ListItemProposals method
+func NewListItemProposalsRequest(server string, project ProjectPath, key KeyPath, params *ListItemProposalsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/items/%s/proposals", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetItemProposalRequest constructs an http.Request for the GetItemProposal method
+func NewGetItemProposalRequest(server string, project ProjectPath, key KeyPath, proposal ProposalNumber) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "proposal", proposal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/items/%s/proposals/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPromoteProposalRequest calls the generic PromoteProposal builder with application/json body
+func NewPromoteProposalRequest(server string, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, body PromoteProposalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPromoteProposalRequestWithBody(server, project, key, proposal, params, "application/json", bodyReader)
+}
+
+// NewPromoteProposalRequestWithBody constructs an http.Request for the PromoteProposal method, with any body, and a specified content type
+func NewPromoteProposalRequestWithBody(server string, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "proposal", proposal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/items/%s/proposals/%s/promote", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRejectProposalRequest calls the generic RejectProposal builder with application/json body
+func NewRejectProposalRequest(server string, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, body RejectProposalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRejectProposalRequestWithBody(server, project, key, proposal, params, "application/json", bodyReader)
+}
+
+// NewRejectProposalRequestWithBody constructs an http.Request for the RejectProposal method, with any body, and a specified content type
+func NewRejectProposalRequestWithBody(server string, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "proposal", proposal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/items/%s/proposals/%s/reject", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListItemVersionsRequest constructs an http.Request for the ListItemVersions method
 func NewListItemVersionsRequest(server string, project ProjectPath, key KeyPath, params *ListItemVersionsParams) (*http.Request, error) {
 	var err error
@@ -6843,6 +7725,91 @@ func NewWhyPacketRequest(server string, project ProjectPath, id PacketID, params
 	return req, nil
 }
 
+// NewListProposalsRequest constructs an http.Request for the ListProposals method
+func NewListProposalsRequest(server string, project ProjectPath, params *ListProposalsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/proposals", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetRedactionRequest constructs an http.Request for the GetRedaction method
 func NewGetRedactionRequest(server string, project ProjectPath, id string) (*http.Request, error) {
 	var err error
@@ -6914,6 +7881,230 @@ func NewRestoreProjectRequest(server string, project ProjectPath, params *Restor
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListRolePoliciesRequest constructs an http.Request for the ListRolePolicies method
+func NewListRolePoliciesRequest(server string, project ProjectPath, params *ListRolePoliciesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/roles", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteRolePolicyRequest constructs an http.Request for the DeleteRolePolicy method
+func NewDeleteRolePolicyRequest(server string, project ProjectPath, role RolePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "role", role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/roles/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetRolePolicyRequest constructs an http.Request for the GetRolePolicy method
+func NewGetRolePolicyRequest(server string, project ProjectPath, role RolePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "role", role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/roles/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutRolePolicyRequest calls the generic PutRolePolicy builder with application/json body
+func NewPutRolePolicyRequest(server string, project ProjectPath, role RolePath, params *PutRolePolicyParams, body PutRolePolicyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutRolePolicyRequestWithBody(server, project, role, params, "application/json", bodyReader)
+}
+
+// NewPutRolePolicyRequestWithBody constructs an http.Request for the PutRolePolicy method, with any body, and a specified content type
+func NewPutRolePolicyRequestWithBody(server string, project ProjectPath, role RolePath, params *PutRolePolicyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "project", project, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "role", role, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/projects/%s/roles/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -7238,7 +8429,7 @@ type ClientWithResponsesInterface interface {
 
 	// StreamHandoffEventsWithResponse Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 	//
-	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+	// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process. The same stream, numbered alike, carries the project's proposal events (proposal_created, proposal_promoted, proposal_rejected; data with type "proposal", key, proposal, authority, promoter_roles, author and author_role): a role's inbox (target_role) gets those of the proposals its agents could promote when they were made, an author's (source_role) those of its role's proposals (docs/proposals.md).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7359,6 +8550,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/projects/{project}/items/{key}/ledger (the `GetItemLedger` operationId).
 	GetItemLedgerWithResponse(ctx context.Context, project ProjectPath, key KeyPath, params *GetItemLedgerParams, reqEditors ...RequestEditorFn) (*GetItemLedgerResponse, error)
 
+	// ListItemProposalsWithResponse An item's proposals, oldest first, of one status. An item the caller may not see, or a key with neither a version nor a proposal it may see, is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/items/{key}/proposals (the `ListItemProposals` operationId).
+	ListItemProposalsWithResponse(ctx context.Context, project ProjectPath, key KeyPath, params *ListItemProposalsParams, reqEditors ...RequestEditorFn) (*ListItemProposalsResponse, error)
+
+	// GetItemProposalWithResponse One proposal, with its decision, and the roles that may promote it now while it is pending.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/items/{key}/proposals/{proposal} (the `GetItemProposal` operationId).
+	GetItemProposalWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, reqEditors ...RequestEditorFn) (*GetItemProposalResponse, error)
+
+	// PromoteProposalWithBodyWithResponse Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+	PromoteProposalWithBodyWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PromoteProposalResponse, error)
+
+	// PromoteProposalWithResponse Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+	PromoteProposalWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, body PromoteProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteProposalResponse, error)
+
+	// RejectProposalWithBodyWithResponse Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+	RejectProposalWithBodyWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectProposalResponse, error)
+
+	// RejectProposalWithResponse Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+	RejectProposalWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, body RejectProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectProposalResponse, error)
+
 	// ListItemVersionsWithResponse Every version of an item, oldest first, tombstones included.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7393,7 +8626,7 @@ type ClientWithResponsesInterface interface {
 
 	// ImportItemsWithBodyWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7402,7 +8635,7 @@ type ClientWithResponsesInterface interface {
 
 	// ImportItemsWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 	//
-	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+	// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7533,6 +8766,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/projects/{project}/packets/{id}/why (the `WhyPacket` operationId).
 	WhyPacketWithResponse(ctx context.Context, project ProjectPath, id PacketID, params *WhyPacketParams, reqEditors ...RequestEditorFn) (*WhyPacketResponse, error)
 
+	// ListProposalsWithResponse A project's proposals the caller may see, oldest first, of one status (docs/proposals.md).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/proposals (the `ListProposals` operationId).
+	ListProposalsWithResponse(ctx context.Context, project ProjectPath, params *ListProposalsParams, reqEditors ...RequestEditorFn) (*ListProposalsResponse, error)
+
 	// GetRedactionWithResponse A redaction's progress.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7546,6 +8786,41 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/projects/{project}/restore (the `RestoreProject` operationId).
 	RestoreProjectWithResponse(ctx context.Context, project ProjectPath, params *RestoreProjectParams, reqEditors ...RequestEditorFn) (*RestoreProjectResponse, error)
+
+	// ListRolePoliciesWithResponse The roles that have a policy in the project or in _shared, by role, each as GET .../roles/{role} shows it (docs/roles.md).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/roles (the `ListRolePolicies` operationId).
+	ListRolePoliciesWithResponse(ctx context.Context, project ProjectPath, params *ListRolePoliciesParams, reqEditors ...RequestEditorFn) (*ListRolePoliciesResponse, error)
+
+	// DeleteRolePolicyWithResponse Take the project's layer of a role's policy away (admin): the role's packets take _shared's layer, if any, and the defaults. 404 when the project sets no policy for the role. An entry of the project's audit chain.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/projects/{project}/roles/{role} (the `DeleteRolePolicy` operationId).
+	DeleteRolePolicyWithResponse(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*DeleteRolePolicyResponse, error)
+
+	// GetRolePolicyWithResponse A role's effective policy in the project: each member from the project's layer, else _shared's, else the default, and in layers which one set it; own and shared are the layers as stored. A role without a policy answers its defaults.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/projects/{project}/roles/{role} (the `GetRolePolicy` operationId).
+	GetRolePolicyWithResponse(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*GetRolePolicyResponse, error)
+
+	// PutRolePolicyWithBodyWithResponse Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+	PutRolePolicyWithBodyWithResponse(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutRolePolicyResponse, error)
+
+	// PutRolePolicyWithResponse Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+	PutRolePolicyWithResponse(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, body PutRolePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*PutRolePolicyResponse, error)
 
 	// AttributeTaskWithBodyWithResponse Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
 	//
@@ -9083,6 +10358,8 @@ type PutItemResponse struct {
 	JSON200 *Item
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Item
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Proposal
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *ProblemResponse
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -9101,6 +10378,11 @@ func (r PutItemResponse) GetJSON200() *Item {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r PutItemResponse) GetJSON201() *Item {
 	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PutItemResponse) GetJSON202() *Proposal {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -9241,6 +10523,226 @@ func (r GetItemLedgerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetItemLedgerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListItemProposalsResponseDefaultHeaders the declared response headers of an HTTP default response for ListItemProposals
+type ListItemProposalsResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type ListItemProposalsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProposalList
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListItemProposalsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListItemProposalsResponse) GetJSON200() *ProposalList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListItemProposalsResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListItemProposalsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListItemProposalsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListItemProposalsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListItemProposalsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetItemProposalResponseDefaultHeaders the declared response headers of an HTTP default response for GetItemProposal
+type GetItemProposalResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type GetItemProposalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Proposal
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetItemProposalResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetItemProposalResponse) GetJSON200() *Proposal {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetItemProposalResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetItemProposalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetItemProposalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetItemProposalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetItemProposalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PromoteProposalResponseDefaultHeaders the declared response headers of an HTTP default response for PromoteProposal
+type PromoteProposalResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type PromoteProposalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Promotion
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PromoteProposalResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PromoteProposalResponse) GetJSON200() *Promotion {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PromoteProposalResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PromoteProposalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PromoteProposalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PromoteProposalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PromoteProposalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RejectProposalResponseDefaultHeaders the declared response headers of an HTTP default response for RejectProposal
+type RejectProposalResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type RejectProposalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Proposal
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RejectProposalResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RejectProposalResponse) GetJSON200() *Proposal {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RejectProposalResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RejectProposalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RejectProposalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RejectProposalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RejectProposalResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10134,6 +11636,61 @@ func (r WhyPacketResponse) ContentType() string {
 	return ""
 }
 
+// ListProposalsResponseDefaultHeaders the declared response headers of an HTTP default response for ListProposals
+type ListProposalsResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type ListProposalsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProposalList
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListProposalsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProposalsResponse) GetJSON200() *ProposalList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListProposalsResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProposalsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProposalsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProposalsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProposalsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetRedactionResponseDefaultHeaders the declared response headers of an HTTP default response for GetRedaction
 type GetRedactionResponseDefaultHeaders struct {
 	RetryAfter *int
@@ -10238,6 +11795,226 @@ func (r RestoreProjectResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RestoreProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListRolePoliciesResponseDefaultHeaders the declared response headers of an HTTP default response for ListRolePolicies
+type ListRolePoliciesResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type ListRolePoliciesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RolePolicyList
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ListRolePoliciesResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRolePoliciesResponse) GetJSON200() *RolePolicyList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListRolePoliciesResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRolePoliciesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRolePoliciesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRolePoliciesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRolePoliciesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteRolePolicyResponseDefaultHeaders the declared response headers of an HTTP default response for DeleteRolePolicy
+type DeleteRolePolicyResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type DeleteRolePolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RolePolicy
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DeleteRolePolicyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteRolePolicyResponse) GetJSON200() *RolePolicy {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteRolePolicyResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteRolePolicyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteRolePolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteRolePolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteRolePolicyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRolePolicyResponseDefaultHeaders the declared response headers of an HTTP default response for GetRolePolicy
+type GetRolePolicyResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type GetRolePolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RolePolicy
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetRolePolicyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRolePolicyResponse) GetJSON200() *RolePolicy {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetRolePolicyResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRolePolicyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRolePolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRolePolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRolePolicyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutRolePolicyResponseDefaultHeaders the declared response headers of an HTTP default response for PutRolePolicy
+type PutRolePolicyResponseDefaultHeaders struct {
+	RetryAfter *int
+}
+
+type PutRolePolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RolePolicy
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *ProblemResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutRolePolicyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutRolePolicyResponse) GetJSON200() *RolePolicy {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PutRolePolicyResponse) GetApplicationproblemJSONDefault() *ProblemResponse {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutRolePolicyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutRolePolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutRolePolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutRolePolicyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10652,7 +12429,7 @@ func (c *ClientWithResponses) CreateHandoffWithResponse(ctx context.Context, pro
 
 // StreamHandoffEventsWithResponse Live inbox: the project's handoff events for a target role, as Server-Sent Events.
 //
-// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process.
+// Each event's id is the project's event sequence number (commit order), its event name the transition (created, accepted, rejected, withdrawn, superseded), its data the event with its handoff's id, task, source and target. Without Last-Event-ID the stream starts from now; with it, everything after that id comes first. A comment line (": keep-alive") every 15 seconds keeps idle connections open; the write timeout does not apply to the stream. It ends within a second of its key's revocation, or of a change of its agent's role, permission or projects, in any process. The same stream, numbered alike, carries the project's proposal events (proposal_created, proposal_promoted, proposal_rejected; data with type "proposal", key, proposal, authority, promoter_roles, author and author_role): a role's inbox (target_role) gets those of the proposals its agents could promote when they were made, an author's (source_role) those of its role's proposals (docs/proposals.md).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10875,6 +12652,84 @@ func (c *ClientWithResponses) GetItemLedgerWithResponse(ctx context.Context, pro
 	return ParseGetItemLedgerResponse(rsp)
 }
 
+// ListItemProposalsWithResponse An item's proposals, oldest first, of one status. An item the caller may not see, or a key with neither a version nor a proposal it may see, is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/items/{key}/proposals (the `ListItemProposals` operationId).
+func (c *ClientWithResponses) ListItemProposalsWithResponse(ctx context.Context, project ProjectPath, key KeyPath, params *ListItemProposalsParams, reqEditors ...RequestEditorFn) (*ListItemProposalsResponse, error) {
+	rsp, err := c.ListItemProposals(ctx, project, key, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListItemProposalsResponse(rsp)
+}
+
+// GetItemProposalWithResponse One proposal, with its decision, and the roles that may promote it now while it is pending.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/items/{key}/proposals/{proposal} (the `GetItemProposal` operationId).
+func (c *ClientWithResponses) GetItemProposalWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, reqEditors ...RequestEditorFn) (*GetItemProposalResponse, error) {
+	rsp, err := c.GetItemProposal(ctx, project, key, proposal, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetItemProposalResponse(rsp)
+}
+
+// PromoteProposalWithBodyWithResponse Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+func (c *ClientWithResponses) PromoteProposalWithBodyWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PromoteProposalResponse, error) {
+	rsp, err := c.PromoteProposalWithBody(ctx, project, key, proposal, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePromoteProposalResponse(rsp)
+}
+
+// PromoteProposalWithResponse Make a pending proposal the item's next version (written by the promoter), superseding the live version before it. The promoter's grant must cover the authority the proposal asks for; its author may not promote it (403 self_promotion, admins included, and any agent of the author's name). 404 for a proposal that does not exist or that the caller may not see; 409 invalid_transition with current_status for one decided already; 409 stale_proposal for one made against a version that is no longer current, unless "rebase": true.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/promote (the `PromoteProposal` operationId).
+func (c *ClientWithResponses) PromoteProposalWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *PromoteProposalParams, body PromoteProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteProposalResponse, error) {
+	rsp, err := c.PromoteProposal(ctx, project, key, proposal, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePromoteProposalResponse(rsp)
+}
+
+// RejectProposalWithBodyWithResponse Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+func (c *ClientWithResponses) RejectProposalWithBodyWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectProposalResponse, error) {
+	rsp, err := c.RejectProposalWithBody(ctx, project, key, proposal, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectProposalResponse(rsp)
+}
+
+// RejectProposalWithResponse Reject a pending proposal with a reason (422 without one): anyone who may promote it, or its author (taking it back). 404 and 409 as for promote.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/projects/{project}/items/{key}/proposals/{proposal}/reject (the `RejectProposal` operationId).
+func (c *ClientWithResponses) RejectProposalWithResponse(ctx context.Context, project ProjectPath, key KeyPath, proposal ProposalNumber, params *RejectProposalParams, body RejectProposalJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectProposalResponse, error) {
+	rsp, err := c.RejectProposal(ctx, project, key, proposal, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectProposalResponse(rsp)
+}
+
 // ListItemVersionsWithResponse Every version of an item, oldest first, tombstones included.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -10933,7 +12788,7 @@ func (c *ClientWithResponses) RedactItemVersionWithResponse(ctx context.Context,
 
 // ImportItemsWithBodyWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10948,7 +12803,7 @@ func (c *ClientWithResponses) ImportItemsWithBodyWithResponse(ctx context.Contex
 
 // ImportItemsWithResponse Import up to 10,000 items in one of the seeds' formats, in one transaction, all or nothing.
 //
-// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a pinned_only item. The answer is the batch answer; re-importing the same input changes nothing.
+// format contextd takes the batch's items as they are; kxm takes KXM ContextItem v1 objects (camelCase: id, kind, project, summary, provenance, authority, confidence, stateKey, ...); navi takes navi ContextPackets (id, source, title, content, priority, metadata). docs/formats.md maps each. A KXM item of status superseded or rejected is written and then tombstoned in the same transaction, so it stays in the history; proposed becomes a proposal (docs/proposals.md), as every item does with "proposal": true. The answer is the batch answer; re-importing the same input changes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11181,6 +13036,19 @@ func (c *ClientWithResponses) WhyPacketWithResponse(ctx context.Context, project
 	return ParseWhyPacketResponse(rsp)
 }
 
+// ListProposalsWithResponse A project's proposals the caller may see, oldest first, of one status (docs/proposals.md).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/proposals (the `ListProposals` operationId).
+func (c *ClientWithResponses) ListProposalsWithResponse(ctx context.Context, project ProjectPath, params *ListProposalsParams, reqEditors ...RequestEditorFn) (*ListProposalsResponse, error) {
+	rsp, err := c.ListProposals(ctx, project, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProposalsResponse(rsp)
+}
+
 // GetRedactionWithResponse A redaction's progress.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11205,6 +13073,71 @@ func (c *ClientWithResponses) RestoreProjectWithResponse(ctx context.Context, pr
 		return nil, err
 	}
 	return ParseRestoreProjectResponse(rsp)
+}
+
+// ListRolePoliciesWithResponse The roles that have a policy in the project or in _shared, by role, each as GET .../roles/{role} shows it (docs/roles.md).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/roles (the `ListRolePolicies` operationId).
+func (c *ClientWithResponses) ListRolePoliciesWithResponse(ctx context.Context, project ProjectPath, params *ListRolePoliciesParams, reqEditors ...RequestEditorFn) (*ListRolePoliciesResponse, error) {
+	rsp, err := c.ListRolePolicies(ctx, project, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRolePoliciesResponse(rsp)
+}
+
+// DeleteRolePolicyWithResponse Take the project's layer of a role's policy away (admin): the role's packets take _shared's layer, if any, and the defaults. 404 when the project sets no policy for the role. An entry of the project's audit chain.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/projects/{project}/roles/{role} (the `DeleteRolePolicy` operationId).
+func (c *ClientWithResponses) DeleteRolePolicyWithResponse(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*DeleteRolePolicyResponse, error) {
+	rsp, err := c.DeleteRolePolicy(ctx, project, role, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteRolePolicyResponse(rsp)
+}
+
+// GetRolePolicyWithResponse A role's effective policy in the project: each member from the project's layer, else _shared's, else the default, and in layers which one set it; own and shared are the layers as stored. A role without a policy answers its defaults.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/projects/{project}/roles/{role} (the `GetRolePolicy` operationId).
+func (c *ClientWithResponses) GetRolePolicyWithResponse(ctx context.Context, project ProjectPath, role RolePath, reqEditors ...RequestEditorFn) (*GetRolePolicyResponse, error) {
+	rsp, err := c.GetRolePolicy(ctx, project, role, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRolePolicyResponse(rsp)
+}
+
+// PutRolePolicyWithBodyWithResponse Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+func (c *ClientWithResponses) PutRolePolicyWithBodyWithResponse(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutRolePolicyResponse, error) {
+	rsp, err := c.PutRolePolicyWithBody(ctx, project, role, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutRolePolicyResponse(rsp)
+}
+
+// PutRolePolicyWithResponse Set the project's layer of a role's policy (admin; in _shared, the default of every project), replacing the layer whole: a packet for the role whose request does not name token_budget, format or tokenizer takes the policy's, kinds and max_per_section shape which items it holds (left out: records with reason role_policy). 422 with a pointer for an unknown kind, section, format or tokenizer, or a budget out of 1 to 200,000. An entry of the project's audit chain; an archived project answers 410 gone.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/projects/{project}/roles/{role} (the `PutRolePolicy` operationId).
+func (c *ClientWithResponses) PutRolePolicyWithResponse(ctx context.Context, project ProjectPath, role RolePath, params *PutRolePolicyParams, body PutRolePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*PutRolePolicyResponse, error) {
+	rsp, err := c.PutRolePolicy(ctx, project, role, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutRolePolicyResponse(rsp)
 }
 
 // AttributeTaskWithBodyWithResponse Which packets of a task a text came from: every packet of the task the caller may open (its newest 100), each with its best match (as packet attribute finds it), best first, then newest first.
@@ -12529,6 +14462,13 @@ func ParsePutItemResponse(rsp *http.Response) (*PutItemResponse, error) {
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Proposal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest ProblemResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12653,6 +14593,190 @@ func ParseGetItemLedgerResponse(rsp *http.Response) (*GetItemLedgerResponse, err
 	switch {
 	case true:
 		var headers GetItemLedgerResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListItemProposalsResponse parses an HTTP response from a ListItemProposalsWithResponse call
+func ParseListItemProposalsResponse(rsp *http.Response) (*ListItemProposalsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListItemProposalsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProposalList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListItemProposalsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetItemProposalResponse parses an HTTP response from a GetItemProposalWithResponse call
+func ParseGetItemProposalResponse(rsp *http.Response) (*GetItemProposalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetItemProposalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Proposal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetItemProposalResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePromoteProposalResponse parses an HTTP response from a PromoteProposalWithResponse call
+func ParsePromoteProposalResponse(rsp *http.Response) (*PromoteProposalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PromoteProposalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Promotion
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers PromoteProposalResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRejectProposalResponse parses an HTTP response from a RejectProposalWithResponse call
+func ParseRejectProposalResponse(rsp *http.Response) (*RejectProposalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RejectProposalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Proposal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers RejectProposalResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -13412,6 +15536,52 @@ func ParseWhyPacketResponse(rsp *http.Response) (*WhyPacketResponse, error) {
 	return response, nil
 }
 
+// ParseListProposalsResponse parses an HTTP response from a ListProposalsWithResponse call
+func ParseListProposalsResponse(rsp *http.Response) (*ListProposalsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProposalsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProposalList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListProposalsResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetRedactionResponse parses an HTTP response from a GetRedactionWithResponse call
 func ParseGetRedactionResponse(rsp *http.Response) (*GetRedactionResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13491,6 +15661,190 @@ func ParseRestoreProjectResponse(rsp *http.Response) (*RestoreProjectResponse, e
 	switch {
 	case true:
 		var headers RestoreProjectResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRolePoliciesResponse parses an HTTP response from a ListRolePoliciesWithResponse call
+func ParseListRolePoliciesResponse(rsp *http.Response) (*ListRolePoliciesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRolePoliciesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RolePolicyList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ListRolePoliciesResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteRolePolicyResponse parses an HTTP response from a DeleteRolePolicyWithResponse call
+func ParseDeleteRolePolicyResponse(rsp *http.Response) (*DeleteRolePolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteRolePolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RolePolicy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers DeleteRolePolicyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRolePolicyResponse parses an HTTP response from a GetRolePolicyWithResponse call
+func ParseGetRolePolicyResponse(rsp *http.Response) (*GetRolePolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRolePolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RolePolicy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers GetRolePolicyResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutRolePolicyResponse parses an HTTP response from a PutRolePolicyWithResponse call
+func ParsePutRolePolicyResponse(rsp *http.Response) (*PutRolePolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutRolePolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RolePolicy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ProblemResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers PutRolePolicyResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -19,7 +19,8 @@ type Event struct {
 	// as EventsOptions.LastEventID to resume after it.
 	ID string
 	// Type is the event's name, the transition: created, accepted,
-	// rejected, withdrawn or superseded.
+	// rejected, withdrawn or superseded; for a proposal's event,
+	// proposal_created, proposal_promoted or proposal_rejected.
 	Type string
 	// Data is the event's data as sent: an EventData.
 	Data json.RawMessage
@@ -41,6 +42,19 @@ type EventData struct {
 	Source     HandoffSource `json:"source"`
 	Target     HandoffTarget `json:"target"`
 	CreatedAt  time.Time     `json:"created_at"`
+	// A proposal's event has Kind "proposal" and these members instead of
+	// the handoff's: the item's key, the proposal's number, the authority
+	// it asks for, the roles that could promote it when it was made, its
+	// author and the author's role, and for a promotion the version it
+	// became (docs/proposals.md).
+	Kind          string   `json:"type,omitempty"`
+	Key           string   `json:"key,omitempty"`
+	Proposal      int      `json:"proposal,omitempty"`
+	Authority     string   `json:"authority,omitempty"`
+	PromoterRoles []string `json:"promoter_roles,omitempty"`
+	Author        string   `json:"author,omitempty"`
+	AuthorRole    string   `json:"author_role,omitempty"`
+	Version       int      `json:"version,omitempty"`
 }
 
 // Decode decodes the event's data.

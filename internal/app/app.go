@@ -15,6 +15,7 @@ import (
 	"github.com/contextd/contextd/internal/outcome"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/rolepolicy"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -31,6 +32,8 @@ type App struct {
 	Outcomes *outcome.Service
 	// Ledger is what each item cost and earned (issue 36).
 	Ledger *ledger.Service
+	// RolePolicies are the policies per role (issue 37).
+	RolePolicies *rolepolicy.Service
 	// Keys are the deployment's audit secret (checkpoints, idempotency
 	// answers); nil when none is configured.
 	Keys *evidence.Keys
@@ -94,5 +97,7 @@ func New(st *store.Store, opts ...Option) *App {
 		Evidence: evidence.NewService(st, projects, o.Keys),
 		Outcomes: outcome.NewService(st, projects, packets),
 		Ledger:   ledger.NewService(st, projects, items),
+
+		RolePolicies: rolepolicy.NewService(st, projects),
 	}
 }

@@ -29,7 +29,8 @@ func (b *bounded) admit(ctx context.Context, c *cand) (bool, error) {
 	return !b.p.ablated(c), nil
 }
 
-// early runs the stages before contradictions on a candidate, once: a
+// early runs the stages before contradictions on a candidate, once (the
+// role policy's kinds among them, policy.go): a
 // candidate met in rank order and the same one judged earlier as the
 // contender of a state key get one judgement and at most one record.
 func (b *bounded) early(ctx context.Context, c *cand) (bool, error) {
@@ -53,6 +54,9 @@ func (b *bounded) early(ctx context.Context, c *cand) (bool, error) {
 		p.exclude(c, ctxtype.ReasonHidden, fmt.Sprintf("not visible to role %q (visible_to %v, hidden_from %v)",
 			p.req.TargetRole, c.v.Roles.VisibleTo, c.v.Roles.HiddenFrom), true)
 		c.handled = true
+		return false, nil
+	}
+	if p.kindLeftOut(c) {
 		return false, nil
 	}
 	if c.v.Template {

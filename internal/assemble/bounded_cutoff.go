@@ -78,6 +78,9 @@ func (b *bounded) tryAndRender(ctx context.Context, bud *budgeter) error {
 				continue
 			}
 			c.section = sectionOf(c.v)
+			if p.sectionLeftOut(c) {
+				continue
+			}
 			p.ranked = append(p.ranked, c)
 			if err := b.costable(ctx, c); err != nil {
 				return err
@@ -231,6 +234,9 @@ func (b *bounded) explain(ctx context.Context, cutoffRank int) (*Explanation, er
 				rank = 0
 			}
 			return &Explanation{Reason: r.Reason, Detail: r.Detail, Rank: rank, Rule: c.rule}, nil
+		}
+		if e := b.sectionExplained(c, rank); ok && e != nil {
+			return e, nil
 		}
 		return &Explanation{Reason: ReasonBudgetCutoff, Rank: rank, Rule: c.rule,
 			Detail: fmt.Sprintf("rank %d, at or after the cutoff at rank %d: the budget tried %d candidates after the first that did not fit, and no later one",

@@ -56,6 +56,9 @@ func (p *pipeline) refill() error {
 		if c.blockCost > p.req.TokenBudget-p.used+fillSlack {
 			continue
 		}
+		if _, full := p.sectionFull(c); full {
+			continue // the role's policy lets its section hold no more
+		}
 		tries++
 		p.included[i] = true
 		pieces, text, used, err := p.renderIncluded()

@@ -47,23 +47,28 @@ type word struct {
 }
 
 // words splits s into NFC, case-folded words of letters, digits, marks and
-// underscores, keeping each one's byte range in s.
+// underscores, keeping each one's byte range in s. An ASCII word is folded
+// by lowering its letters, which is what NFC and case folding do to it,
+// without their allocations (a rendered prompt is mostly ASCII).
 func words(s string) []word {
-	var out []word
-	start := -1
+	out := make([]word, 0, len(s)/6+1) // ~6 bytes a word and its space
+	start, ascii := -1, true
 	flush := func(end int) {
 		if start >= 0 {
-			w := norm.NFC.String(s[start:end])
-			out = append(out, word{strings.ToLower(strings.ToUpper(w)), start, end})
-			start = -1
+			out = append(out, word{fold(s[start:end], ascii), start, end})
+			start, ascii = -1, true
 		}
 	}
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
 		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '_' && !emphasis(s, i) {
 			if start < 0 {
 				start = i
 			}
+			ascii = ascii && size == 1 && r < utf8.RuneSelf
 		} else {
 			flush(i)
 		}
@@ -71,6 +76,25 @@ func words(s string) []word {
 	}
 	flush(len(s))
 	return out
+}
+
+// fold is a word's NFC, case-folded form; ascii says it is all ASCII.
+func fold(w string, ascii bool) string {
+	if !ascii {
+		return strings.ToLower(strings.ToUpper(norm.NFC.String(w)))
+	}
+	for i := 0; i < len(w); i++ {
+		if 'A' <= w[i] && w[i] <= 'Z' {
+			b := []byte(w)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return w
 }
 
 // emphasis reports whether the underscore at s[i] marks emphasis (_word_,
@@ -93,21 +117,106 @@ func isWordByte(s string, i int, backwards bool) bool {
 
 // Find is every place of text in rendered, as the package doc says.
 func Find(rendered, text string) []Match {
+	return Prepare(rendered).Find(text)
+}
+
+// Prepared is a rendered prompt ready for many Finds: its words, their
+// ids and where each word occurs are computed once, when a Find first
+// needs them, and shared by every Find after (an outcome's answer is
+// looked for whole, then sentence by sentence, in one prompt). Each Find
+// answers what Find(rendered, text) does. Not safe for concurrent use.
+type Prepared struct {
+	rendered string
+	split    bool // rw, ids, vocab, first and next are computed
+	// rw are the rendered words and ids their ids in vocab: equal ids,
+	// equal words.
+	rw    []word
+	ids   []int32
+	vocab map[string]int32
+	// first is where each word id first occurs in rw, and next where the
+	// word at a place occurs next (-1: nowhere): each word's places in
+	// order, the only ones a run of text can start at.
+	first, next []int32
+}
+
+// Prepare readies rendered for Finds.
+func Prepare(rendered string) *Prepared { return &Prepared{rendered: rendered} }
+
+// Find is every place of text in the prepared rendered text: Find(rendered,
+// text).
+func (p *Prepared) Find(text string) []Match {
 	if text == "" {
 		return nil
 	}
-	if ms := exact(rendered, text); len(ms) > 0 {
+	if ms := exact(p.rendered, text); len(ms) > 0 {
 		return ms
 	}
 	tw := words(text)
 	if len(tw) == 0 {
 		return nil
 	}
-	rw := words(rendered)
-	if ms := inSequence(rw, tw); len(ms) > 0 {
+	p.splitWords()
+	tids := make([]int32, len(tw))
+	for i, w := range tw {
+		if id, ok := p.vocab[w.w]; ok {
+			tids[i] = id
+		} else {
+			tids[i] = -1 // in no rendered word: equal to none
+		}
+	}
+	if ms := p.inSequence(tids); len(ms) > 0 {
 		return ms
 	}
-	return passages(rw, tw)
+	return p.passages(tids)
+}
+
+// splitWords computes the rendered words, their ids and places, once.
+func (p *Prepared) splitWords() {
+	if p.split {
+		return
+	}
+	p.split = true
+	p.rw = words(p.rendered)
+	p.ids = make([]int32, len(p.rw))
+	p.vocab = map[string]int32{}
+	for i, w := range p.rw {
+		id, ok := p.vocab[w.w]
+		if !ok {
+			id = int32(len(p.vocab))
+			p.vocab[w.w] = id
+		}
+		p.ids[i] = id
+	}
+	p.first, p.next = make([]int32, len(p.vocab)), make([]int32, len(p.rw))
+	for i := range p.first {
+		p.first[i] = -1
+	}
+	for i := len(p.ids) - 1; i >= 0; i-- {
+		p.next[i], p.first[p.ids[i]] = p.first[p.ids[i]], int32(i)
+	}
+}
+
+// places calls fn with each place of word id in the rendered words, in
+// order, until fn returns false.
+func (p *Prepared) places(id int32, fn func(r int) bool) {
+	if id < 0 {
+		return
+	}
+	for r := p.first[id]; r >= 0 && fn(int(r)); r = p.next[r] {
+	}
+}
+
+// equal reports whether the rendered word ids from r are tids.
+func (p *Prepared) equal(r int, tids []int32) bool {
+	if r+len(tids) > len(p.ids) {
+		return false
+	}
+	for j, id := range tids {
+		if p.ids[r+j] != id {
+			return false
+		}
+	}
+	return true
 }
 
 // exact is every occurrence, overlapping ones included ("aa" in "aaa" twice).
@@ -129,64 +238,51 @@ func exact(rendered, text string) []Match {
 	return out
 }
 
-// inSequence is every run of the rendered words equal to the text's words.
-func inSequence(rw, tw []word) []Match {
+// inSequence is every run of the rendered words equal to the text's words
+// (their ids tids), in order: one can start only where the first word is.
+func (p *Prepared) inSequence(tids []int32) []Match {
 	var out []Match
-	for i := 0; i+len(tw) <= len(rw); i++ {
-		ok := true
-		for j := range tw {
-			if rw[i+j].w != tw[j].w {
-				ok = false
-				break
-			}
+	p.places(tids[0], func(i int) bool {
+		if i+len(tids) > len(p.ids) {
+			return false
 		}
-		if ok {
-			out = append(out, Match{Start: rw[i].start, End: rw[i+len(tw)-1].end, Kind: Normalized, Similarity: 1})
+		if p.equal(i, tids) {
+			out = append(out, Match{Start: p.rw[i].start, End: p.rw[i+len(tids)-1].end, Kind: Normalized, Similarity: 1})
 		}
-	}
+		return true
+	})
 	return out
 }
 
 // passages is the maximal runs of at least MinPassage words that the text
-// and the rendered prompt share, longest first (then by place), at most
-// MaxPassages. Runs are found from the MinPassage-word shingles of the
-// prompt, so the cost is linear in both texts plus the runs' lengths.
-func passages(rw, tw []word) []Match {
-	if len(tw) < MinPassage || len(rw) < MinPassage {
+// (its word ids tids) and the rendered prompt share, longest first (then by
+// place), at most MaxPassages. A run starts at a text word's place in the
+// prompt where the MinPassage words from it are the text's and the words
+// before them differ, so the cost is the text's words' places plus the
+// runs' lengths.
+func (p *Prepared) passages(tids []int32) []Match {
+	rids := p.ids
+	if len(tids) < MinPassage || len(rids) < MinPassage {
 		return nil
 	}
-	shingle := func(ws []word, i int) string {
-		var b strings.Builder
-		for _, w := range ws[i : i+MinPassage] {
-			b.WriteString(w.w)
-			b.WriteByte(0)
-		}
-		return b.String()
-	}
-	at := map[string][]int{}
-	for i := 0; i+MinPassage <= len(rw); i++ {
-		k := shingle(rw, i)
-		at[k] = append(at[k], i)
-	}
 	type run struct{ r, t, n int }
-	seen := map[[2]int]bool{} // (rendered start, text start) of runs found
 	var runs []run
-	for t := 0; t+MinPassage <= len(tw); t++ {
-		for _, r := range at[shingle(tw, t)] {
+	for t := 0; t+MinPassage <= len(tids); t++ {
+		p.places(tids[t], func(r int) bool {
+			if r+MinPassage > len(rids) {
+				return false
+			}
 			// Only a run's first shingle starts it: the one before must differ.
-			if r > 0 && t > 0 && rw[r-1].w == tw[t-1].w {
-				continue
+			if r > 0 && t > 0 && rids[r-1] == tids[t-1] || !p.equal(r, tids[t:t+MinPassage]) {
+				return true
 			}
-			if seen[[2]int{r, t}] {
-				continue
-			}
-			seen[[2]int{r, t}] = true
 			n := MinPassage
-			for r+n < len(rw) && t+n < len(tw) && rw[r+n].w == tw[t+n].w {
+			for r+n < len(rids) && t+n < len(tids) && rids[r+n] == tids[t+n] {
 				n++
 			}
 			runs = append(runs, run{r, t, n})
-		}
+			return true
+		})
 	}
 	sort.SliceStable(runs, func(i, j int) bool {
 		if runs[i].n != runs[j].n {
@@ -199,8 +295,8 @@ func passages(rw, tw []word) []Match {
 		if len(out) == MaxPassages {
 			break
 		}
-		out = append(out, Match{Start: rw[ru.r].start, End: rw[ru.r+ru.n-1].end, Kind: Passage,
-			Similarity: float64(int(float64(ru.n)/float64(len(tw))*1000+0.5)) / 1000})
+		out = append(out, Match{Start: p.rw[ru.r].start, End: p.rw[ru.r+ru.n-1].end, Kind: Passage,
+			Similarity: float64(int(float64(ru.n)/float64(len(tids))*1000+0.5)) / 1000})
 	}
 	return out
 }

@@ -1,13 +1,16 @@
 package attribute
 
 import (
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
 
-// FuzzFind: Find never panics, answers the same twice, and every match is
-// a range of the rendered text on character boundaries; an exact match is
-// the text itself, and a similarity lies in (0, 1].
+// FuzzFind: Find never panics, answers the same twice and what it answered
+// before Prepared (refFind), as does a Prepared asked first about half of
+// the text; every match is a range of the rendered text on character
+// boundaries; an exact match is the text itself, and a similarity lies in
+// (0, 1].
 func FuzzFind(f *testing.F) {
 	f.Add(rendered, "Refunds within 30 days")
 	f.Add(rendered, "- the REFUND window is 30 days for customers in the EU, and 21 days")
@@ -15,13 +18,19 @@ func FuzzFind(f *testing.F) {
 	f.Add("\xff\xfe x", "x")
 	f.Fuzz(func(t *testing.T, r, text string) {
 		a, b := Find(r, text), Find(r, text)
-		if len(a) != len(b) {
+		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("two answers: %v and %v", a, b)
 		}
-		for i := range a {
-			if a[i] != b[i] {
-				t.Fatalf("two answers: %v and %v", a, b)
-			}
+		if ref := refFind(r, text); !reflect.DeepEqual(a, ref) {
+			t.Fatalf("%v, before Prepared %v", a, ref)
+		}
+		p := Prepare(r)
+		half := text[:len(text)/2]
+		if got, ref := p.Find(half), refFind(r, half); !reflect.DeepEqual(got, ref) {
+			t.Fatalf("half: %v, before Prepared %v", got, ref)
+		}
+		if got := p.Find(text); !reflect.DeepEqual(got, a) {
+			t.Fatalf("prepared again: %v, alone %v", got, a)
 		}
 		if !utf8.ValidString(r) {
 			return // a rendered prompt is PostgreSQL text, always UTF-8: character boundaries need it

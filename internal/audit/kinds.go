@@ -21,7 +21,7 @@ const (
 
 // Mutable reports whether entries of kind stand for a row that changes.
 func Mutable(kind string) bool {
-	return kind == KindHandoff || kind == KindProject || kind == KindAgent || kind == KindPacketRedaction
+	return kind == KindHandoff || kind == KindProject || kind == KindAgent || kind == KindPacketRedaction || kind == KindRolePolicy
 }
 
 // KindPacketRedaction is a packet's text after a redaction overwrote
@@ -164,6 +164,8 @@ type ProjectRow struct {
 	// 00029).
 	ArchivedAt, RestoredAt *time.Time
 	ArchivedBy, RestoredBy *string
+	// OnExcessAuthority is refuse or propose (migration 00036).
+	OnExcessAuthority string
 }
 
 // ProjectBody is a project's entry body: its columns in ProjectRow's
@@ -171,12 +173,18 @@ type ProjectRow struct {
 // only when set, so that the entries written before they existed, and
 // those of a project never archived, stay what they were. The entry of an
 // archive says who archived the project and when, that of a restore who
-// restored it.
+// restored it. on_excess_authority comes last, and only when it is not
+// the default (refuse), for the same reason.
 func ProjectBody(p ProjectRow) ([]byte, error) {
+	var excess *string
+	if p.OnExcessAuthority != "" && p.OnExcessAuthority != "refuse" {
+		excess = &p.OnExcessAuthority
+	}
 	return newObject(KindProject).str("project", p.Project).str("description", p.Description).
 		time("created_at", &p.CreatedAt).time("updated_at", &p.UpdatedAt).
 		omitTime("archived_at", p.ArchivedAt).omitStr("archived_by", p.ArchivedBy).
-		omitTime("restored_at", p.RestoredAt).omitStr("restored_by", p.RestoredBy).bytes()
+		omitTime("restored_at", p.RestoredAt).omitStr("restored_by", p.RestoredBy).
+		omitStr("on_excess_authority", excess).bytes()
 }
 
 // KindAgent is an agent (its authority and its key's hash) in the global

@@ -5,7 +5,8 @@
 // corpus and database, so contextd's assembly throughput can be read as a
 // ratio of that lower bound. Its single-operation modes (--only ingest,
 // put, get, injections; modes.go) each measure one operation beside a floor
-// of its own taken in the same run.
+// of its own taken in the same run; --only outcomes measures the outcome
+// write and the suspects read (outcomes.go).
 //
 // The package talks to contextd only through the contract
 // (api/openapi.yaml); the floors, and the seeding of --only injections'
@@ -60,16 +61,23 @@ type Config struct {
 
 	Concurrency int           // agents running at once
 	Duration    time.Duration // the whole load, every phase
-	Only        string        // "" or "mixed": the mixed workload; "assemble": assembly alone; or a mode (ingest, put, get, injections)
+	Only        string        // "" or "mixed": the mixed workload; "assemble": assembly alone; or a mode (ingest, put, get, injections, outcomes)
 	Floor       bool          // alternate contextd and the floor in phases (the modes always do)
 	Sweep       []int         // assembly alone at each of these concurrencies, each beside its floor for Duration (sweep.go)
 	Phases      int           // with Floor: the number of phases, even, at least 4
 	Budget      int           // packets' token budget
+	// RolePolicy sets a policy per role in each bench project (policy.go)
+	// and leaves token_budget out of the requests: every packet takes its
+	// role's policy.
+	RolePolicy bool
 
 	IngestItems int    // --only ingest: items per batch (one round); at most MaxBatch
 	IngestSize  int    // --only ingest and put: content bytes of each item written
 	PutFloor    string // --only put: the floor, PutFloorInsert (default) or PutFloorWrite
 	Records     int64  // --only injections: records in packet_records to seed
+	// OutcomePackets is --only outcomes' packets to assemble before the
+	// load (at least 4 per agent), outcomes on half of them.
+	OutcomePackets int
 
 	// Progress receives the progress bar and lines (stderr; nil: none).
 	Progress io.Writer
@@ -84,11 +92,12 @@ type Config struct {
 // Defaults is the command line's configuration: 2 projects of 10,000
 // items, 1,000 in _shared, 20% always-on, seed 1, 8 agents for 30 s, 4
 // phases with a floor, a 16,000-token budget; for the modes, batches of
-// 10,000 items of 500 bytes and 1,000,000 packet records.
+// 10,000 items of 500 bytes, 1,000,000 packet records and 320 packets for
+// outcomes.
 func Defaults() Config {
 	return Config{Projects: 2, Items: 10000, Shared: 1000, Always: 0.2, Seed: 1,
 		Concurrency: 8, Duration: 30 * time.Second, Phases: 4, Budget: 16000,
-		IngestItems: MaxBatch, IngestSize: 500, PutFloor: PutFloorInsert, Records: 1000000}
+		IngestItems: MaxBatch, IngestSize: 500, PutFloor: PutFloorInsert, Records: 1000000, OutcomePackets: 320}
 }
 
 func (cfg *Config) validate() error {
@@ -105,7 +114,7 @@ func (cfg *Config) validate() error {
 	if cfg.Shared < 0 {
 		errs = append(errs, fmt.Errorf("--shared must not be negative, not %d", cfg.Shared))
 	}
-	if seeds := !isMode(cfg.Only) || cfg.Only == ModeGet; seeds && cfg.Shared > 0 && !cfg.Dedicated {
+	if seeds := !isMode(cfg.Only) || cfg.Only == ModeGet || cfg.Only == ModeOutcomes; seeds && cfg.Shared > 0 && !cfg.Dedicated {
 		errs = append(errs, fmt.Errorf("--shared %d would write items into _shared, which the packets of every project on the server read: "+
 			"bench writes _shared only on a server of its own (without --url, or with --dedicated)", cfg.Shared))
 	}
@@ -117,7 +126,7 @@ func (cfg *Config) validate() error {
 	case isMode(cfg.Only):
 		errs = append(errs, cfg.validateMode())
 	default:
-		errs = append(errs, fmt.Errorf("--only must be assemble, ingest, put, get or injections (or mixed, the default), not %q", cfg.Only))
+		errs = append(errs, fmt.Errorf("--only must be assemble, ingest, put, get, injections or outcomes (or mixed, the default), not %q", cfg.Only))
 	}
 	if len(cfg.Sweep) > 0 {
 		errs = append(errs, cfg.validateSweep())
@@ -239,7 +248,8 @@ func (r *runner) setLayers() {
 }
 
 // createAgents makes one agent per worker (roles in turn, edit on the bench
-// projects, granted policy) and one read-only agent per role that accepts handoffs.
+// projects, granted policy) and one read-only agent per role that accepts
+// handoffs; with --role-policy, it sets the roles' policies too.
 func (r *runner) createAgents(ctx context.Context) error {
 	mk := func(name, role, perm string) (agent, error) {
 		var out struct {
@@ -270,7 +280,7 @@ func (r *runner) createAgents(ctx context.Context) error {
 		}
 		r.accept[role] = a
 	}
-	return nil
+	return r.setPolicies(ctx) // with --role-policy, the roles' policies
 }
 
 // load runs the phases: one of the whole duration without a floor;

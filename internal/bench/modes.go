@@ -16,12 +16,15 @@ import (
 // The single-operation modes of --only. Each measures one contextd
 // operation and, in the same run and on the same database, a floor: what a
 // minimal pgx program needs for the same work, so contextd's figure can be
-// read against a lower bound instead of in the abstract.
+// read against a lower bound instead of in the abstract. ModeOutcomes is
+// the exception: it measures the operations of outcomes (outcomes.go)
+// against the issue's latency targets, without a floor.
 const (
 	ModeIngest     = "ingest"
 	ModePut        = "put"
 	ModeGet        = "get"
 	ModeInjections = "injections"
+	ModeOutcomes   = "outcomes"
 )
 
 // The operations the modes record (a floor's is the operation's name with
@@ -38,7 +41,7 @@ func floorOp(op string) string { return op + "_floor" }
 
 // isMode reports whether only names one of the single-operation modes.
 func isMode(only string) bool {
-	return slices.Contains([]string{ModeIngest, ModePut, ModeGet, ModeInjections}, only)
+	return slices.Contains([]string{ModeIngest, ModePut, ModeGet, ModeInjections, ModeOutcomes}, only)
 }
 
 // ModeResult is what a single-operation mode measured: contextd's figure
@@ -46,7 +49,8 @@ func isMode(only string) bool {
 // Floor are the operation's stats and Ratio contextd's ops/s over the
 // floor's; for ingest, Ingest holds versions/s and Ratio is contextd's
 // median versions/s over the floor's; for injections, Injections holds the
-// latencies of hot and cold items (Ratio is null: it compares latencies).
+// latencies of hot and cold items (Ratio is null: it compares latencies);
+// for outcomes, Outcomes holds each operation's figures (no floor).
 type ModeResult struct {
 	Mode         string            `json:"mode"`
 	Concurrency  int               `json:"concurrency"`
@@ -55,6 +59,7 @@ type ModeResult struct {
 	Ratio        *float64          `json:"ratio"`
 	Ingest       *IngestReport     `json:"ingest,omitempty"`
 	Injections   *InjectionsReport `json:"injections,omitempty"`
+	Outcomes     *OutcomesReport   `json:"outcomes,omitempty"`
 	ServerRSSMiB float64           `json:"server_rss_mib"`
 	Phases       []Phase           `json:"phases"`
 	// Analyzed and Statistics are as in Result: whether bench analysed
@@ -67,7 +72,8 @@ type ModeResult struct {
 }
 
 // runMode runs one of the single-operation modes. Every mode's floor needs
-// the database, which validate has checked.
+// the database, which validate has checked (outcomes, without a floor,
+// uses it only to analyse the corpus).
 func runMode(ctx context.Context, cfg Config) (*Result, error) {
 	r := newRunner(&cfg)
 	defer r.reportMade()
@@ -82,6 +88,8 @@ func runMode(ctx context.Context, cfg Config) (*Result, error) {
 		m, err = r.runPut(ctx)
 	case ModeGet:
 		m, err = r.runGet(ctx)
+	case ModeOutcomes:
+		m, err = r.runOutcomes(ctx)
 	default:
 		m, err = r.runInjections(ctx)
 	}
@@ -187,7 +195,7 @@ func (c *Corpus) sized(it Item, size int, rng *rand.Rand) Item {
 
 func (cfg *Config) validateMode() error {
 	var errs []error
-	if cfg.DatabaseURL == "" {
+	if cfg.DatabaseURL == "" && cfg.Only != ModeOutcomes {
 		errs = append(errs, fmt.Errorf("--only %s measures a floor on the database: give --database-url with --url", cfg.Only))
 	}
 	if cfg.Phases < 4 || cfg.Phases%2 != 0 {
@@ -205,6 +213,9 @@ func (cfg *Config) validateMode() error {
 	if cfg.Records < 100 {
 		errs = append(errs, fmt.Errorf("--records must be at least 100, not %d", cfg.Records))
 	}
+	if cfg.Only == ModeOutcomes && cfg.OutcomePackets < 1 {
+		errs = append(errs, fmt.Errorf("--outcome-packets must be positive, not %d", cfg.OutcomePackets))
+	}
 	return errors.Join(errs...)
 }
 
@@ -216,6 +227,8 @@ func (m *ModeResult) writeTable(w io.Writer) {
 		m.Ingest.writeTable(w)
 	case m.Injections != nil:
 		m.Injections.writeTable(w)
+	case m.Outcomes != nil:
+		m.Outcomes.writeTable(w)
 	default:
 		fmt.Fprintf(w, "%-14s %8s %9s %9s %9s %9s %7s\n", "operation", "ops", "ops/s", "p50 ms", "p95 ms", "p99 ms", "errors")
 		writeStatsRow(w, m.Mode, m.Contextd)

@@ -3,9 +3,11 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -164,4 +166,72 @@ func TestPairedRatio(t *testing.T) {
 	require.InDelta(t, 0.7, *pairedRatio(ms(1000, 1000, 1000, 1000), ms(500, 900, 600, 800)), 1e-9)
 	// A fourth contextd round without its floor round is left out.
 	require.InDelta(t, 0.75, *pairedRatio(ms(4000, 5000, 8000, 1), ms(2000, 4000, 6000)), 1e-9)
+}
+
+// TestOutcomesMode: both operations measured without errors, the answers
+// attributed to entries of their packets, and the outcomes stored: those
+// recorded before the load and one per measured write.
+func TestOutcomesMode(t *testing.T) {
+	t.Parallel()
+	cfg, progress := modeConfig(t, ModeOutcomes)
+	cfg.OutcomePackets = 16
+	res, err := Run(t.Context(), cfg)
+	require.NoError(t, err, progress.String())
+	rep := res.Mode.Outcomes
+	require.NotNil(t, rep)
+	require.Equal(t, 16, rep.Packets)
+	require.EqualValues(t, 8, rep.Recorded, "every other packet")
+	require.EqualValues(t, 4, rep.Failed, "statuses in turn: per agent success, failure, partial, success")
+	ops := map[string]OpStats{}
+	for _, op := range rep.Ops {
+		ops[op.Op] = op.OpStats
+	}
+	require.Len(t, ops, 4)
+	for _, name := range []string{OpOutcomeWrite, OpSuspects, OpLedgerItem, OpLedgerPage} {
+		require.Positive(t, ops[name].Ops, name)
+		require.Positive(t, ops[name].P50, name)
+		require.Zero(t, ops[name].Errors, "%s: %s", name, progress.String())
+	}
+	require.Positive(t, rep.UsedPerAnswer, "the answers quote their packets")
+
+	var outcomes, answered, used int
+	require.NoError(t, dbPool(t, cfg.DatabaseURL).QueryRow(t.Context(),
+		`SELECT count(*), count(*) FILTER (WHERE octet_length(answer) = $1), count(*) FILTER (WHERE jsonb_array_length(used) > 0)
+FROM packet_outcomes WHERE project LIKE 'bench-%'`, outcomeAnswerSize).Scan(&outcomes, &answered, &used))
+	require.Equal(t, 8+ops[OpOutcomeWrite].Ops, outcomes)
+	require.Equal(t, 6+ops[OpOutcomeWrite].Ops, answered, "three in four before the load, every write of the load")
+	require.Equal(t, answered, used)
+
+	var out, table bytes.Buffer
+	require.NoError(t, res.WriteJSON(&out))
+	var j map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &j), out.String())
+	require.Equal(t, ModeOutcomes, j["mode"])
+	jops := j["outcomes"].(map[string]any)["ops"].([]any)
+	require.Equal(t, OpOutcomeWrite, jops[0].(map[string]any)["op"])
+	require.Positive(t, jops[1].(map[string]any)["p99_ms"].(float64))
+	res.WriteTable(&table)
+	require.Contains(t, table.String(), "outcome write")
+	require.Contains(t, table.String(), "suspects")
+}
+
+// TestAnswerOf: an answer quotes the rendered text's sentences among its
+// own, is outcomeAnswerSize bytes, and stays UTF-8 where a quote's
+// character would be cut.
+func TestAnswerOf(t *testing.T) {
+	t.Parallel()
+	r := &runner{corpus: NewCorpus(1)}
+	rendered := "# Packet\n- Déjà vu: the café opens at nine every day. Short one.\n- Ünïcödé ëvërÿwhérë ïn thïs öné sénténcé."
+	quoted := 0
+	for seed := range uint64(200) {
+		a := r.answerOf(rendered, rand.New(rand.NewPCG(seed, 0)))
+		require.True(t, utf8.ValidString(a), a)
+		require.LessOrEqual(t, len(a), outcomeAnswerSize)
+		require.Greater(t, len(a), outcomeAnswerSize-utf8.UTFMax)
+		require.NotContains(t, a, "Short one", "fewer than five words")
+		if strings.Contains(a, "the café opens at nine every day.") || strings.Contains(a, "Ünïcödé ëvërÿwhérë ïn thïs öné sénténcé.") {
+			quoted++
+		}
+	}
+	require.Equal(t, 200, quoted, "every answer quotes the packet")
 }

@@ -114,7 +114,7 @@ type Result struct {
 	Analyzed   bool   `json:"analyzed"`
 	Statistics string `json:"statistics"`
 	// Mode is the result of a single-operation mode (--only ingest, put,
-	// get, injections); when set, it is the whole output.
+	// get, injections, outcomes); when set, it is the whole output.
 	Mode *ModeResult `json:"-"`
 	// Sweep is the result of --sweep; when set, it is the whole output.
 	Sweep *SweepResult `json:"-"`

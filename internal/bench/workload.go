@@ -97,7 +97,7 @@ type packetTask struct {
 type packetRequest struct {
 	TargetRole  string       `json:"target_role"`
 	Task        packetTask   `json:"task"`
-	TokenBudget int          `json:"token_budget"`
+	TokenBudget int          `json:"token_budget,omitempty"` // 0: the role's policy's (--role-policy)
 	History     []message    `json:"history"`
 	ToolResults []toolResult `json:"tool_results"`
 	Query       string       `json:"query"`
@@ -109,9 +109,10 @@ type packetAnswer struct {
 	Rendered string `json:"rendered"`
 	Sections []struct {
 		Entries []struct {
-			Subject string `json:"subject"`
-			Project string `json:"project"`
-			Key     string `json:"key"`
+			Subject  string `json:"subject"`
+			Project  string `json:"project"`
+			Key      string `json:"key"`
+			Decision string `json:"decision"`
 		} `json:"entries"`
 	} `json:"sections"`
 }
@@ -123,7 +124,7 @@ func (r *runner) request(wk *worker) packetRequest {
 	return packetRequest{
 		TargetRole:  wk.role,
 		Task:        packetTask{TaskID: fmt.Sprintf("bench-%s-%s-%d", r.runID, wk.id, wk.n/50), Objective: c.Text(rng, 60+rng.IntN(80))},
-		TokenBudget: r.cfg.Budget,
+		TokenBudget: r.requestBudget(),
 		History: []message{
 			{Role: "user", Author: "person", Content: c.Text(rng, 150+rng.IntN(200))},
 			{Role: "assistant", Author: "agent", Content: c.Text(rng, 200+rng.IntN(300))},

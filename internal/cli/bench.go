@@ -109,7 +109,16 @@ run on the same database (always, --floor or not; with --url they need
                      by every packet and for items used a few times, over
                      --records records seeded with SQL into a new project
                      (--reuse reuses a complete one); the floor runs the same
-                     query on pgx. p50/p99 of each.`
+                     query on pgx. p50/p99 of each.
+
+--only outcomes has no floor (the issue's targets are latencies) and needs
+no --database-url (with one, the corpus is analysed as for get): on the
+seeded corpus every agent assembles its share of --outcome-packets packets
+and records an outcome on every other one (success, failure, partial in
+turn, most with a 2 KB answer quoting the packet's rendered text), then
+the agents alternate for --duration between outcome_write (an outcome with
+a 2 KB answer on a packet without one before the load) and suspects (GET
+.../suspects of a failed packet). ops/s, p50/p95/p99 of each.`
 
 func newBench() *cobra.Command {
 	var (
@@ -186,14 +195,16 @@ func newBench() *cobra.Command {
 	f.BoolVar(&cfg.Reuse, "reuse", false, "reuse the corpus (--only injections: the records) seeded before with the same parameters, if complete")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "agents running at once")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the whole load (all phases)")
-	f.StringVar(&cfg.Only, "only", "", "assemble: packet assembly alone; ingest, put, get or injections: that operation beside its floor")
+	f.StringVar(&cfg.Only, "only", "", "assemble: packet assembly alone; ingest, put, get or injections: that operation beside its floor; outcomes: the outcome write and suspects")
 	f.IntVar(&cfg.IngestItems, "ingest-items", cfg.IngestItems, "--only ingest: items of each round's batch (at most 10,000)")
 	f.IntVar(&cfg.IngestSize, "ingest-size", cfg.IngestSize, "--only ingest and put: content bytes of each item written")
 	f.StringVar(&cfg.PutFloor, "put-floor", cfg.PutFloor, "--only put: the floor, insert (one INSERT of the version's row) or write (every row a PUT writes but the chain's, in one transaction)")
 	f.Int64Var(&cfg.Records, "records", cfg.Records, "--only injections: records to seed into packet_records")
+	f.IntVar(&cfg.OutcomePackets, "outcome-packets", cfg.OutcomePackets, "--only outcomes: packets to assemble before the load (at least 4 per agent), outcomes on half of them")
 	f.BoolVar(&cfg.NoAnalyze, "no-analyze", false, "no VACUUM or ANALYZE after seeding: measure the first minute after an import (use a new database)")
 	f.StringVar(&sweep, "sweep", "", "assembly alone at each of these concurrencies, e.g. 1,8,32,64 (each level for --duration, beside its floor)")
 	f.BoolVar(&cfg.Floor, "floor", false, "alternate phases of contextd and of a minimal pgx floor; print the ratio")
+	f.BoolVar(&cfg.RolePolicy, "role-policy", false, "set a role policy per bench role in each bench project (the packets' budget, every kind, a cap per section) and send requests without token_budget, so every packet is made under its role's policy")
 	f.IntVar(&cfg.Phases, "phases", cfg.Phases, "with --floor: number of phases, even, at least 4 (each --duration/--phases)")
 	f.StringArrayVar(&urls, "url", nil, "contextd URL to load (repeatable; requests round-robin); none: start one in this process")
 	f.StringVar(&cfg.AdminKey, "key", os.Getenv("CONTEXTD_KEY"), "admin key of the --url servers (env CONTEXTD_KEY)")

@@ -47,7 +47,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newServe(), newMigrate(), newAgents(), newProjects(), newWhy(), packetAttribute("attribute"), newPacket(), newHandoffs(), newAudit(), newBench(), newItems(), newInjections(), newVersion(), newConfig(), newDemo(),
-		newOutcome(), newOutcomes(), newAblate(), newBisect(), newSuspects(), newLedger())
+		newOutcome(), newOutcomes(), newAblate(), newBisect(), newSuspects(), newLedger(), newProposals())
 	return root
 }
 

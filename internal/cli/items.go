@@ -31,7 +31,7 @@ func newItems() *cobra.Command {
 type itemFlags struct {
 	file, kind, authority, confidence, source, title, stateKey string
 	priority                                                   int32
-	always, relevance, pinnedOnly, template, stem              bool
+	always, relevance, pinnedOnly, template, stem, propose     bool
 	keywords, visibleTo, hiddenFrom                            []string
 }
 
@@ -71,6 +71,10 @@ input) when it is given. One trigger: --always, --keywords, --relevance or
 				return err
 			}
 			return f.show(cmd, raw, func(out io.Writer) {
+				if status == http.StatusAccepted {
+					printProposed(out, raw)
+					return
+				}
 				if status == http.StatusOK {
 					fmt.Fprintf(out, "item %s/%s v%d unchanged\n", item.Project, item.Key, item.Version)
 					return
@@ -99,6 +103,7 @@ input) when it is given. One trigger: --always, --keywords, --relevance or
 	fl.BoolVar(&it.template, "template", false, "the content is a template ({{name}} from the request's variables)")
 	fl.StringSliceVar(&it.visibleTo, "visible-to", nil, "only these roles see it (comma-separated)")
 	fl.StringSliceVar(&it.hiddenFrom, "hidden-from", nil, "these roles never see it (comma-separated)")
+	fl.BoolVar(&it.propose, "propose", false, "store it as a proposal that another principal promotes (contextd proposals)")
 	return cmd
 }
 
@@ -136,6 +141,9 @@ func (it *itemFlags) item(cmd *cobra.Command, args []string) (map[string]any, er
 	}
 	if changed("template") {
 		m["template"] = it.template
+	}
+	if it.propose {
+		m["proposal"] = true
 	}
 	trigger := map[string]any{}
 	switch {
@@ -233,6 +241,12 @@ func printItem(out io.Writer, it *apiclient.Item) {
 		extra += fmt.Sprintf(", priority %d", it.Priority)
 	}
 	fmt.Fprintf(out, "written    %s by %s, %d tokens%s\n", it.CreatedAt.Format(time.RFC3339), it.CreatedBy, it.Tokens, extra)
+	if p := it.PromotedFrom; p != nil {
+		fmt.Fprintf(out, "promoted   from proposal #%d by %s\n", p.Proposal, p.ProposedBy)
+	}
+	if n := it.PendingProposals; n != nil && *n > 0 {
+		fmt.Fprintf(out, "proposals  %d pending (contextd proposals list --item %s)\n", *n, it.Key)
+	}
 	if !it.Deleted {
 		fmt.Fprintln(out, "----")
 		fmt.Fprint(out, it.Content)

@@ -73,10 +73,16 @@ type Request struct {
 	// the packet, so its audit entry covers it and a replay leaves out the
 	// same entries. No client sends it: requests are mapped field by field.
 	Ablation *Ablation `json:"ablation,omitempty"`
+	// RolePolicy, set only by the packet service (ApplyPolicy), is the
+	// policy of the target role the packet was assembled under, stored
+	// with the packet so that its audit entry covers it and a replay
+	// applies it as it was. Absent when the role has no policy.
+	RolePolicy *AppliedPolicy `json:"role_policy,omitempty"`
 
 	// budgetGiven is whether the client sent token_budget: 0 sent is out
-	// of range, not the default.
-	budgetGiven bool
+	// of range, not the default. formatGiven and tokenizerGiven say the
+	// same of format and tokenizer, for the role's policy (ApplyPolicy).
+	budgetGiven, formatGiven, tokenizerGiven bool
 }
 
 // Task is the step the packet is for; the packet shows it first so the
@@ -176,6 +182,7 @@ func (r *Request) Normalize() error {
 
 // normalizeOutput settles what the packet is measured and written in.
 func (r *Request) normalizeOutput(errs *validation.List) {
+	r.formatGiven, r.tokenizerGiven = r.Format != "", r.Tokenizer != ""
 	if r.TokenBudget == 0 && !r.budgetGiven {
 		r.TokenBudget = DefaultBudget
 	}

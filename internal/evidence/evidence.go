@@ -250,6 +250,7 @@ func verifyChain(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifi
 // subject.
 func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry) (map[string]map[string][]byte, error) {
 	var keys, packets, redactions, outcomes []string
+	var proposals []audit.Entry
 	var versions []int32
 	var events []int64
 	for _, e := range es {
@@ -264,6 +265,8 @@ func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry)
 			redactions = append(redactions, e.Subject)
 		case audit.KindOutcome:
 			outcomes = append(outcomes, e.Subject)
+		case audit.KindProposal, audit.KindProposalDecision:
+			proposals = append(proposals, e) // proposals.go
 		case audit.KindHandoffEvent:
 			if n, err := strconv.ParseInt(e.Subject, 10, 64); err == nil {
 				events = append(events, n)
@@ -287,6 +290,9 @@ func rowBodies(ctx context.Context, tx *store.Tx, proj string, es []audit.Entry)
 	if out[audit.KindOutcome], err = tx.OutcomeBodies(ctx, proj, outcomes); err != nil {
 		return nil, err
 	}
+	if err := proposalBodies(ctx, tx, proj, proposals, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -307,7 +313,8 @@ func splitSubject(subject string) (string, int, bool) {
 func verifyRows(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifier) error {
 	checks := []func(context.Context, *store.Tx, string, *audit.Verifier) (bool, error){
 		coveredVersions, coveredPackets, coveredEvents, proveRedactedPackets, coveredRedactions, coveredOutcomes,
-		currentHandoffs, currentProject, currentPacketTexts, itemStates,
+		coveredProposals, coveredDecisions,
+		currentHandoffs, currentProject, currentRolePolicies, currentPacketTexts, itemStates,
 	}
 	if proj == audit.GlobalChain {
 		checks = checks[:0]

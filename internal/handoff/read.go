@@ -235,13 +235,16 @@ func taskHistoryIn(ctx context.Context, db store.DB, proj, taskID string) ([]Tim
 	return out, nil
 }
 
-// StreamEvent is an event with what an inbox needs of its handoff.
+// StreamEvent is an event with what an inbox needs of its handoff; or,
+// with Proposal set, an event of a proposal (proposals.go), numbered in
+// the same sequence.
 type StreamEvent struct {
 	Event
-	TaskID string
-	Intent string
-	Source Source
-	Target Target
+	TaskID   string
+	Intent   string
+	Source   Source
+	Target   Target
+	Proposal *store.ProposalEvent
 }
 
 // Subscribe wakes the returned channel when the project may have new
@@ -283,7 +286,12 @@ func (s *Service) AuthorizeStream(ctx context.Context, agent *auth.Agent, proj s
 // LatestSeq is the project's last event number: a stream without
 // Last-Event-ID starts after it.
 func (s *Service) LatestSeq(ctx context.Context, proj string) (int64, error) {
-	return s.store.HandoffEventMaxSeq(ctx, proj)
+	h, err := s.store.HandoffEventMaxSeq(ctx, proj)
+	if err != nil {
+		return 0, err
+	}
+	p, err := s.store.ProposalEventMaxSeq(ctx, proj)
+	return max(h, p), err
 }
 
 // EventsAfter returns up to limit events after seq, oldest first, of the
@@ -301,5 +309,9 @@ func (s *Service) EventsAfter(ctx context.Context, proj string, after int64, f S
 			Target: Target{Role: r.TargetRole, Permission: r.TargetPermission},
 		}
 	}
-	return out, nil
+	props, err := s.store.ProposalEventStream(ctx, proj, after, f.TargetRole, f.SourceRole, limit)
+	if err != nil {
+		return nil, err
+	}
+	return mergeEvents(out, len(rows) == limit, props, len(props) == limit, limit), nil
 }

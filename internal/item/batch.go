@@ -14,8 +14,8 @@ import (
 
 // BatchResult is the outcome of a batch write.
 type BatchResult struct {
-	Created, Updated, Unchanged int
-	Items                       []BatchEntry
+	Created, Updated, Unchanged, Proposed int
+	Items                                 []BatchEntry
 }
 
 // BatchEntry is what a batch did to one item, in request order.
@@ -26,18 +26,22 @@ type BatchEntry struct {
 	// Tombstoned says an import wrote the item and then tombstoned it;
 	// Version is then the tombstone's.
 	Tombstoned bool
+	// Proposal is the number of the proposal the item became (Status
+	// Proposed, or Unchanged when its writer had proposed the same
+	// already); Version is then the item's current version (0: none).
+	Proposal int
 }
 
 // Batch writes up to MaxBatch items in one transaction, all or nothing. Every
 // problem of every item is reported at once, by JSON Pointer.
 func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins []Input) (BatchResult, error) {
-	keys, fields, err := s.checkBatch(ctx, s.store.DB, agent, proj, ins)
+	keys, fields, causes, err := s.checkBatch(ctx, s.store.DB, agent, proj, ins, CauseAsked)
 	if err != nil {
 		return BatchResult{}, err
 	}
 	var res BatchResult
 	err = s.store.InTx(ctx, func(tx *store.Tx) error {
-		res, err = s.batch(ctx, tx, agent, proj, keys, fields)
+		res, err = s.batch(ctx, tx, agent, proj, keys, fields, causes)
 		return err
 	})
 	return res, err
@@ -45,11 +49,11 @@ func (s *Service) Batch(ctx context.Context, agent *auth.Agent, proj string, ins
 
 // BatchTx is Batch inside the caller's transaction.
 func (s *Service) BatchTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ins []Input) (BatchResult, error) {
-	keys, fields, err := s.checkBatch(ctx, tx.DB, agent, proj, ins)
+	keys, fields, causes, err := s.checkBatch(ctx, tx.DB, agent, proj, ins, CauseAsked)
 	if err != nil {
 		return BatchResult{}, err
 	}
-	return s.batch(ctx, tx, agent, proj, keys, fields)
+	return s.batch(ctx, tx, agent, proj, keys, fields, causes)
 }
 
 // batch writes a checked batch a chunk at a time, in key order, while the
@@ -60,8 +64,9 @@ func (s *Service) BatchTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, 
 // batch costs about the largest of these, not their sum. The rows of the
 // whole batch are locked first, in key order, as for any write, and the
 // chunks come in key order too (so the new keys' rows are made in key
-// order): two batches cannot deadlock.
-func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, keys []string, fields []ctxtype.Fields) (BatchResult, error) {
+// order): two batches cannot deadlock. The items that become proposals
+// (causes) are proposed after, under the same locks (proposeLocked).
+func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, keys []string, fields []ctxtype.Fields, causes []cause) (BatchResult, error) {
 	if err := s.projects.Writable(ctx, tx, proj); err != nil {
 		return BatchResult{}, err
 	}
@@ -72,7 +77,9 @@ func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 	done := make(chan struct{})
 	defer close(done)
 	out := make([]BatchEntry, len(keys))
-	for c := range s.prepareChunks(ctx, keys, fields, done) {
+	written, proposed := splitByCause(causes)
+	wk, wf := pick(keys, written), pick(fields, written)
+	for c := range s.prepareChunks(ctx, wk, wf, done) {
 		if c.err != nil {
 			return BatchResult{}, c.err
 		}
@@ -81,7 +88,12 @@ func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 			return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
 		}
 		for j, e := range es {
-			out[c.at[j]] = e
+			out[written[c.at[j]]] = e
+		}
+	}
+	if len(proposed) > 0 {
+		if err := s.proposeBatch(ctx, tx, agent, proj, keys, fields, causes, proposed, current, out); err != nil {
+			return BatchResult{}, fmt.Errorf("batch write to %s: %w", proj, err)
 		}
 	}
 	return tally(out), nil
@@ -90,32 +102,38 @@ func (s *Service) batch(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 // checkBatch authorizes a batch and checks its items and the authority
 // they claim: every problem of every item at once, before anything is
 // written. It is the batch's keys and normalised fields.
-func (s *Service) checkBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]string, []ctxtype.Fields, error) {
+// The causes say which items become proposals, and why (proposalCauses;
+// asked is the cause of those whose write asked to be one).
+func (s *Service) checkBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input, asked string) ([]string, []ctxtype.Fields, []cause, error) {
 	if err := s.projects.AuthorizeIn(ctx, db, agent, proj, auth.Edit); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keys, fields, errs := checkAll(ins, nil)
 	if err := errs.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	claims := make([]auth.Claim, len(fields))
+	propose := make([]bool, len(fields))
 	for i := range fields {
 		defaultAuthority(agent, &fields[i])
 		claims[i] = auth.Claim{Pointer: fmt.Sprintf("/items/%d", i), Authority: fields[i].Authority, Source: fields[i].Source}
+		propose[i] = ins[i].Propose
 	}
-	if err := agent.CheckAuthority(claims); err != nil {
-		return nil, nil, err // a batch is all or nothing: refused whole
+	causes, err := s.proposalCauses(ctx, db, agent, proj, asked, propose, claims)
+	if err != nil {
+		return nil, nil, nil, err // a batch is all or nothing: refused whole
 	}
-	return keys, fields, nil
+	return keys, fields, causes, nil
 }
 
 // prepareBatch checks a batch (checkBatch) and prepares all of it.
-func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input) ([]prepared, error) {
-	keys, fields, err := s.checkBatch(ctx, db, agent, proj, ins)
+func (s *Service) prepareBatch(ctx context.Context, db store.DB, agent *auth.Agent, proj string, ins []Input, asked string) ([]prepared, []cause, error) {
+	keys, fields, causes, err := s.checkBatch(ctx, db, agent, proj, ins, asked)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return prepareAll(keys, fields, runtime.GOMAXPROCS(0))
+	ps, err := prepareAll(keys, fields, runtime.GOMAXPROCS(0))
+	return ps, causes, err
 }
 
 // Check validates a batch's items as a write would, without writing or

@@ -36,6 +36,7 @@ type wireInput struct {
 	Template   *bool               `json:"template"`
 	Metadata   json.RawMessage     `json:"metadata"`
 	Provenance *ctxtype.Provenance `json:"provenance"`
+	Propose    bool                `json:"proposal"`
 }
 
 func (w wireInput) input() Input {

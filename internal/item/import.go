@@ -22,8 +22,13 @@ import (
 // A retired item's tombstone carries the metadata {"retired_by":
 // "import", "kxm": {"status": ...}} taken from the import, so why can say
 // the item was retired, and with which status.
+//
+// An item whose write asks to be a proposal (a KXM item of status
+// proposed, or any item of an import that says "proposal": true) is
+// proposed instead (cause import), after the writes; so is one over its
+// writer's grant in a project whose on_excess_authority is propose.
 func (s *Service) ImportTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, ins []Input, retire []bool) (BatchResult, error) {
-	ps, err := s.prepareBatch(ctx, tx.DB, agent, proj, ins)
+	ps, causes, err := s.prepareBatch(ctx, tx.DB, agent, proj, ins, CauseImport)
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -32,7 +37,7 @@ func (s *Service) ImportTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 	}
 	var retiredKeys []string
 	for i, p := range ps {
-		if retire[i] {
+		if retire[i] && causes[i].cause == "" {
 			retiredKeys = append(retiredKeys, p.key)
 		}
 	}
@@ -51,6 +56,9 @@ func (s *Service) ImportTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 		return BatchResult{}, err
 	}
 	for i, p := range ps {
+		if causes[i].cause != "" {
+			continue // proposed below
+		}
 		r, ok := prior[p.key]
 		// A hidden item is left to the write path, which answers for it as
 		// for a missing one: its existence is not the caller's to learn.
@@ -78,6 +86,11 @@ func (s *Service) ImportTx(ctx context.Context, tx *store.Tx, agent *auth.Agent,
 		}
 		out[i] = e
 	}
+	if _, proposed := splitByCause(causes); len(proposed) > 0 {
+		if err := s.proposeImported(ctx, tx, agent, proj, ps, causes, proposed, out); err != nil {
+			return BatchResult{}, fmt.Errorf("import to %s: %w", proj, err)
+		}
+	}
 	return tally(out), nil
 }
 
@@ -98,6 +111,8 @@ func tally(entries []BatchEntry) BatchResult {
 			res.Updated++
 		case Unchanged:
 			res.Unchanged++
+		case Proposed:
+			res.Proposed++
 		}
 	}
 	return res

@@ -58,19 +58,30 @@ func (p *Precondition) String() string {
 	return strings.Join(tags, ", ")
 }
 
-// PutResult is the outcome of a single write.
+// PutResult is the outcome of a single write. A write that became a
+// proposal has Proposal set and Status Proposed (or Unchanged when its
+// author had proposed the same already), and Version is nil.
 type PutResult struct {
-	Version *ctxtype.Version
-	Status  Status
+	Version  *ctxtype.Version
+	Status   Status
+	Proposal *Proposal
 }
 
 // Put writes one item. Concurrent Puts to one project share a transaction
 // (see writeGroups): each is still all or nothing, and its answer is what
 // it would have been alone.
 func (s *Service) Put(ctx context.Context, agent *auth.Agent, proj string, in Input, opts PutOpts) (PutResult, error) {
-	p, err := s.preparePut(ctx, s.store.DB, agent, proj, in)
+	p, cause, err := s.preparePut(ctx, s.store.DB, agent, proj, in)
 	if err != nil {
 		return PutResult{}, err
+	}
+	if cause.cause != "" {
+		var res PutResult
+		err := s.store.InTx(ctx, func(tx *store.Tx) error {
+			res, err = s.proposeOne(ctx, tx, agent, proj, p, cause, opts.IfMatch)
+			return err
+		})
+		return res, err
 	}
 	c := &putCall{agent: agent, p: p, ifMatch: opts.IfMatch, done: make(chan struct{})}
 	if err := s.groups.await(ctx, proj, c); err != nil {
@@ -84,9 +95,12 @@ func (s *Service) Put(ctx context.Context, agent *auth.Agent, proj string, in In
 
 // PutTx is Put inside the caller's transaction.
 func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, proj string, in Input, opts PutOpts) (PutResult, error) {
-	p, err := s.preparePut(ctx, tx.DB, agent, proj, in)
+	p, cause, err := s.preparePut(ctx, tx.DB, agent, proj, in)
 	if err != nil {
 		return PutResult{}, err
+	}
+	if cause.cause != "" {
+		return s.proposeOne(ctx, tx, agent, proj, p, cause, opts.IfMatch)
 	}
 	c := &putCall{agent: agent, p: p, ifMatch: opts.IfMatch}
 	if err := s.putMany(ctx, tx, proj, []*putCall{c}); err != nil {
@@ -98,21 +112,25 @@ func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, pr
 	return c.res, nil
 }
 
-func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent, proj string, in Input) (prepared, error) {
+// preparePut checks and prepares a single write, and says whether it
+// becomes a proposal (proposalCause).
+func (s *Service) preparePut(ctx context.Context, db store.DB, agent *auth.Agent, proj string, in Input) (prepared, cause, error) {
 	if err := s.projects.AuthorizeIn(ctx, db, agent, proj, auth.Edit); err != nil {
-		return prepared{}, err
+		return prepared{}, cause{}, err
 	}
 	if !ValidKey(in.Key) {
-		return prepared{}, validation.One("key", "format", ctxtype.KeyRule)
+		return prepared{}, cause{}, validation.One("key", "format", ctxtype.KeyRule)
 	}
 	var errs validation.List
 	f := in.normalize("", &errs)
 	if err := errs.Err(); err != nil {
-		return prepared{}, err
+		return prepared{}, cause{}, err
 	}
 	defaultAuthority(agent, &f)
-	if err := agent.CheckAuthority([]auth.Claim{{Authority: f.Authority, Source: f.Source}}); err != nil {
-		return prepared{}, err
+	causes, err := s.proposalCauses(ctx, db, agent, proj, CauseAsked, []bool{in.Propose}, []auth.Claim{{Authority: f.Authority, Source: f.Source}})
+	if err != nil {
+		return prepared{}, cause{}, err
 	}
-	return prepare(in.Key, f)
+	p, err := prepare(in.Key, f)
+	return p, causes[0], err
 }

@@ -71,6 +71,9 @@ type Input struct {
 	Template   *bool
 	Metadata   json.RawMessage
 	Provenance *ctxtype.Provenance
+	// Propose asks that the write be stored as a proposal, which another
+	// principal promotes (docs/proposals.md), not as a version.
+	Propose bool
 }
 
 func str(p *string, def string) string {

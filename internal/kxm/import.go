@@ -22,8 +22,9 @@ type Imported struct {
 	StateKey, ValidFrom, ValidUntil *string
 	SourceRef                       string
 	DerivedFrom                     []string
-	// PinnedOnly: a proposed item, in a packet only when pinned.
-	PinnedOnly bool
+	// Propose: a proposed item, imported as a proposal that another
+	// principal promotes (docs/proposals.md), never current until then.
+	Propose bool
 	// Retire: a superseded or rejected item, written and then tombstoned.
 	Retire bool
 	// SelfRef: its sourceRef named this very item in contextd, as an export
@@ -113,14 +114,14 @@ func ParseItem(raw json.RawMessage, project, ptr string, errs *validation.List) 
 }
 
 // lifecycle reads status and the rules that go with it: current (or none)
-// is a live item, proposed is pinned only, superseded and rejected are
+// is a live item, proposed is a proposal, superseded and rejected are
 // retired; a state item names its state key and its status; supersedes and
 // evidenceRefs are identifier lists, and an item does not supersede itself.
 func (p parser) lifecycle(out *Imported, id string) string {
 	status := p.optEnum("status", Statuses)
 	switch status {
 	case "proposed":
-		out.PinnedOnly = true
+		out.Propose = true
 	case "superseded", "rejected":
 		out.Retire = true
 	}

@@ -191,8 +191,13 @@ func pageLimit(n int) int {
 }
 
 // catchUp folds the project's queue, at most ReadFoldMax, and returns how
-// many packets and outcomes still wait.
+// many packets and outcomes still wait. A queue found empty (what the
+// background fold leaves) costs one probe: no lock, no transaction.
 func (s *Service) catchUp(ctx context.Context, proj string) (int64, error) {
+	queued, err := s.store.LedgerQueued(ctx, proj)
+	if err != nil || !queued {
+		return 0, err
+	}
 	for done := 0; done < ReadFoldMax; {
 		n, err := s.store.LedgerFold(ctx, proj, FoldBatch, false)
 		if err != nil {

@@ -51,6 +51,12 @@ var Tools = []Tool{
 	{"record_outcome", "recordOutcome"},
 	{"ablate", "ablatePacket"},
 	{"suspects", "getSuspects"},
+	{"list_proposals", "listProposals"},
+	{"list_item_proposals", "listItemProposals"},
+	{"get_proposal", "getItemProposal"},
+	{"promote_proposal", "promoteProposal"},
+	{"reject_proposal", "rejectProposal"},
+	{"get_role_policy", "getRolePolicy"},
 }
 
 // Meta keys of a tool: the operation it is and the permission that
@@ -75,7 +81,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-const instructions = `contextd is a persistent context store. Assemble a packet (assemble_packet) before a prompt and use its rendered text; ask why (why) it did or did not contain an item, or which records a piece of text came from (attribute). Write items with put_item, find them with search_items, hand work to another role with create_handoff. Every tool is an operation of contextd's REST API, with its arguments: path and query parameters and the request body's members side by side. Errors carry the problem document (code, detail, errors).`
+const instructions = `contextd is a persistent context store. Assemble a packet (assemble_packet) before a prompt and use its rendered text; ask why (why) it did or did not contain an item, or which records a piece of text came from (attribute). Write items with put_item (with "proposal": true, a proposal another principal promotes: list_proposals, promote_proposal, reject_proposal), find them with search_items, hand work to another role with create_handoff. Every tool is an operation of contextd's REST API, with its arguments: path and query parameters and the request body's members side by side. Errors carry the problem document (code, detail, errors).`
 
 // New returns the MCP endpoint. It is stateless (no session survives a
 // request, so any process of a cluster can answer any request) and answers

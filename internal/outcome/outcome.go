@@ -219,12 +219,15 @@ const MinSentenceWords = 5
 // attribute.Find's, as the attribute endpoint finds a copied text: of the
 // whole answer, and of each of its sentences of MinSentenceWords words or
 // more, since an answer quotes a sentence of its context among words of
-// its own (a sentence found as such has similarity 1).
+// its own (a sentence found as such has similarity 1). The rendered text
+// is prepared once for all of them: its words and their index are built
+// once, not once a sentence.
 func Used(rendered, answer string, records []ctxtype.Record) []store.OutcomeUse {
 	out := []store.OutcomeUse{}
-	matches := attribute.Find(rendered, answer)
+	prompt := attribute.Prepare(rendered)
+	matches := prompt.Find(answer)
 	for _, sentence := range sentences(answer) {
-		for _, m := range attribute.Find(rendered, sentence) {
+		for _, m := range prompt.Find(sentence) {
 			if m.Kind != attribute.Passage {
 				matches = append(matches, m)
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/contextd/contextd/internal/ident"
 	"github.com/contextd/contextd/internal/navi"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/rolepolicy"
 	"github.com/contextd/contextd/internal/store"
 	"github.com/contextd/contextd/internal/validation"
 )
@@ -295,6 +296,7 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	// The id is the packet's before it is assembled: the kxm format
 	// writes it into the text, and a replay passes the stored one.
 	id := ident.New("ctxpkt")
+	asked := *req // as the client asked, for an attempt the snapshot runs again
 	// The pipeline reads its candidates inside the snapshot as it goes, so
 	// it runs inside it; what it read is what the snapshot held.
 	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
@@ -307,7 +309,15 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 			if preds, err = s.predecessorsOf(ctx, tx.DB, proj, taskID, req.Predecessors); err != nil {
 				return err
 			}
-			point, err = tx.PacketReadPoint(ctx)
+			// The role's policy is read with the read point, in its trip.
+			var policies []store.RolePolicy
+			err = tx.Reads(ctx, func(db store.DB) (err error) { point, err = db.PacketReadPoint(ctx); return err },
+				func(db store.DB) (err error) {
+					policies, err = db.RolePoliciesOf(ctx, []string{proj, ctxtype.SharedProject}, req.TargetRole)
+					return err
+				})
+			*req = asked
+			req.ApplyPolicy(ctxtype.Effective(req.TargetRole, rolepolicy.Layers(proj, policies)...))
 			return err
 		})
 		if err != nil {

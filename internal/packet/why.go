@@ -32,6 +32,32 @@ type WhyAnswer struct {
 	Redaction *store.Redaction
 	// ContextPacket is the request's context packet asked about, as sent.
 	ContextPacket json.RawMessage
+	// Policy, for an item the role's policy left out (reason
+	// role_policy), names the policy and the layer that decided.
+	Policy *PolicyDecision
+	// Pending is the item's pending proposals now, and who may promote
+	// them; nil when it has none (whyproposals.go).
+	Pending *item.Pending
+}
+
+// PolicyDecision is the role policy that left an item out of a packet:
+// its role, the member that decided (kinds or max_per_section) and the
+// layer that set that member (_shared or the project), as the packet
+// stored them.
+type PolicyDecision struct{ Role, Member, Layer string }
+
+// policyDecision is the PolicyDecision of an answer with reason
+// role_policy about version v, nil for any other.
+func policyDecision(p *Packet, reason string, v *ctxtype.Version) *PolicyDecision {
+	pol := p.Request.RolePolicy
+	if reason != ctxtype.ReasonRolePolicy || pol == nil {
+		return nil
+	}
+	m := ctxtype.MemberMaxPerSection
+	if v != nil && !pol.AllowsKind(v.Kind) {
+		m = ctxtype.MemberKinds
+	}
+	return &PolicyDecision{Role: pol.Role, Member: m, Layer: pol.Layers[m]}
 }
 
 // Why answers "why did (or didn't) this packet contain this item?". The
@@ -39,6 +65,9 @@ type WhyAnswer struct {
 // other item it is worked out now from the stored request and snapshot.
 func (s *Service) Why(ctx context.Context, agent *auth.Agent, proj, id, key, layer string) (*WhyAnswer, error) {
 	a, err := s.why(ctx, agent, proj, id, key, layer)
+	if err == nil {
+		err = s.withPending(ctx, agent, proj, key, a) // whyproposals.go
+	}
 	if err != nil || a.Item == nil {
 		return a, err
 	}
@@ -127,7 +156,8 @@ func (s *Service) why(ctx context.Context, agent *auth.Agent, proj, id, key, lay
 		if !visible(v) {
 			return didNotExist, nil
 		}
-		return &WhyAnswer{Decision: rec.Decision, Record: rec, Reason: rec.Reason, Detail: rec.Detail, Item: v}, nil
+		return &WhyAnswer{Decision: rec.Decision, Record: rec, Reason: rec.Reason, Detail: rec.Detail, Item: v,
+			Policy: policyDecision(p, rec.Reason, v)}, nil
 	}
 
 	// Not recorded: past the budget's cutoff, or it was no candidate, or
@@ -194,7 +224,8 @@ func (s *Service) whyUntried(ctx context.Context, proj string, p *Packet, key, e
 	rec := &ctxtype.Record{SubjectKind: ctxtype.SubjectItem, SubjectProject: explain, SubjectKey: key, SubjectVersion: v.Version,
 		Decision: ctxtype.Excluded, Reason: why.Reason, Detail: why.Detail, Rank: why.Rank, Rule: why.Rule,
 		Layer: assemble.LayerOf(explain), Kind: v.Kind, Source: v.Source}
-	return &WhyAnswer{Decision: ctxtype.Excluded, Record: rec, Reason: why.Reason, Detail: why.Detail, Item: v, Cutoff: p.Cutoff}, nil
+	return &WhyAnswer{Decision: ctxtype.Excluded, Record: rec, Reason: why.Reason, Detail: why.Detail, Item: v, Cutoff: p.Cutoff,
+		Policy: policyDecision(p, why.Reason, v)}, nil
 }
 
 // recordOf is the packet's record of an item of a layer.

@@ -120,6 +120,12 @@ func (s *Service) Put(ctx context.Context, agent *auth.Agent, name, description 
 
 // PutTx is Put inside the caller's transaction.
 func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, name, description string) (store.Project, bool, error) {
+	return s.PutWithTx(ctx, tx, agent, name, PutParams{Description: description})
+}
+
+// PutWithTx is PutTx with every member a PUT may set.
+func (s *Service) PutWithTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, name string, pp PutParams) (store.Project, bool, error) {
+	description := pp.Description
 	// Scope first: a project out of scope does not exist for the caller
 	// (an admin scoped to some projects creates and changes only those).
 	if !agent.InScope(name) {
@@ -141,10 +147,11 @@ func (s *Service) PutTx(ctx context.Context, tx *store.Tx, agent *auth.Agent, na
 	}
 	var errs validation.List
 	limits.Chars(&errs, "/description", description, limits.Get().Description)
+	pp.check(&errs)
 	if err := errs.Err(); err != nil {
 		return store.Project{}, false, err
 	}
-	p, created, err := tx.ProjectUpsert(ctx, name, description)
+	p, created, err := tx.ProjectUpsert(ctx, name, description, pp.OnExcessAuthority)
 	if err != nil {
 		return store.Project{}, false, fmt.Errorf("put project: %w", err)
 	}

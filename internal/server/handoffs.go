@@ -445,6 +445,13 @@ func (e *eventStream) sendNew(ctx context.Context, out *sseWriter) error {
 			return err
 		}
 		for _, ev := range evs {
+			if ev.Proposal != nil {
+				if err := sendProposalEvent(out, ev.Proposal); err != nil {
+					return err
+				}
+				e.after = ev.Seq
+				continue
+			}
 			d := streamData{Seq: ev.Seq, HandoffID: ev.HandoffID, TaskID: ev.TaskID, Event: ev.Event.Event, FromStatus: ptrIf(ev.FromStatus),
 				ToStatus: ev.ToStatus, Actor: ev.Actor, ActorRole: ev.ActorRole, Reason: ev.Reason, Intent: ev.Intent,
 				Source: map[string]string{"role": ev.Source.Role, "agent_id": ev.Source.AgentID},

@@ -51,6 +51,11 @@ func (s *Server) ImportItems(ctx context.Context, r api.ImportItemsRequestObject
 	if retire == nil {
 		retire = make([]bool, len(ins))
 	}
+	if deref(body.Proposal) {
+		for i := range ins {
+			ins[i].Propose = true
+		}
+	}
 	var res item.BatchResult
 	err = s.write(ctx, func(tx *store.Tx) error {
 		res, err = s.items.ImportTx(ctx, tx, agentFrom(ctx), r.Project, ins, retire)
@@ -120,7 +125,9 @@ func (s *Server) kxmItems(ctx context.Context, raws []json.RawMessage, project s
 		}
 		for _, i := range selfRefs {
 			if v := cur[ins[i].Key]; v != nil {
+				propose := ins[i].Propose
 				ins[i] = kxmReimport(raws[i], ins[i], v)
+				ins[i].Propose = propose
 			}
 		}
 	}
@@ -145,9 +152,7 @@ func kxmInput(k kxm.Imported) item.Input {
 	if k.SourceRef != "" || len(k.DerivedFrom) > 0 {
 		in.Provenance = &ctxtype.Provenance{SourceRef: k.SourceRef, DerivedFrom: k.DerivedFrom}
 	}
-	if k.PinnedOnly {
-		in.Trigger = &ctxtype.Trigger{PinnedOnly: true}
-	}
+	in.Propose = k.Propose
 	return in
 }
 

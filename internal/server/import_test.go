@@ -48,8 +48,10 @@ func TestImportKXMItems(t *testing.T) {
 	body := map[string]any{"format": "kxm", "items": kxmHistory()}
 	r := e.do("POST", "/v1/projects/app/items:import", e.admin, body)
 	require.Equal(t, 200, r.status, r.text)
-	require.EqualValues(t, 4, r.json["created"])
+	require.EqualValues(t, 3, r.json["created"])
+	require.EqualValues(t, 1, r.json["proposed"], "status proposed: a proposal, not an item")
 	items := r.json["items"].([]any)
+	require.Equal(t, map[string]any{"key": "ctx-idea", "version": 0.0, "status": "proposed", "proposal": 1.0}, items[2])
 	require.Equal(t, "ctx-refund-v1", items[0].(map[string]any)["key"])
 	require.Equal(t, true, items[0].(map[string]any)["tombstoned"], "superseded: written, then tombstoned")
 	require.EqualValues(t, 2, items[0].(map[string]any)["version"], "the tombstone follows the imported version")
@@ -79,9 +81,17 @@ func TestImportKXMItems(t *testing.T) {
 	require.Equal(t, "policy", cur.json["authority"])
 	require.Equal(t, "Refunds are allowed within 30 days.", cur.json["content"])
 
-	idea := e.do("GET", "/v1/projects/app/items/ctx-idea", e.admin, nil)
-	require.Equal(t, map[string]any{"pinned_only": true}, idea.json["trigger"], "proposed: in a packet only when pinned")
-	require.Equal(t, []any{"ctx-refund-v2"}, idea.json["provenance"].(map[string]any)["derived_from"])
+	require.Equal(t, 404, e.do("GET", "/v1/projects/app/items/ctx-idea", e.admin, nil).status, "proposed: never current")
+	idea := e.do("GET", "/v1/projects/app/items/ctx-idea/proposals", e.admin, nil)
+	require.Equal(t, 200, idea.status, idea.text)
+	require.Len(t, idea.list(), 1)
+	prop := idea.list()[0]
+	require.Equal(t, "pending", prop["status"])
+	require.Equal(t, "import", prop["cause"])
+	require.Equal(t, "hypothesis", prop["authority"])
+	require.Equal(t, "Maybe offer store credit instead.", prop["content"])
+	require.Equal(t, map[string]any{"always": true}, prop["trigger"])
+	require.Equal(t, []any{"ctx-refund-v2"}, prop["provenance"].(map[string]any)["derived_from"])
 
 	rej := e.do("GET", "/v1/projects/app/items/"+rejKey+"/versions/1", e.admin, nil)
 	require.Equal(t, "contradicted by policy", rej.json["metadata"].(map[string]any)["kxm"].(map[string]any)["reviewNote"], "a member without a home is kept")
@@ -93,8 +103,6 @@ func TestImportKXMItems(t *testing.T) {
 	want := kxmHistory()[1].(map[string]any)
 	want["provenance"] = map[string]any{"sourceType": "human", "sourceRef": "contextd:app/ctx-refund-v2@v1"}
 	require.Equal(t, roundTrip(t, want), x.json)
-	px := e.do("GET", "/v1/projects/app/items/ctx-idea?format=kxm", e.admin, nil)
-	require.Equal(t, "proposed", px.json["status"])
 
 	// A packet holds the current fact, not the proposal nor the retired ones.
 	p := e.do("POST", "/v1/projects/app/packets", e.admin, map[string]any{"target_role": "planner", "query": "refunds"})

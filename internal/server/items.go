@@ -99,7 +99,7 @@ func toInput(key string, w api.ItemWrite) item.Input {
 	in := item.Input{
 		Key: key, Kind: w.Kind, Source: w.Source, Title: w.Title, Summary: w.Summary, Content: w.Content,
 		Priority: w.Priority, Authority: w.Authority, Confidence: w.Confidence, StateKey: w.StateKey,
-		ValidFrom: w.ValidFrom, ValidUntil: w.ValidUntil, Slot: w.Slot, Template: w.Template,
+		ValidFrom: w.ValidFrom, ValidUntil: w.ValidUntil, Slot: w.Slot, Template: w.Template, Propose: deref(w.Proposal),
 	}
 	if w.Metadata != nil {
 		in.Metadata = *w.Metadata
@@ -221,6 +221,9 @@ func (s *Server) PutItem(ctx context.Context, r api.PutItemRequestObject) (api.P
 	if err != nil {
 		return nil, err
 	}
+	if res.Proposal != nil {
+		return api.PutItem202JSONResponse(toProposal(*res.Proposal, nil)), nil
+	}
 	h := etag(res.Version.Version)
 	if res.Status == item.Unchanged {
 		return api.PutItem200JSONResponse{Body: toItem(res.Version), Headers: api.PutItem200ResponseHeaders{ETag: h}}, nil
@@ -245,14 +248,15 @@ func (s *Server) GetItem(ctx context.Context, r api.GetItemRequestObject) (api.G
 	if !format.Valid() {
 		return nil, validation.One("format", "enum", "format must be contextd or kxm, not %q", format)
 	}
-	v, err := s.items.Get(ctx, agentFrom(ctx), r.Project, r.Key, asOf)
+	view, err := s.items.GetView(ctx, agentFrom(ctx), r.Project, r.Key, asOf)
 	if err != nil {
 		return nil, err
 	}
+	v := view.Version
 	if r.Params.IfNoneMatch != nil && noneMatchHolds(*r.Params.IfNoneMatch, v.Version) {
 		return api.GetItem304Response{Headers: api.GetItem304ResponseHeaders{ETag: etag(v.Version)}}, nil
 	}
-	var body any = toItem(v)
+	var body any = toItemView(view, asOf == nil)
 	if format == api.GetItemParamsFormatKxm {
 		body = kxm.Export(v)
 	}
@@ -306,20 +310,24 @@ func (s *Server) ListItemVersions(ctx context.Context, r api.ListItemVersionsReq
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.items.Versions(ctx, agentFrom(ctx), r.Project, r.Key, deref(r.Params.Cursor), limit)
+	views, next, err := s.items.VersionsView(ctx, agentFrom(ctx), r.Project, r.Key, deref(r.Params.Cursor), limit)
 	if err != nil {
 		return nil, err
 	}
-	return api.ListItemVersions200JSONResponse{Data: toItems(p.Versions), NextCursor: ptrIf(p.Next)}, nil
+	out := make([]api.Item, len(views))
+	for i, v := range views {
+		out[i] = toItemView(v, false)
+	}
+	return api.ListItemVersions200JSONResponse{Data: out, NextCursor: ptrIf(next)}, nil
 }
 
 // GetItemVersion implements api.StrictServerInterface.
 func (s *Server) GetItemVersion(ctx context.Context, r api.GetItemVersionRequestObject) (api.GetItemVersionResponseObject, error) {
-	v, err := s.items.GetVersion(ctx, agentFrom(ctx), r.Project, r.Key, int(r.Version))
+	v, err := s.items.VersionView(ctx, agentFrom(ctx), r.Project, r.Key, int(r.Version))
 	if err != nil {
 		return nil, err
 	}
-	return api.GetItemVersion200JSONResponse{Body: toItem(v), Headers: api.GetItemVersion200ResponseHeaders{ETag: etag(v.Version)}}, nil
+	return api.GetItemVersion200JSONResponse{Body: toItemView(v, false), Headers: api.GetItemVersion200ResponseHeaders{ETag: etag(v.Version.Version)}}, nil
 }
 
 // ListItems implements api.StrictServerInterface.
@@ -380,14 +388,15 @@ func batchInput(b api.BatchItem) item.Input {
 		Kind: b.Kind, Source: b.Source, Title: b.Title, Summary: b.Summary, Content: b.Content,
 		Priority: b.Priority, Authority: b.Authority, Confidence: b.Confidence, StateKey: b.StateKey,
 		ValidFrom: b.ValidFrom, ValidUntil: b.ValidUntil, Slot: b.Slot, Trigger: b.Trigger, Roles: b.Roles,
-		Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance,
+		Template: b.Template, Metadata: b.Metadata, Provenance: b.Provenance, Proposal: b.Proposal,
 	})
 }
 
 func toBatchResult(res item.BatchResult) api.BatchResult {
-	out := api.BatchResult{Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged}
+	out := api.BatchResult{Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, Proposed: res.Proposed}
 	out.Items = make([]struct {
 		Key        string `json:"key"`
+		Proposal   *int32 `json:"proposal,omitempty"`
 		Status     string `json:"status"`
 		Tombstoned *bool  `json:"tombstoned,omitempty"`
 		Version    int32  `json:"version"`
@@ -396,6 +405,10 @@ func toBatchResult(res item.BatchResult) api.BatchResult {
 		out.Items[i].Key, out.Items[i].Status, out.Items[i].Version = e.Key, string(e.Status), int32(e.Version)
 		if e.Tombstoned {
 			out.Items[i].Tombstoned = &e.Tombstoned
+		}
+		if e.Proposal > 0 {
+			n := int32(e.Proposal)
+			out.Items[i].Proposal = &n
 		}
 	}
 	return out

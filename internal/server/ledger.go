@@ -61,8 +61,7 @@ func ledgerFigures(lf store.LedgerFigures) api.LedgerFigures {
 	if f.ExcludedBy == nil {
 		f.ExcludedBy = map[string]int64{}
 	}
-	if n := lf.Successes + lf.Failures + lf.Partials; n > 0 {
-		earn, fail := float64(lf.Successes)/float64(n), float64(lf.Failures)/float64(n)
+	if earn, fail, ok := lf.Rates(); ok {
 		f.EarnRate, f.FailureRate = &earn, &fail
 	}
 	return f

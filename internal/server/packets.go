@@ -58,6 +58,9 @@ func toPacket(p *packet.Packet) api.Packet {
 		Budget: toBudget(p), ProvenanceSummary: api.ProvenanceSummary{ByKind: p.Provenance.ByKind, BySource: p.Provenance.BySource},
 		Sections: []api.Section{}, Excluded: p.Excluded(), AblationOf: ptrIf(p.AblationOf),
 	}
+	if p.Request != nil {
+		out.RolePolicy = toPacketRolePolicy(p.Request.RolePolicy)
+	}
 	if len(p.Ablations) > 0 {
 		out.Ablations = &p.Ablations
 	}
@@ -242,6 +245,14 @@ func (s *Server) WhyPacket(ctx context.Context, r api.WhyPacketRequestObject) (a
 	if a.Redaction != nil {
 		red := toRedaction(*a.Redaction)
 		out.Redaction = &red
+	}
+	out.PendingProposals = toPending(a.Pending)
+	if d := a.Policy; d != nil {
+		out.RolePolicy = &struct {
+			Layer  string `json:"layer"`
+			Member string `json:"member"`
+			Role   string `json:"role"`
+		}{Layer: d.Layer, Member: d.Member, Role: d.Role}
 	}
 	return out, nil
 }

@@ -263,6 +263,20 @@ var walkCases = map[string]walkCase{
 		}
 		return home + "/restore", nil
 	}},
+	// Role policies: anyone who may read the project reads them; admins
+	// set them, each on a role of its own, so the workers' packets stay
+	// as they were.
+	"listRolePolicies": {perm: "read", ok: 200, call: at(home + "/roles")},
+	"getRolePolicy":    {perm: "read", ok: 200, call: at(home + "/roles/" + worker)},
+	"putRolePolicy": {perm: "admin", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/roles/" + w.fresh("role"), map[string]any{"token_budget": 4000, "kinds": []string{"knowledge"}}
+	}},
+	"deleteRolePolicy": {perm: "admin", ok: 200, call: func(w *world, _ identity) (string, any) {
+		role := w.fresh("role")
+		r := w.e.do("PUT", home+"/roles/"+role, w.e.admin, map[string]any{"token_budget": 4000})
+		require.Equal(w.e.t, 200, r.status, r.text)
+		return home + "/roles/" + role, nil
+	}},
 	"listItems": {perm: "read", ok: 200, call: at(home + "/items")},
 	"batchItems": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {
 		return home + "/items", map[string]any{"items": []any{map[string]any{"key": w.fresh("batch"), "content": "batched"}}}
@@ -285,6 +299,21 @@ var walkCases = map[string]walkCase{
 	"listItemInjections": {perm: "read", ok: 200, call: at(home + "/items/fact/injections")},
 	"getItemLedger":      {perm: "read", ok: 200, call: at(home + "/items/fact/ledger")},
 	"getProjectLedger":   {perm: "read", ok: 200, call: at(home + "/ledger")},
+	// Proposals: each case makes a fresh proposal by an agent of its own
+	// name (walkProposal), so no identity of the walk is its author.
+	"listProposals": {perm: "read", ok: 200, call: at(home + "/proposals?status=pending")},
+	"listItemProposals": {perm: "read", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/items/" + w.walkProposal() + "/proposals", nil
+	}},
+	"getItemProposal": {perm: "read", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/items/" + w.walkProposal() + "/proposals/1", nil
+	}},
+	"promoteProposal": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/items/" + w.walkProposal() + "/proposals/1/promote", map[string]any{}
+	}},
+	"rejectProposal": {perm: "edit", ok: 200, call: func(w *world, _ identity) (string, any) {
+		return home + "/items/" + w.walkProposal() + "/proposals/1/reject", map[string]any{"reason": "not now"}
+	}},
 	"redactItemVersion": {perm: "admin", ok: 202, call: func(w *world, _ identity) (string, any) {
 		key := w.fresh("secret")
 		r := w.e.do("PUT", home+"/items/"+key, w.e.admin, api.PutItemJSONRequestBody{Content: "a leaked token"})

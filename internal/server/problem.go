@@ -127,7 +127,33 @@ func toProblem(err error) *Problem {
 			return problem(he.Code, "malformed", "%s", msg)
 		}
 	}
-	return kindProblem(err)
+	return codedProblem(err, kindProblem(err))
+}
+
+// codedError is a domain error that names its problem's code (and further
+// members) itself, beyond its kind's: a proposal's self_promotion,
+// stale_proposal, too_many_proposals (item.ProposalError).
+type codedError interface {
+	ProblemCode() string
+	ProblemExtra() map[string]any
+}
+
+// codedProblem is p with err's own code and members, when it has them.
+func codedProblem(err error, p *Problem) *Problem {
+	var c codedError
+	if !errors.As(err, &c) || p.Status >= 500 {
+		return p
+	}
+	if code := c.ProblemCode(); code != "" {
+		p.Code = code
+	}
+	for k, v := range c.ProblemExtra() {
+		if p.Extra == nil {
+			p.Extra = map[string]any{}
+		}
+		p.Extra[k] = v
+	}
+	return p
 }
 
 // kindProblem maps the error kinds of package fault: the one list a

@@ -5,11 +5,16 @@ import (
 
 	"github.com/contextd/contextd/api"
 	"github.com/contextd/contextd/internal/page"
+	"github.com/contextd/contextd/internal/project"
 	"github.com/contextd/contextd/internal/store"
 )
 
 func toProject(p store.Project) api.Project {
-	out := api.Project{Project: p.Name, Description: p.Description, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(), ArchivedBy: p.ArchivedBy}
+	out := api.Project{Project: p.Name, Description: p.Description, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(), ArchivedBy: p.ArchivedBy,
+		OnExcessAuthority: p.OnExcessAuthority}
+	if out.OnExcessAuthority == "" {
+		out.OnExcessAuthority = project.ExcessRefuse
+	}
 	if p.ArchivedAt != nil {
 		at := p.ArchivedAt.UTC()
 		out.ArchivedAt = &at
@@ -56,9 +61,9 @@ func (s *Server) RestoreProject(ctx context.Context, r api.RestoreProjectRequest
 
 // PutProject implements api.StrictServerInterface.
 func (s *Server) PutProject(ctx context.Context, r api.PutProjectRequestObject) (api.PutProjectResponseObject, error) {
-	var desc string
-	if r.Body != nil && r.Body.Description != nil {
-		desc = *r.Body.Description
+	var pp project.PutParams
+	if r.Body != nil {
+		pp = project.PutParams{Description: deref(r.Body.Description), OnExcessAuthority: r.Body.OnExcessAuthority}
 	}
 	var (
 		p       store.Project
@@ -66,7 +71,7 @@ func (s *Server) PutProject(ctx context.Context, r api.PutProjectRequestObject) 
 	)
 	err := s.write(ctx, func(tx *store.Tx) error {
 		var err error
-		p, created, err = s.projects.PutTx(ctx, tx, agentFrom(ctx), r.Project, desc)
+		p, created, err = s.projects.PutWithTx(ctx, tx, agentFrom(ctx), r.Project, pp)
 		return err
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/api"
 )
 
 // TestRoundTrips holds the item paths to their round-trip budgets, counted
@@ -48,4 +50,24 @@ func TestRoundTrips(t *testing.T) {
 		require.Equal(t, "refunds take three days", r.json["content"])
 	})
 	require.Equal(t, int64(1), n, "GET took %d round trips", n)
+}
+
+// TestOutcomeWriteRoundTrips holds an outcome write with an answer to its
+// budget, 9 (it was 12): the packet's reads as for its GET and all its
+// records for the attribution, then one transaction of four round trips:
+// BEGIN with the project's check, the packet's lock and the count; the
+// outcome's row; the counters with the read of the chain head its seal
+// signs; the entry and COMMIT. Measured after a warm-up write, so the
+// caller's key and the project are in the caches.
+func TestOutcomeWriteRoundTrips(t *testing.T) {
+	w := newOutcomeWorld(t)
+	body := api.RecordOutcomeJSONRequestBody{Status: "failure", Answer: ptr("As asked: " + refundSentence)}
+	require.Equal(t, 201, w.record(w.support, body).status, "warm-up")
+	before := w.app.Store.RoundTrips()
+	r := w.record(w.support, body)
+	n := w.app.Store.RoundTrips() - before
+	require.Equal(t, 201, r.status, r.text)
+	require.Equal(t, []string{"refund.policy"}, usedKeys(r.json))
+	require.LessOrEqual(t, n, int64(9), "an outcome write took %d round trips", n)
+	t.Logf("outcome write: %d round trips", n)
 }

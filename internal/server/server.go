@@ -28,6 +28,7 @@ import (
 	"github.com/contextd/contextd/internal/outcome"
 	"github.com/contextd/contextd/internal/packet"
 	"github.com/contextd/contextd/internal/project"
+	"github.com/contextd/contextd/internal/rolepolicy"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -94,7 +95,9 @@ type Server struct {
 	evidence   *evidence.Service
 	outcomes   *outcome.Service
 	ledger     *ledger.Service
-	keys       *evidence.Keys // nil: answers are stored without an HMAC
+	// rolePolicies are the policies per role (roles.go).
+	rolePolicies *rolepolicy.Service
+	keys         *evidence.Keys // nil: answers are stored without an HMAC
 	// keepAlive and streamWrite are an event stream's comment interval
 	// and per-write deadline.
 	keepAlive, streamWrite time.Duration
@@ -120,7 +123,7 @@ func New(cfg Config) *echo.Echo {
 	s := &Server{
 		store: a.Store, log: cfg.Logger, bodyLimit: cfg.BodyLimit, batchLimit: cfg.BatchBodyLimit, ready: cfg.Ready, stopping: cfg.Stopping,
 		agents: a.Agents, projects: a.Projects, items: a.Items, packets: a.Packets, handoffs: a.Handoffs, evidence: a.Evidence, keys: a.Keys,
-		outcomes: a.Outcomes, ledger: a.Ledger, limiter: newLimiter(cfg.RateLimit, cfg.RateBurst), keepAlive: orDefault(cfg.KeepAlive, DefaultKeepAlive),
+		outcomes: a.Outcomes, ledger: a.Ledger, rolePolicies: a.RolePolicies, limiter: newLimiter(cfg.RateLimit, cfg.RateBurst), keepAlive: orDefault(cfg.KeepAlive, DefaultKeepAlive),
 		streamWrite: orDefault(cfg.StreamWriteTimeout, DefaultStreamWriteTimeout), obs: a.Obs, mcpOrigins: cfg.MCPAllowedOrigins,
 	}
 	if s.obs == nil {

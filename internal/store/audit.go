@@ -192,7 +192,8 @@ func handoffEventRow(r dbsqlc.HandoffEvent) audit.HandoffEventRow {
 
 func projectRow(r dbsqlc.Project) audit.ProjectRow {
 	return audit.ProjectRow{Project: r.Project, Description: r.Description, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ArchivedAt: r.ArchivedAt, ArchivedBy: r.ArchivedBy, RestoredAt: r.RestoredAt, RestoredBy: r.RestoredBy}
+		ArchivedAt: r.ArchivedAt, ArchivedBy: r.ArchivedBy, RestoredAt: r.RestoredAt, RestoredBy: r.RestoredBy,
+		OnExcessAuthority: r.OnExcessAuthority}
 }
 
 func packetRow(p Packet) audit.PacketRow {

@@ -24,6 +24,20 @@ type LedgerFigures struct {
 	Successes, Failures, Partials, Answered, Used int64
 }
 
+// Outcomes is how many outcomes count for it.
+func (f LedgerFigures) Outcomes() int64 { return f.Successes + f.Failures + f.Partials }
+
+// Rates are its earn rate (successes per outcome) and failure rate
+// (failures per outcome); ok is false without outcomes, where a rate
+// means nothing.
+func (f LedgerFigures) Rates() (earn, failure float64, ok bool) {
+	n := f.Outcomes()
+	if n == 0 {
+		return 0, 0, false
+	}
+	return float64(f.Successes) / float64(n), float64(f.Failures) / float64(n), true
+}
+
 // LedgerVersion is one version's figures.
 type LedgerVersion struct {
 	Version int
@@ -86,23 +100,41 @@ func figuresOf(offered, included, excluded int64, excludedBy json.RawMessage, to
 // LedgerFold folds at most max queued packets and outcomes of a project
 // into the ledger, in a transaction of its own that holds the project's
 // fold lock (waiting for it, or with try giving up at once, folding
-// nothing, when another fold holds it). It returns how many it folded.
+// nothing, when another fold holds it) and commits without waiting for
+// its WAL to be flushed (LedgerFoldWithoutFlush says why that is safe).
+// It returns how many it folded.
 func (s *Store) LedgerFold(ctx context.Context, project string, max int, try bool) (folded int, err error) {
 	err = s.InTx(ctx, func(tx *Tx) error {
 		folded = 0
+		if err := tx.Pipeline(ctx, func() error {
+			if err := q.LedgerFoldWithoutFlush(ctx, tx.ex); err != nil {
+				return err
+			}
+			if try {
+				return nil
+			}
+			return q.LedgerLock(ctx, tx.ex, project)
+		}); err != nil {
+			return interpret(err)
+		}
 		if try {
 			locked, err := q.LedgerTryLock(ctx, tx.ex, project)
 			if err != nil || !locked {
 				return interpret(err)
 			}
-		} else if err := q.LedgerLock(ctx, tx.ex, project); err != nil {
-			return interpret(err)
 		}
 		row, err := q.LedgerFold(ctx, tx.ex, dbsqlc.LedgerFoldParams{Project: project, Lim: int32(max)})
 		folded = int(row.Folded)
 		return interpret(err)
 	})
 	return folded, err
+}
+
+// LedgerQueued reports whether a project has packets or outcomes waiting
+// to be folded.
+func (db DB) LedgerQueued(ctx context.Context, project string) (bool, error) {
+	ok, err := q.LedgerQueued(ctx, db.ex, project)
+	return ok, interpret(err)
 }
 
 // LedgerQueuedProjects are the projects with packets or outcomes waiting

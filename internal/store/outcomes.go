@@ -68,9 +68,15 @@ func outcomeRow(r dbsqlc.PacketOutcome) audit.OutcomeRow {
 }
 
 // OutcomeLockPacket serialises the outcome writes of one packet until tx
-// ends, so that OutcomeCount counts every outcome committed before.
+// ends, so that OutcomeCount counts every outcome committed before. The
+// lock waits for the transaction's next statement (OutcomeCount's) and
+// goes in its round trip: a statement of its own after the lock's, so
+// under read committed the count's snapshot is still taken once the lock
+// is held.
 func (tx *Tx) OutcomeLockPacket(ctx context.Context, project, packetID string) error {
-	return interpret(q.OutcomeLockPacket(ctx, tx.ex, dbsqlc.OutcomeLockPacketParams{Project: project, PacketID: packetID}))
+	return interpret(tx.waitForNext(ctx, func() error {
+		return q.OutcomeLockPacket(ctx, tx.ex, dbsqlc.OutcomeLockPacketParams{Project: project, PacketID: packetID})
+	}))
 }
 
 // OutcomeCount is how many outcomes a packet has.

@@ -275,9 +275,10 @@ type ReadPoint struct {
 
 // PacketReadPoint is the snapshot transaction's time and identity; it
 // refuses to run outside a repeatable-read transaction, where a snapshot
-// would not hold.
-func (tx *Tx) PacketReadPoint(ctx context.Context) (ReadPoint, error) {
-	r, err := q.PacketReadPoint(ctx, tx.ex)
+// would not hold. (On DB, so that a Tx's first reads (Tx.Reads) may send
+// it with theirs.)
+func (db DB) PacketReadPoint(ctx context.Context) (ReadPoint, error) {
+	r, err := q.PacketReadPoint(ctx, db.ex)
 	if err != nil {
 		return ReadPoint{}, interpret(err)
 	}

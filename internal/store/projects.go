@@ -22,6 +22,10 @@ type Project struct {
 	// ArchivedAt and ArchivedBy are set while the project is archived.
 	ArchivedAt *time.Time
 	ArchivedBy *string
+	// OnExcessAuthority is what an item write claiming more authority than
+	// its writer's grant or its source's ceiling allow becomes: refused
+	// (refuse, the default) or a proposal (propose); migration 00036.
+	OnExcessAuthority string
 }
 
 // Archived reports whether the project is archived.
@@ -29,7 +33,7 @@ func (p Project) Archived() bool { return p.ArchivedAt != nil }
 
 func projectOf(r dbsqlc.Project) Project {
 	return Project{Name: r.Project, Description: r.Description, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ArchivedAt: r.ArchivedAt, ArchivedBy: r.ArchivedBy}
+		ArchivedAt: r.ArchivedAt, ArchivedBy: r.ArchivedBy, OnExcessAuthority: r.OnExcessAuthority}
 }
 
 // ProjectGet is a project by name, archived or not.
@@ -72,9 +76,11 @@ func archived(name string) error {
 
 // ProjectUpsert creates or changes a project and reports whether it was
 // created, with the project's audit entry. An archived project is not
-// changed: fault.ErrGone.
-func (tx *Tx) ProjectUpsert(ctx context.Context, name, description string) (Project, bool, error) {
-	r, err := q.ProjectUpsert(ctx, tx.ex, dbsqlc.ProjectUpsertParams{Project: name, Description: description})
+// changed: fault.ErrGone. A nil onExcessAuthority keeps the project's
+// (refuse for a new one).
+func (tx *Tx) ProjectUpsert(ctx context.Context, name, description string, onExcessAuthority *string) (Project, bool, error) {
+	r, err := q.ProjectUpsert(ctx, tx.ex, dbsqlc.ProjectUpsertParams{Project: name, Description: description,
+		OnExcessAuthority: onExcessAuthority})
 	if errors.Is(err, pgx.ErrNoRows) { // the row exists, and the update's WHERE refused it
 		return Project{}, false, archived(name)
 	}
@@ -82,7 +88,8 @@ func (tx *Tx) ProjectUpsert(ctx context.Context, name, description string) (Proj
 		return Project{}, false, interpret(err)
 	}
 	row := dbsqlc.Project{Project: r.Project, Description: r.Description, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ArchivedAt: r.ArchivedAt, ArchivedBy: r.ArchivedBy, RestoredAt: r.RestoredAt, RestoredBy: r.RestoredBy}
+		ArchivedAt: r.ArchivedAt, ArchivedBy: r.ArchivedBy, RestoredAt: r.RestoredAt, RestoredBy: r.RestoredBy,
+		OnExcessAuthority: r.OnExcessAuthority}
 	if err := tx.auditProject(row); err != nil {
 		return Project{}, false, err
 	}

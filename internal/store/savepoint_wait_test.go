@@ -27,7 +27,7 @@ func TestAWaitingWriteFailsItsSavepoint(t *testing.T) {
 				Tokenizer: "o200k_base", Gaps: []byte(`[]`), ProvenanceSummary: []byte(`{}`), Snapshot: "1:1:", Pipeline: 2}, nil)
 		})
 		require.ErrorIs(t, serr, fault.ErrInvalid, "the packet's foreign key, reported by the savepoint")
-		_, _, perr := tx.ProjectUpsert(ctx, "after", "the transaction goes on")
+		_, _, perr := tx.ProjectUpsert(ctx, "after", "the transaction goes on", nil)
 		return perr
 	})
 	require.NoError(t, err, "the savepoint was rolled back, not the transaction")

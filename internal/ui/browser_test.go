@@ -154,7 +154,7 @@ func TestBrowserPagesLoadWithoutConsoleErrors(t *testing.T) {
 	b := newTab(t)
 	b.signIn(e.url, w.admin)
 	for _, p := range []string{"/ui", "/ui/projects/acme", "/ui/projects/acme?q=refunds", "/ui/projects/acme/packets/" + w.packet,
-		"/ui/projects/acme/items/refunds", "/ui/projects/acme/tasks/" + w.task, "/ui/projects/_shared"} {
+		"/ui/projects/acme/items/refunds", "/ui/projects/acme/tasks/" + w.task, "/ui/projects/_shared", "/ui/projects/acme/ledger"} {
 		b.open(e.url, p)
 		b.clean(p)
 	}
@@ -169,6 +169,86 @@ func TestBrowserPagesLoadWithoutConsoleErrors(t *testing.T) {
 	b.clean("span click and replay")
 	title := get(b, chromedp.Title())
 	require.Contains(t, title, w.packet)
+}
+
+// TestBrowserSuspectsLeadToTheAblationThatProvesThem: a failed answer
+// that quoted refunds and an ablation without refunds that succeeded; the
+// packet's page shows refunds first and causal, without a console
+// problem, and its ablation link opens the ablation's page, whose link
+// back opens the packet again.
+func TestBrowserSuspectsLeadToTheAblationThatProvesThem(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.seed()
+	answer := "I looked it up. Refunds take three days. Ask for the order number."
+	e.must(201, "POST", "/v1/projects/acme/packets/"+w.packet+"/outcomes", w.admin,
+		api.RecordOutcomeJSONRequestBody{Status: "failure", Answer: &answer, Source: ptr("human")})
+	abl := e.must(201, "POST", "/v1/projects/acme/packets/"+w.packet+"/ablations", w.admin,
+		api.AblatePacketJSONRequestBody{Without: []api.AblationEntry{{Key: ptr("refunds")}}})["packet_id"].(string)
+	e.must(201, "POST", "/v1/projects/acme/packets/"+abl+"/outcomes", w.admin,
+		api.RecordOutcomeJSONRequestBody{Status: "success", Source: ptr("human")})
+	b := newTab(t)
+	b.signIn(e.url, w.planner)
+	b.open(e.url, "/ui/projects/acme/packets/"+w.packet)
+	b.clean("the packet page with suspects")
+	first := get(b, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#suspects tbody tr:first-child td")).map(td => td.textContent)`))
+	require.GreaterOrEqual(t, len(first), 5, "%v", first)
+	require.Equal(t, []string{"item", "refunds", "2"}, first[:3])
+	require.Equal(t, "causal", first[4])
+
+	b.run(
+		chromedp.Click(chromedp.CSS(`#suspects .evidence-ablation a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#ablation-of a`)),
+	)
+	require.Contains(t, get(b, chromedp.Title()), abl)
+	b.clean("the ablation's page")
+	b.run(
+		chromedp.Click(chromedp.CSS(`#ablation-of a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#ablations a`)),
+	)
+	require.Contains(t, get(b, chromedp.Title()), w.packet)
+	require.Equal(t, abl, get(b, chromedp.Text(chromedp.CSS(`#ablations a`))))
+	b.clean("back to the packet")
+}
+
+// TestBrowserLedgerFollowsItsSortLinks: from the project page to its
+// ledger, then a click on the tokens order lists the items as the API
+// orders them, the order marked current; a row's link opens its item's
+// page on its ledger. No console problem on the way.
+func TestBrowserLedgerFollowsItsSortLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.seed()
+	e.must(201, "POST", "/v1/projects/acme/packets/"+w.packet+"/outcomes", w.admin,
+		api.RecordOutcomeJSONRequestBody{Status: "failure", Source: ptr("human")})
+	var byTokens []string
+	for _, d := range e.must(200, "GET", "/v1/projects/acme/ledger?sort=tokens", w.planner, nil)["data"].([]any) {
+		m := d.(map[string]any)
+		byTokens = append(byTokens, m["project"].(string)+"/"+m["key"].(string))
+	}
+	require.Len(t, byTokens, 3)
+	b := newTab(t)
+	b.signIn(e.url, w.planner)
+	b.open(e.url, "/ui/projects/acme")
+	b.run(
+		chromedp.Click(chromedp.CSS(`a[data-link="ledger"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav.sorts [aria-current][data-sort="failure_rate"]`)),
+	)
+	b.clean("the ledger page")
+	b.run(
+		chromedp.Click(chromedp.CSS(`nav.sorts a[data-sort="tokens"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav.sorts [aria-current][data-sort="tokens"]`)),
+	)
+	rows := get(b, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#ledger tbody tr")).map(tr => tr.dataset.item)`))
+	require.Equal(t, byTokens, rows)
+	require.Contains(t, get(b, chromedp.Location()), "sort=tokens")
+	b.clean("the ledger by tokens")
+	b.run(
+		chromedp.Click(chromedp.CSS(`#ledger tbody tr:first-child a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#item-ledger`)),
+	)
+	require.Contains(t, get(b, chromedp.Title()), strings.TrimPrefix(byTokens[0], "acme/"))
+	b.clean("the item's ledger")
 }
 
 // TestBrowserClickOnASpanShowsTheItemVersion: every span's text is the
@@ -283,7 +363,7 @@ func TestBrowserReadOnlyKeySeesNoWriteControl(t *testing.T) {
 	b.signIn(e.url, w.planner)
 	allowed := map[string]bool{"search": true, "replay": true}
 	for _, p := range []string{"/ui", "/ui/projects/acme", "/ui/projects/acme?q=refunds", "/ui/projects/acme/packets/" + w.packet,
-		"/ui/projects/acme/items/refunds", "/ui/projects/acme/tasks/" + w.task} {
+		"/ui/projects/acme/items/refunds", "/ui/projects/acme/tasks/" + w.task, "/ui/projects/acme/ledger"} {
 		b.open(e.url, p)
 		checkControls(t, b, p, allowed)
 		b.clean(p)

@@ -42,6 +42,12 @@ type itemView struct {
 	UsesOf        string   // the project whose packets are listed
 	ChooseProject []string // for a _shared item: the projects to pick from
 	UsesNote      string
+	// Ledger is what the item cost and earned in the packets of UsesOf
+	// (nil while a _shared item's project is to be picked).
+	Ledger *itemLedgerView
+	// Proposals are its pending proposals, with the decisions the agent
+	// may take (proposals.go).
+	Proposals []proposalView
 }
 
 // item shows an item's versions with the diff of each against the one
@@ -51,10 +57,18 @@ func (h *handler) item(c echo.Context) error {
 	ctx := c.Request().Context()
 	proj, key := param(c, "project"), param(c, "key")
 	vs, more, err := h.versions(ctx, s.Agent, proj, key)
+	if errors.Is(err, fault.ErrNotFound) {
+		if shown, perr := h.proposalsOnly(c, proj, key); shown || perr != nil {
+			return perr
+		}
+	}
 	if err != nil {
 		return h.fail(c, err)
 	}
 	v := &itemView{Project: proj, Key: key, MoreVersions: more}
+	if v.Proposals, err = h.pendingProposals(ctx, s.Agent, proj, key); err != nil {
+		return h.fail(c, err)
+	}
 	uses, of, moreUses, err := h.injections(ctx, s.Agent, proj, key, c.QueryParam("project"))
 	switch {
 	case errors.Is(err, fault.ErrInvalid) && proj == ctxtype.SharedProject:
@@ -67,6 +81,11 @@ func (h *handler) item(c echo.Context) error {
 		return h.fail(c, err)
 	}
 	v.UsesOf, v.MoreUses, v.Uses = of, moreUses, len(uses)
+	if v.UsesNote == "" {
+		if v.Ledger, err = h.itemLedger(c, proj, key); err != nil {
+			return h.fail(c, err)
+		}
+	}
 	byVersion := map[int][]packet.Injection{}
 	var all []time.Time
 	for _, u := range uses {
@@ -93,6 +112,7 @@ func (h *handler) item(c echo.Context) error {
 	for _, u := range uses {
 		agents = append(agents, u.Agent)
 	}
+	agents = append(agents, proposalAuthors(v.Proposals)...)
 	if err := h.nameAgents(c, agents...); err != nil {
 		return h.fail(c, err)
 	}

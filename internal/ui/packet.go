@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,6 +65,11 @@ type packetView struct {
 	// Outcomes are the packet's outcomes, oldest first (all of them: a
 	// packet has at most outcome.MaxPerPacket).
 	Outcomes []store.Outcome
+	// Suspects are its included entries ranked by the evidence that they
+	// caused its failed or partial outcomes, as the outcome service
+	// answers the session's agent (what it may not see is not there);
+	// none without such an outcome.
+	Suspects []outcome.Suspect
 }
 
 type sectionView struct {
@@ -113,10 +119,21 @@ func (h *handler) showPacket(c echo.Context, replay *packet.ReplayResult) error 
 	if v.Outcomes, _, err = h.app.Outcomes.List(c.Request().Context(), s.Agent, proj, p.ID, "", outcome.MaxPerPacket); err != nil {
 		return h.fail(c, err)
 	}
+	if slices.ContainsFunc(v.Outcomes, failedOutcome) {
+		if v.Suspects, err = h.app.Outcomes.Suspects(c.Request().Context(), s.Agent, proj, p.ID); err != nil {
+			return h.fail(c, err)
+		}
+	}
 	if err := h.nameAgents(c, p.CreatedBy); err != nil {
 		return h.fail(c, err)
 	}
 	return h.render(c, http.StatusOK, "packet", "Packet "+p.ID, proj, v)
+}
+
+// failedOutcome is an outcome suspects explain. Without one the service
+// answers no suspects, so the page spares the reads of its evidence.
+func failedOutcome(o store.Outcome) bool {
+	return o.Status == outcome.Failure || o.Status == outcome.Partial
 }
 
 // buildPacketView lays a packet out: sections coloured in order of

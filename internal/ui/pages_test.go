@@ -19,7 +19,7 @@ func TestPagesAnswerEachRoleWithWhatItMaySee(t *testing.T) {
 	w := e.seed()
 	pages := func(packet string) []string {
 		return []string{"/ui", "/ui/projects/acme", "/ui/projects/acme?q=launch", "/ui/projects/acme/packets/" + packet,
-			"/ui/projects/acme/items/refunds", "/ui/projects/acme/tasks/" + w.task, "/ui/projects/_shared"}
+			"/ui/projects/acme/items/refunds", "/ui/projects/acme/tasks/" + w.task, "/ui/projects/_shared", "/ui/projects/acme/ledger"}
 	}
 	for _, c := range []struct {
 		name, key, packet string

@@ -14,6 +14,7 @@ import (
 	"github.com/contextd/contextd/internal/fault"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/packet"
+	"github.com/contextd/contextd/internal/rolepolicy"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -21,6 +22,7 @@ import (
 const (
 	itemsShown   = 50
 	packetsShown = 20
+	rolesShown   = 50
 )
 
 type indexView struct {
@@ -57,10 +59,18 @@ type projectView struct {
 	Packets   []*packet.Packet
 	MorePacks bool
 	Audit     auditView
+	// Roles are the role policies of the project (its own and _shared's),
+	// the first rolesShown of them.
+	Roles     []rolepolicy.View
+	MoreRoles bool
+	// Proposals are its pending proposals, the oldest proposalsShown
+	// (proposals.go), each linked to its item's page.
+	Proposals     []item.Proposal
+	MoreProposals bool
 }
 
 // project shows a project's items (searched with ?q=, paged with
-// ?cursor=), its recent packets, its audit chain's verification and a
+// ?cursor=), its role policies, its recent packets, its audit chain's verification and a
 // checkpoint of its head.
 func (h *handler) project(c echo.Context) error {
 	s := sessionOf(c)
@@ -78,6 +88,14 @@ func (h *handler) project(c echo.Context) error {
 			return h.fail(c, err)
 		}
 		v.Packets, v.MorePacks = ps, next != ""
+	}
+	roles, err := h.app.RolePolicies.List(ctx, s.Agent, proj, "", rolesShown+1)
+	if err != nil {
+		return h.fail(c, err)
+	}
+	v.Roles, v.MoreRoles = roles[:min(len(roles), rolesShown)], len(roles) > rolesShown
+	if v.Proposals, v.MoreProposals, err = h.projectProposals(ctx, s.Agent, proj); err != nil {
+		return h.fail(c, err)
 	}
 	if v.Audit, err = h.audit(ctx, s.Agent, proj); err != nil {
 		return h.fail(c, err)

@@ -19,7 +19,7 @@ import (
 // pageNames are the templates that are whole pages (each with the layout);
 // fragments are rendered without it.
 var (
-	pageNames     = []string{"login", "index", "project", "packet", "item", "task", "error"}
+	pageNames     = []string{"login", "index", "project", "packet", "item", "task", "ledger", "error"}
 	fragmentNames = []string{"record"}
 )
 

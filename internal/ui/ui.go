@@ -2,16 +2,19 @@
 // embedded in the binary (html/template, a stylesheet and a little plain
 // JavaScript; no front-end build), where a person signed in with an agent
 // key sees what that agent may see: a packet's text with every record's
-// span, why each candidate is in or out, the budget, a replay; an item's
-// versions, their diffs and the packets that used them; a task's timeline
-// of handoffs; a project's items, packets and audit chain.
+// span, why each candidate is in or out, the budget, a replay, its
+// outcomes, suspects and ablations; an item's versions, their diffs and
+// the packets that used them and its ledger; a task's timeline of
+// handoffs; a project's items, packets, ledger and audit chain.
 //
 // Like the REST API it is a transport over the services of package app,
 // never a second implementation: every page calls the same service methods
 // with the session's agent, so scope, permission and role visibility (a
 // hidden item stays hidden) are decided where they are for every other
 // caller. It is a viewer: the only forms are sign-in (and sign-out),
-// search and replay, and no page renders a control that writes.
+// search and replay, and the promote and reject forms of an item's pending
+// proposals, rendered only for an agent that may decide them
+// (proposals.go); no other page renders a control that writes.
 package ui
 
 import (
@@ -95,6 +98,9 @@ func Mount(e *echo.Echo, cfg Config) {
 	in.GET("/projects/:project/packets/:id/record", h.record)
 	in.POST("/projects/:project/packets/:id/replay", h.replay)
 	in.GET("/projects/:project/items/:key", h.item)
+	in.POST("/projects/:project/items/:key/proposals/:n/promote", h.promoteProposal)
+	in.POST("/projects/:project/items/:key/proposals/:n/reject", h.rejectProposal)
+	in.GET("/projects/:project/ledger", h.projectLedger)
 	in.GET("/projects/:project/tasks/:task", h.task)
 }
 

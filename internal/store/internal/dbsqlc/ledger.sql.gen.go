@@ -378,6 +378,19 @@ func (q *Queries) LedgerFold(ctx context.Context, db DBTX, arg LedgerFoldParams)
 	return i, err
 }
 
+const ledgerFoldWithoutFlush = `-- name: LedgerFoldWithoutFlush :exec
+SELECT set_config('synchronous_commit', 'off', true)
+`
+
+// A fold's commit need not wait for its WAL to reach the disk: the queue
+// rows it deletes are in the same transaction, so a crash that loses the
+// fold loses their deletion too, and the next fold counts them again. It
+// keeps the project's fold lock from being held across an fsync.
+func (q *Queries) LedgerFoldWithoutFlush(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, ledgerFoldWithoutFlush)
+	return err
+}
+
 const ledgerItem = `-- name: LedgerItem :many
 SELECT offered, included, excluded, excluded_by, tokens, successes, failures, partials, answered, used
 FROM item_ledger_keys
@@ -527,6 +540,20 @@ func (q *Queries) LedgerPending(ctx context.Context, db DBTX, project string) (i
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const ledgerQueued = `-- name: LedgerQueued :one
+SELECT EXISTS (SELECT 1 FROM ledger_queue WHERE project = $1)::boolean AS queued
+`
+
+// Whether a project has packets or outcomes waiting to be folded: a probe
+// of the queue's primary key, so that a read with nothing to fold takes
+// no lock and writes nothing.
+func (q *Queries) LedgerQueued(ctx context.Context, db DBTX, project string) (bool, error) {
+	row := db.QueryRow(ctx, ledgerQueued, project)
+	var queued bool
+	err := row.Scan(&queued)
+	return queued, err
 }
 
 const ledgerQueuedProjects = `-- name: LedgerQueuedProjects :many

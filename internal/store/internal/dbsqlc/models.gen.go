@@ -153,6 +153,38 @@ type ItemLedgerKey struct {
 	FailureOrder   *float64
 }
 
+type ItemProposal struct {
+	Project       string
+	Key           string
+	Proposal      int32
+	Seq           int64
+	BaseVersion   int32
+	Cause         string
+	CauseDetail   string
+	Fields        json.RawMessage
+	FieldsSha256  []byte
+	PromoterRoles []string
+	CreatedAt     time.Time
+	CreatedBy     string
+	CreatedByName string
+	CreatedByRole string
+}
+
+type ItemProposalDecision struct {
+	Project           string
+	Key               string
+	Proposal          int32
+	Seq               int64
+	Decision          string
+	Reason            string
+	Version           *int32
+	SupersededVersion *int32
+	Rebased           bool
+	CreatedAt         time.Time
+	CreatedBy         string
+	CreatedByRole     string
+}
+
 type ItemTerm struct {
 	Project string
 	Lexeme  string
@@ -327,14 +359,15 @@ type PacketRecord struct {
 }
 
 type Project struct {
-	Project     string
-	Description string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	ArchivedAt  *time.Time
-	ArchivedBy  *string
-	RestoredAt  *time.Time
-	RestoredBy  *string
+	Project           string
+	Description       string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	ArchivedAt        *time.Time
+	ArchivedBy        *string
+	RestoredAt        *time.Time
+	RestoredBy        *string
+	OnExcessAuthority string
 }
 
 type ProjectCounter struct {
@@ -355,6 +388,22 @@ type Redaction struct {
 	PacketsTotal int32
 	PacketsDone  int32
 	Error        string
+}
+
+type RolePolicy struct {
+	Project       string
+	Role          string
+	Version       int32
+	TokenBudget   *int32
+	BudgetMax     bool
+	Kinds         []string
+	MaxPerSection []byte
+	Format        *string
+	Tokenizer     *string
+	CreatedAt     time.Time
+	CreatedBy     string
+	UpdatedAt     time.Time
+	UpdatedBy     string
 }
 
 type ToolCounter struct {

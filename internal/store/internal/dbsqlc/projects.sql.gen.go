@@ -13,7 +13,7 @@ import (
 const projectArchive = `-- name: ProjectArchive :one
 UPDATE projects SET archived_at = now(), archived_by = $1
 WHERE project = $2 AND archived_at IS NULL
-RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by
+RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by, on_excess_authority
 `
 
 type ProjectArchiveParams struct {
@@ -34,12 +34,13 @@ func (q *Queries) ProjectArchive(ctx context.Context, db DBTX, arg ProjectArchiv
 		&i.ArchivedBy,
 		&i.RestoredAt,
 		&i.RestoredBy,
+		&i.OnExcessAuthority,
 	)
 	return i, err
 }
 
 const projectGet = `-- name: ProjectGet :one
-SELECT project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by FROM projects WHERE project = $1
+SELECT project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by, on_excess_authority FROM projects WHERE project = $1
 `
 
 func (q *Queries) ProjectGet(ctx context.Context, db DBTX, project string) (Project, error) {
@@ -54,12 +55,13 @@ func (q *Queries) ProjectGet(ctx context.Context, db DBTX, project string) (Proj
 		&i.ArchivedBy,
 		&i.RestoredAt,
 		&i.RestoredBy,
+		&i.OnExcessAuthority,
 	)
 	return i, err
 }
 
 const projectList = `-- name: ProjectList :many
-SELECT project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by FROM projects
+SELECT project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by, on_excess_authority FROM projects
 WHERE project > $1
   AND ($2::boolean OR project = ANY($3::text[]))
   AND (archived_at IS NOT NULL) = $4::boolean
@@ -100,6 +102,7 @@ func (q *Queries) ProjectList(ctx context.Context, db DBTX, arg ProjectListParam
 			&i.ArchivedBy,
 			&i.RestoredAt,
 			&i.RestoredBy,
+			&i.OnExcessAuthority,
 		); err != nil {
 			return nil, err
 		}
@@ -114,7 +117,7 @@ func (q *Queries) ProjectList(ctx context.Context, db DBTX, arg ProjectListParam
 const projectRestore = `-- name: ProjectRestore :one
 UPDATE projects SET archived_at = NULL, archived_by = NULL, restored_at = now(), restored_by = $1
 WHERE project = $2 AND archived_at IS NOT NULL
-RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by
+RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by, on_excess_authority
 `
 
 type ProjectRestoreParams struct {
@@ -135,40 +138,48 @@ func (q *Queries) ProjectRestore(ctx context.Context, db DBTX, arg ProjectRestor
 		&i.ArchivedBy,
 		&i.RestoredAt,
 		&i.RestoredBy,
+		&i.OnExcessAuthority,
 	)
 	return i, err
 }
 
 const projectUpsert = `-- name: ProjectUpsert :one
-INSERT INTO projects (project, description)
-VALUES ($1, $2)
+INSERT INTO projects (project, description, on_excess_authority)
+VALUES ($1, $2, coalesce($3::text, 'refuse'))
 ON CONFLICT (project) DO UPDATE
     SET description = EXCLUDED.description,
-        updated_at = CASE WHEN projects.description = EXCLUDED.description THEN projects.updated_at ELSE now() END
+        on_excess_authority = coalesce($3::text, projects.on_excess_authority),
+        updated_at = CASE
+            WHEN projects.description = EXCLUDED.description
+             AND projects.on_excess_authority = coalesce($3::text, projects.on_excess_authority)
+            THEN projects.updated_at ELSE now() END
     WHERE projects.archived_at IS NULL
-RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by, (xmax = 0)::boolean AS inserted
+RETURNING project, description, created_at, updated_at, archived_at, archived_by, restored_at, restored_by, on_excess_authority, (xmax = 0)::boolean AS inserted
 `
 
 type ProjectUpsertParams struct {
-	Project     string
-	Description string
+	Project           string
+	Description       string
+	OnExcessAuthority *string
 }
 
 type ProjectUpsertRow struct {
-	Project     string
-	Description string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	ArchivedAt  *time.Time
-	ArchivedBy  *string
-	RestoredAt  *time.Time
-	RestoredBy  *string
-	Inserted    bool
+	Project           string
+	Description       string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	ArchivedAt        *time.Time
+	ArchivedBy        *string
+	RestoredAt        *time.Time
+	RestoredBy        *string
+	OnExcessAuthority string
+	Inserted          bool
 }
 
-// An archived project is not changed: no row comes back.
+// An archived project is not changed: no row comes back. A NULL
+// on_excess_authority keeps the project's (refuse for a new one).
 func (q *Queries) ProjectUpsert(ctx context.Context, db DBTX, arg ProjectUpsertParams) (ProjectUpsertRow, error) {
-	row := db.QueryRow(ctx, projectUpsert, arg.Project, arg.Description)
+	row := db.QueryRow(ctx, projectUpsert, arg.Project, arg.Description, arg.OnExcessAuthority)
 	var i ProjectUpsertRow
 	err := row.Scan(
 		&i.Project,
@@ -179,6 +190,7 @@ func (q *Queries) ProjectUpsert(ctx context.Context, db DBTX, arg ProjectUpsertP
 		&i.ArchivedBy,
 		&i.RestoredAt,
 		&i.RestoredBy,
+		&i.OnExcessAuthority,
 		&i.Inserted,
 	)
 	return i, err
