@@ -92,13 +92,18 @@ ORDER BY d.proposal;
 
 -- name: ItemVersionCurrentProposals :one
 -- An item's current version with how many of its proposals are pending
--- and the promotion that made it, if one did: GET of an item in one
--- statement.
+-- (those whose own roles let a caller of role see them, or every one with
+-- see_all: the caller sees the item, which the caller checks) and the
+-- promotion that made it, if one did: GET of an item in one statement.
 SELECT sqlc.embed(v),
     (SELECT count(*) FROM item_proposals p
      WHERE p.project = i.project AND p.key = i.key
        AND NOT EXISTS (SELECT 1 FROM item_proposal_decisions d
-                       WHERE d.project = p.project AND d.key = p.key AND d.proposal = p.proposal))::integer AS pending_proposals,
+                       WHERE d.project = p.project AND d.key = p.key AND d.proposal = p.proposal)
+       AND (@see_all::boolean OR (
+             NOT ((p.fields -> 'roles' -> 'hidden_from') @> to_jsonb(@role::text))
+             AND (jsonb_array_length(p.fields -> 'roles' -> 'visible_to') = 0
+                  OR (p.fields -> 'roles' -> 'visible_to') @> to_jsonb(@role::text)))))::integer AS pending_proposals,
     coalesce((SELECT d.proposal FROM item_proposal_decisions d
               WHERE d.project = i.project AND d.key = i.key AND d.version = i.current_version AND d.decision = 'promoted'
               ORDER BY d.proposal LIMIT 1), 0)::integer AS promoted_from,
@@ -129,25 +134,36 @@ SELECT greatest(
 -- name: ProposalEventStream :many
 -- A project's proposal events after a number (their creations and
 -- decisions), for the inboxes of one role that may promote them
--- (target_role) and of their authors' role (source_role); null: any.
+-- (target_role) and of their authors' role (source_role); null: any. Only
+-- the events a listener of role may see, as ProposalList decides it (the
+-- item's current roles, and the proposal's own), or every one with
+-- see_all: an event names its item and carries a rejection's reason.
 SELECT e.seq, e.event, e.key, e.proposal, e.authority, e.promoter_roles, e.author, e.author_role,
        e.actor, e.actor_role, e.reason, e.version, e.created_at
 FROM (
     SELECT p.seq, 'proposal_created'::text AS event, p.key, p.proposal, (p.fields ->> 'authority')::text AS authority,
            p.promoter_roles, p.created_by AS author, p.created_by_role AS author_role,
-           p.created_by AS actor, p.created_by_role AS actor_role, ''::text AS reason, 0::integer AS version, p.created_at
+           p.created_by AS actor, p.created_by_role AS actor_role, ''::text AS reason, 0::integer AS version, p.created_at,
+           p.fields
     FROM item_proposals p
     WHERE p.project = @project AND p.seq > @after
     UNION ALL
     SELECT d.seq, ('proposal_' || d.decision)::text, d.key, d.proposal, (p.fields ->> 'authority')::text,
            p.promoter_roles, p.created_by, p.created_by_role,
-           d.created_by, d.created_by_role, d.reason, coalesce(d.version, 0)::integer, d.created_at
+           d.created_by, d.created_by_role, d.reason, coalesce(d.version, 0)::integer, d.created_at,
+           p.fields
     FROM item_proposal_decisions d
     JOIN item_proposals p ON p.project = d.project AND p.key = d.key AND p.proposal = d.proposal
     WHERE d.project = @project AND d.seq > @after
 ) AS e
+LEFT JOIN items i ON i.project = @project AND i.key = e.key
 WHERE (sqlc.narg('target_role')::text IS NULL OR sqlc.narg('target_role')::text = ANY(e.promoter_roles))
   AND (sqlc.narg('source_role')::text IS NULL OR e.author_role = sqlc.narg('source_role')::text)
+  AND (@see_all::boolean OR (
+        (i.key IS NULL OR (NOT (@role::text = ANY(i.hidden_from)) AND (cardinality(i.visible_to) = 0 OR @role::text = ANY(i.visible_to))))
+        AND NOT ((e.fields -> 'roles' -> 'hidden_from') @> to_jsonb(@role::text))
+        AND (jsonb_array_length(e.fields -> 'roles' -> 'visible_to') = 0
+             OR (e.fields -> 'roles' -> 'visible_to') @> to_jsonb(@role::text))))
 ORDER BY e.seq
 LIMIT @max;
 

@@ -252,8 +252,15 @@ type StreamEvent struct {
 func (s *Service) Subscribe(proj string) (<-chan struct{}, func()) { return s.hub.subscribe(proj) }
 
 // StreamFilter is which handoffs' events a stream carries: those to
-// TargetRole and from SourceRole ("" for any).
-type StreamFilter struct{ TargetRole, SourceRole string }
+// TargetRole and from SourceRole ("" for any). Its listener's role (set
+// by AuthorizeStream only) keeps out the proposal events of items and
+// proposals hidden from that role: an inbox is no way round an item's
+// roles.
+type StreamFilter struct {
+	TargetRole, SourceRole string
+	viewer                 string
+	seesAll                bool
+}
 
 // AuthorizeStream checks that agent may listen to the stream it asks for
 // and returns the filter to apply. A target's inbox (target_role) and an
@@ -262,6 +269,12 @@ type StreamFilter struct{ TargetRole, SourceRole string }
 // admin to every event). A non-admin naming its own source role may narrow
 // it by any target role.
 func (s *Service) AuthorizeStream(ctx context.Context, agent *auth.Agent, proj string, f StreamFilter) (StreamFilter, error) {
+	f, err := s.streamFilter(ctx, agent, proj, f)
+	f.viewer, f.seesAll = agent.Role, agent.SeesAllRoles()
+	return f, err
+}
+
+func (s *Service) streamFilter(ctx context.Context, agent *auth.Agent, proj string, f StreamFilter) (StreamFilter, error) {
 	if err := s.projects.Authorize(ctx, agent, proj, auth.ReadOnly); err != nil {
 		return StreamFilter{}, err
 	}
@@ -309,7 +322,8 @@ func (s *Service) EventsAfter(ctx context.Context, proj string, after int64, f S
 			Target: Target{Role: r.TargetRole, Permission: r.TargetPermission},
 		}
 	}
-	props, err := s.store.ProposalEventStream(ctx, proj, after, f.TargetRole, f.SourceRole, limit)
+	props, err := s.store.ProposalEventStream(ctx, proj, after, store.ProposalStreamFilter{TargetRole: f.TargetRole,
+		SourceRole: f.SourceRole, Viewer: f.viewer, SeesAll: f.seesAll}, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func (s *Service) GetView(ctx context.Context, agent *auth.Agent, proj, key stri
 	if !ValidKey(key) {
 		return ItemView{}, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
-	c, err := s.store.ItemVersionCurrentProposals(ctx, proj, key)
+	c, err := s.store.ItemVersionCurrentProposals(ctx, proj, key, agent.Role, agent.SeesAllRoles())
 	if err != nil {
 		return ItemView{}, notFound(err, key)
 	}

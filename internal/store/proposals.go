@@ -313,9 +313,11 @@ type CurrentWithProposals struct {
 }
 
 // ItemVersionCurrentProposals is ItemVersionCurrent with what an item's
-// GET says of its proposals, in one statement.
-func (db DB) ItemVersionCurrentProposals(ctx context.Context, project, key string) (CurrentWithProposals, error) {
-	r, err := q.ItemVersionCurrentProposals(ctx, db.ex, dbsqlc.ItemVersionCurrentProposalsParams{Project: project, Key: key})
+// GET says of its proposals to a caller of role (every one with seesAll),
+// in one statement.
+func (db DB) ItemVersionCurrentProposals(ctx context.Context, project, key, role string, seesAll bool) (CurrentWithProposals, error) {
+	r, err := q.ItemVersionCurrentProposals(ctx, db.ex, dbsqlc.ItemVersionCurrentProposalsParams{Project: project, Key: key,
+		Role: role, SeeAll: seesAll})
 	if err != nil {
 		return CurrentWithProposals{}, interpret(err)
 	}
@@ -366,12 +368,20 @@ func (db DB) ProposalEventMaxSeq(ctx context.Context, project string) (int64, er
 	return n, interpret(err)
 }
 
-// ProposalEventStream is up to max proposal events after seq for the
-// inbox of a role that may promote them (targetRole) and of their authors'
-// role (sourceRole); "" for any.
-func (db DB) ProposalEventStream(ctx context.Context, project string, after int64, targetRole, sourceRole string, max int) ([]ProposalEvent, error) {
+// ProposalStreamFilter is which proposal events a stream carries: those
+// for the inbox of a role that may promote them (TargetRole) and of their
+// authors' role (SourceRole), "" for any; of them, those whose item and
+// proposal the listener's role (Viewer) may see, every one with SeesAll.
+type ProposalStreamFilter struct {
+	TargetRole, SourceRole, Viewer string
+	SeesAll                        bool
+}
+
+// ProposalEventStream is up to max proposal events after seq that f lets
+// through.
+func (db DB) ProposalEventStream(ctx context.Context, project string, after int64, f ProposalStreamFilter, max int) ([]ProposalEvent, error) {
 	rows, err := q.ProposalEventStream(ctx, db.ex, dbsqlc.ProposalEventStreamParams{Project: project, After: after,
-		TargetRole: nullable(targetRole), SourceRole: nullable(sourceRole), Max: int32(max)})
+		TargetRole: nullable(f.TargetRole), SourceRole: nullable(f.SourceRole), SeeAll: f.SeesAll, Role: f.Viewer, Max: int32(max)})
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -16,7 +16,11 @@ SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summ
     (SELECT count(*) FROM item_proposals p
      WHERE p.project = i.project AND p.key = i.key
        AND NOT EXISTS (SELECT 1 FROM item_proposal_decisions d
-                       WHERE d.project = p.project AND d.key = p.key AND d.proposal = p.proposal))::integer AS pending_proposals,
+                       WHERE d.project = p.project AND d.key = p.key AND d.proposal = p.proposal)
+       AND ($1::boolean OR (
+             NOT ((p.fields -> 'roles' -> 'hidden_from') @> to_jsonb($2::text))
+             AND (jsonb_array_length(p.fields -> 'roles' -> 'visible_to') = 0
+                  OR (p.fields -> 'roles' -> 'visible_to') @> to_jsonb($2::text)))))::integer AS pending_proposals,
     coalesce((SELECT d.proposal FROM item_proposal_decisions d
               WHERE d.project = i.project AND d.key = i.key AND d.version = i.current_version AND d.decision = 'promoted'
               ORDER BY d.proposal LIMIT 1), 0)::integer AS promoted_from,
@@ -26,10 +30,12 @@ SELECT v.project, v.key, v.version, v.deleted, v.kind, v.source, v.title, v.summ
               ORDER BY d.proposal LIMIT 1), '')::text AS proposed_by
 FROM items i
 JOIN item_version_rows v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
-WHERE i.project = $1 AND i.key = $2
+WHERE i.project = $3 AND i.key = $4
 `
 
 type ItemVersionCurrentProposalsParams struct {
+	SeeAll  bool
+	Role    string
 	Project string
 	Key     string
 }
@@ -42,10 +48,16 @@ type ItemVersionCurrentProposalsRow struct {
 }
 
 // An item's current version with how many of its proposals are pending
-// and the promotion that made it, if one did: GET of an item in one
-// statement.
+// (those whose own roles let a caller of role see them, or every one with
+// see_all: the caller sees the item, which the caller checks) and the
+// promotion that made it, if one did: GET of an item in one statement.
 func (q *Queries) ItemVersionCurrentProposals(ctx context.Context, db DBTX, arg ItemVersionCurrentProposalsParams) (ItemVersionCurrentProposalsRow, error) {
-	row := db.QueryRow(ctx, itemVersionCurrentProposals, arg.Project, arg.Key)
+	row := db.QueryRow(ctx, itemVersionCurrentProposals,
+		arg.SeeAll,
+		arg.Role,
+		arg.Project,
+		arg.Key,
+	)
 	var i ItemVersionCurrentProposalsRow
 	err := row.Scan(
 		&i.ItemVersionRow.Project,
@@ -282,21 +294,29 @@ SELECT e.seq, e.event, e.key, e.proposal, e.authority, e.promoter_roles, e.autho
 FROM (
     SELECT p.seq, 'proposal_created'::text AS event, p.key, p.proposal, (p.fields ->> 'authority')::text AS authority,
            p.promoter_roles, p.created_by AS author, p.created_by_role AS author_role,
-           p.created_by AS actor, p.created_by_role AS actor_role, ''::text AS reason, 0::integer AS version, p.created_at
+           p.created_by AS actor, p.created_by_role AS actor_role, ''::text AS reason, 0::integer AS version, p.created_at,
+           p.fields
     FROM item_proposals p
     WHERE p.project = $1 AND p.seq > $2
     UNION ALL
     SELECT d.seq, ('proposal_' || d.decision)::text, d.key, d.proposal, (p.fields ->> 'authority')::text,
            p.promoter_roles, p.created_by, p.created_by_role,
-           d.created_by, d.created_by_role, d.reason, coalesce(d.version, 0)::integer, d.created_at
+           d.created_by, d.created_by_role, d.reason, coalesce(d.version, 0)::integer, d.created_at,
+           p.fields
     FROM item_proposal_decisions d
     JOIN item_proposals p ON p.project = d.project AND p.key = d.key AND p.proposal = d.proposal
     WHERE d.project = $1 AND d.seq > $2
 ) AS e
+LEFT JOIN items i ON i.project = $1 AND i.key = e.key
 WHERE ($3::text IS NULL OR $3::text = ANY(e.promoter_roles))
   AND ($4::text IS NULL OR e.author_role = $4::text)
+  AND ($5::boolean OR (
+        (i.key IS NULL OR (NOT ($6::text = ANY(i.hidden_from)) AND (cardinality(i.visible_to) = 0 OR $6::text = ANY(i.visible_to))))
+        AND NOT ((e.fields -> 'roles' -> 'hidden_from') @> to_jsonb($6::text))
+        AND (jsonb_array_length(e.fields -> 'roles' -> 'visible_to') = 0
+             OR (e.fields -> 'roles' -> 'visible_to') @> to_jsonb($6::text))))
 ORDER BY e.seq
-LIMIT $5
+LIMIT $7
 `
 
 type ProposalEventStreamParams struct {
@@ -304,6 +324,8 @@ type ProposalEventStreamParams struct {
 	After      int64
 	TargetRole *string
 	SourceRole *string
+	SeeAll     bool
+	Role       string
 	Max        int32
 }
 
@@ -325,13 +347,18 @@ type ProposalEventStreamRow struct {
 
 // A project's proposal events after a number (their creations and
 // decisions), for the inboxes of one role that may promote them
-// (target_role) and of their authors' role (source_role); null: any.
+// (target_role) and of their authors' role (source_role); null: any. Only
+// the events a listener of role may see, as ProposalList decides it (the
+// item's current roles, and the proposal's own), or every one with
+// see_all: an event names its item and carries a rejection's reason.
 func (q *Queries) ProposalEventStream(ctx context.Context, db DBTX, arg ProposalEventStreamParams) ([]ProposalEventStreamRow, error) {
 	rows, err := db.Query(ctx, proposalEventStream,
 		arg.Project,
 		arg.After,
 		arg.TargetRole,
 		arg.SourceRole,
+		arg.SeeAll,
+		arg.Role,
 		arg.Max,
 	)
 	if err != nil {
