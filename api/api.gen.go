@@ -1492,8 +1492,14 @@ type PacketRequest struct {
 		// Role user, assistant, tool or system
 		Role *string `json:"role,omitempty"`
 	} `json:"history,omitempty"`
-	Pins *[]string `json:"pins,omitempty"`
-	Plan *struct {
+
+	// Kinds The item kinds this packet holds (at least one; absent: every kind, or the role policy's). Wins over the role policy's kinds; items of other kinds are excluded with reason role_policy.
+	Kinds *[]string `json:"kinds,omitempty"`
+
+	// MaxPerSection The most entries a section holds, by section name (0 to 1,000). Wins over the role policy's; entries past it are excluded with reason role_policy.
+	MaxPerSection *map[string]int `json:"max_per_section,omitempty"`
+	Pins          *[]string       `json:"pins,omitempty"`
+	Plan          *struct {
 		ActiveStepIndex  *int      `json:"active_step_index,omitempty"`
 		PlanHash         *string   `json:"plan_hash,omitempty"`
 		SettledDecisions *[]string `json:"settled_decisions,omitempty"`

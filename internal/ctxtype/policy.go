@@ -2,6 +2,7 @@ package ctxtype
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -18,6 +19,9 @@ const (
 	MemberFormat        = "format"
 	MemberTokenizer     = "tokenizer"
 )
+
+// LayerRequest is the layer of a member the packet's request gave itself.
+const LayerRequest = "request"
 
 // PolicyMembers are the members of a role policy in their order.
 var PolicyMembers = []string{MemberTokenBudget, MemberKinds, MemberMaxPerSection, MemberFormat, MemberTokenizer}
@@ -110,11 +114,27 @@ type AppliedPolicy struct {
 // and keeps the policy with the request. A role without a policy leaves
 // the request as it was, so its packets are what they were before
 // policies existed.
+//
+// kinds and max_per_section given in the request win over the policy's as
+// the other members do (the layer that set them is then "request"), with
+// a policy or without one.
 func (r *Request) ApplyPolicy(e EffectivePolicy) {
-	if e.Empty() {
+	if e.Empty() && len(r.Kinds) == 0 && len(r.MaxPerSection) == 0 {
 		return
 	}
+	if e.Layers == nil {
+		e.Layers = map[string]string{}
+	}
+	e.Role = r.TargetRole
 	a := &AppliedPolicy{EffectivePolicy: e}
+	if len(r.Kinds) > 0 {
+		a.Kinds, a.Layers[MemberKinds] = slices.Clone(r.Kinds), LayerRequest
+		a.Request = append(a.Request, MemberKinds)
+	}
+	if len(r.MaxPerSection) > 0 {
+		a.MaxPerSection, a.Layers[MemberMaxPerSection] = maps.Clone(r.MaxPerSection), LayerRequest
+		a.Request = append(a.Request, MemberMaxPerSection)
+	}
 	if b := e.TokenBudget; b != nil {
 		switch {
 		case !r.budgetGiven:

@@ -64,6 +64,11 @@ type Request struct {
 	Variables          map[string]any  `json:"variables"`
 	Format             Format          `json:"format"`
 	Tokenizer          token.Tokenizer `json:"tokenizer"`
+	// Kinds and MaxPerSection are a role policy's members as a request
+	// may give them itself (ApplyPolicy): the item kinds the packet holds,
+	// and the most entries a section holds. Absent: the role's policy's.
+	Kinds         []string       `json:"kinds,omitempty"`
+	MaxPerSection map[string]int `json:"max_per_section,omitempty"`
 	// ContextPackets are navi ContextPackets for this packet alone, as the
 	// client sent them (internal/navi reads them; the packet service checks
 	// them before assembly).

@@ -279,6 +279,12 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	if err := joinInvalid(req.Normalize(), checkContextPackets(req)); err != nil {
 		return nil, err
 	}
+	if req.Kinds != nil || req.MaxPerSection != nil {
+		// The request's own role policy members, checked as a policy's.
+		if err := rolepolicy.Check(req.TargetRole, ctxtype.RolePolicy{Kinds: req.Kinds, MaxPerSection: req.MaxPerSection}); err != nil {
+			return nil, err
+		}
+	}
 	if proj == ctxtype.SharedProject && !agent.IsAdmin() {
 		// A packet is written to the project it is assembled in, and
 		// _shared is writable by admins only; agents assemble in their

@@ -24,6 +24,12 @@ func fromPacketRequestAPI(b *api.PacketRequest) (*ctxtype.Request, error) {
 	if b.TokenBudget != nil {
 		r.SetTokenBudget(*b.TokenBudget)
 	}
+	if b.Kinds != nil {
+		r.Kinds = *b.Kinds
+	}
+	if b.MaxPerSection != nil {
+		r.MaxPerSection = *b.MaxPerSection
+	}
 	var err error
 	if b.AgentContext != nil {
 		if r.AgentContext, err = ctxtype.DecodeObject("/agent_context", *b.AgentContext); err != nil {

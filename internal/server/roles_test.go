@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -260,4 +261,54 @@ func TestRolePolicyRefusals(t *testing.T) {
 	require.Equal(t, 200, e.do("DELETE", "/v1/projects/acme", e.admin, nil).status)
 	r := e.do("PUT", "/v1/projects/acme/roles/critic", e.admin, map[string]any{"token_budget": 5})
 	require.Equal(t, 410, r.status, r.text)
+}
+
+// TestRolePolicyKindsAndSectionsFromTheRequest: kinds and max_per_section
+// given in the request win over the policy's (layer "request", named by
+// why), and shape a packet of a role without a policy too; they are
+// checked as a policy's (422 with their pointers), and replay keeps them.
+func TestRolePolicyKindsAndSectionsFromTheRequest(t *testing.T) {
+	t.Parallel()
+	e := policyWorld(t)
+	p := e.packetFor("critic", map[string]any{"kinds": []string{"episode"}})
+	recs := e.recordsOf(p)
+	require.Equal(t, "included", recs["episode-0"]["decision"])
+	require.Equal(t, "role_policy", recs["knowledge-0"]["reason"], "no policy: the request's kinds alone")
+	pol := p.json["role_policy"].(map[string]any)
+	require.Equal(t, []any{"kinds"}, pol["request"])
+	require.Equal(t, "request", pol["layers"].(map[string]any)["kinds"])
+	require.Equal(t, map[string]any{"role": "critic", "member": "kinds", "layer": "request"}, e.whyOf(p, "knowledge-0").json["role_policy"])
+
+	e.putPolicy("acme", "critic", map[string]any{"kinds": []string{"knowledge"}, "max_per_section": map[string]any{"Project Knowledge": 4}})
+	p = e.packetFor("critic", map[string]any{"kinds": []string{"knowledge", "skill"}, "max_per_section": map[string]any{"Project Knowledge": 1}})
+	recs = e.recordsOf(p)
+	included := 0
+	for k, r := range recs {
+		if r["decision"] == "included" && r["section"] == "Project Knowledge" {
+			included++
+			require.True(t, strings.HasPrefix(k, "knowledge-") || strings.HasPrefix(k, "skill-"), k)
+		}
+	}
+	require.Equal(t, 1, included, "the request's section cap wins over the policy's 4")
+	require.Equal(t, "role_policy", recs["episode-0"]["reason"])
+	pol = p.json["role_policy"].(map[string]any)
+	require.ElementsMatch(t, []any{"kinds", "max_per_section"}, pol["request"])
+	rp := e.do("POST", "/v1/projects/acme/packets/"+p.json["packet_id"].(string)+"/replay", e.admin, nil)
+	require.Equal(t, 200, rp.status, rp.text)
+	require.Equal(t, true, rp.json["identical"], "replay applies the request's members as they were: %s", rp.text)
+
+	for _, c := range []struct {
+		body    map[string]any
+		pointer string
+	}{
+		{map[string]any{"kinds": []string{"knowledge", "gossip"}}, "/kinds/1"},
+		{map[string]any{"kinds": []string{}}, "/kinds"},
+		{map[string]any{"max_per_section": map[string]any{"Nope": 1}}, "/max_per_section/Nope"},
+		{map[string]any{"max_per_section": map[string]any{"Project Knowledge": -1}}, "/max_per_section/Project Knowledge"},
+	} {
+		c.body["target_role"] = "critic"
+		r := e.do("POST", "/v1/projects/acme/packets", e.admin, c.body)
+		require.Equal(t, 422, r.status, r.text)
+		require.Contains(t, r.pointers(), c.pointer, r.text)
+	}
 }
