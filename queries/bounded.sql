@@ -1,7 +1,10 @@
 -- Bounded assembly (pipeline 2) reads narrow rows: what ranking, the
 -- stages and the budget need (the rank fields, roles, validity, the stored
--- block token counts, the content hash), never the text. The text of the
--- few entries that can go in is read last, by primary key (BoundedTexts).
+-- block token counts, the content hash), never the text. Since 00037 the
+-- item row holds its current version's narrow columns, so a narrow row is
+-- the item row alone, one index probe (a lane's page: one index range);
+-- the version is read only for the text of the few entries that can go
+-- in, last, by primary key (BoundedTexts).
 -- Keys are compared in the C collation, so the database's order is the
 -- byte order the pipeline sorts by.
 --
@@ -9,51 +12,37 @@
 -- (right after a bulk import there are none; TestAssemblyPlansNeedNoStatistics
 -- checks it): what is read by key is read one index probe per key, a
 -- LATERAL subquery with OFFSET 0 (which the planner cannot flatten into a
--- join it would then be free to hash) per key and per version, and a
--- lane's page is the rank index's first rows before its versions are
--- read. Without statistics PostgreSQL chose these plans too; after
--- ANALYZE of a small project it hashed item_versions whole instead.
+-- join it would then be free to hash) per key, and a lane's page is the
+-- rank index's first rows. Without statistics PostgreSQL chose these plans
+-- too; after ANALYZE of a small project it hashed item_versions whole
+-- instead (when the narrow rows were still read from the versions).
 
 -- name: BoundedAlways :many
 -- One page of a layer's always-on items in rank order, after a cursor
 -- (the rank tuple of the last row read; the smallest tuple to start).
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM (
-    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
-    FROM items i
-    WHERE i.project = @project AND i.live AND i.trigger_kind = 'always'
-      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-          > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
-             sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-    LIMIT @max
-) i
-CROSS JOIN LATERAL (
-    SELECT * FROM item_versions iv WHERE iv.project = @project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v
-ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C";
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at
+FROM items i
+WHERE i.project = @project AND i.live AND i.trigger_kind = 'always'
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+LIMIT @max;
 
 -- name: BoundedTool :many
 -- One page of a layer's items of one tool in rank order, after a cursor.
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM (
-    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
-    FROM items i
-    WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
-      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-          > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
-             sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-    LIMIT @max
-) i
-CROSS JOIN LATERAL (
-    SELECT * FROM item_versions iv WHERE iv.project = @project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v
-ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C";
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at
+FROM items i
+WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
+         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
+ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+LIMIT @max;
 
 -- name: BoundedCountTool :one
 -- A layer's restricted items of one tool (with roles or a window) after a
@@ -76,17 +65,15 @@ SELECT tool, open FROM tool_counters WHERE project = @project AND tool = ANY(@to
 -- name: BoundedSmall :many
 -- The pinned items of both layers (any trigger): one probe of each layer
 -- for each pin.
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at,
+       i.trigger_kind, i.trigger_tool, i.trigger_keywords, i.trigger_match
 FROM unnest(@projects::text[]) AS p(project)
 CROSS JOIN unnest(@pins::text[]) AS k(key)
 CROSS JOIN LATERAL (
-    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = p.project AND it.key = k.key AND it.live OFFSET 0
-) i
-CROSS JOIN LATERAL (
-    SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v;
+    SELECT * FROM items it WHERE it.project = p.project AND it.key = k.key AND it.live OFFSET 0
+) i;
 
 -- name: BoundedKeywordRefs :many
 -- The keyword items of a layer with a keyword that starts with a word a
@@ -107,33 +94,29 @@ WHERE live AND trigger_kind = 'keywords' AND trigger_terms && @terms::text[];
 -- name: BoundedByKeys :many
 -- Live items of one layer by key: the project items that may override a
 -- _shared candidate, and the relevance winners. One probe per key.
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at,
+       i.trigger_kind, i.trigger_tool, i.trigger_keywords, i.trigger_match
 FROM unnest(@keys::text[]) AS k(key)
 CROSS JOIN LATERAL (
-    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = @project AND it.key = k.key AND it.live OFFSET 0
-) i
-CROSS JOIN LATERAL (
-    SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v;
+    SELECT * FROM items it WHERE it.project = @project AND it.key = k.key AND it.live OFFSET 0
+) i;
 
 -- name: BoundedStateGroups :many
 -- Every live item of both layers that claims one of the state keys: the
 -- contenders of a contradiction, whatever their trigger. One probe of the
 -- state key index per layer and state key.
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at,
+       i.trigger_kind, i.trigger_tool, i.trigger_keywords, i.trigger_match
 FROM unnest(@projects::text[]) AS p(project)
 CROSS JOIN unnest(@state_keys::text[]) AS s(state_key)
 CROSS JOIN LATERAL (
-    SELECT it.project, it.key, it.current_version FROM items it
+    SELECT * FROM items it
     WHERE it.project = p.project AND it.live AND it.state_key = s.state_key AND it.state_key <> '' OFFSET 0
-) i
-CROSS JOIN LATERAL (
-    SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v;
+) i;
 
 -- name: BoundedTexts :many
 -- The title and content of the versions that go into the text, with their

@@ -92,23 +92,39 @@ func canonical(b *bytes.Buffer, v any) error {
 func canonicalString(b *bytes.Buffer, s string) {
 	const hex = "0123456789abcdef"
 	b.WriteByte('"')
+	// Runs of printable ASCII other than " and \ go as they are, in one
+	// write each: every packet's ~80 records are canonicalised for its
+	// chain entry, and went a rune at a time.
+	start := 0
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(byte(r))
-		case r < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[r>>4])
-			b.WriteByte(hex[r&0xf])
-		case r == utf8.RuneError && size == 1:
-			b.WriteString("\ufffd") // U+FFFD itself, as encoding/json reads the byte: one encoding per value
-		default:
-			b.WriteString(s[i : i+size])
+		c := s[i]
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			i++
+			continue
 		}
-		i += size
+		b.WriteString(s[start:i])
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+			i++
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b.WriteString("\ufffd") // U+FFFD itself, as encoding/json reads the byte: one encoding per value
+			} else {
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+		}
+		start = i
 	}
+	b.WriteString(s[start:])
 	b.WriteByte('"')
 }
 

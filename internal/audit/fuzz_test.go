@@ -301,7 +301,38 @@ func FuzzString(f *testing.F) {
 		if c, err := CanonicalJSON(m); err != nil || !bytes.Equal(c, b) {
 			t.Fatalf("CanonicalJSON(%q) = %q (%v), but String(%q) = %q", m, c, err, s, b)
 		}
+		var old bytes.Buffer
+		canonicalStringByRune(&old, s)
+		if !bytes.Equal(old.Bytes(), b) {
+			t.Fatalf("String(%q) = %q, but a rune at a time (the entries already chained) it was %q", s, b, old.Bytes())
+		}
 	})
+}
+
+// canonicalStringByRune is canonicalString as it was before its ASCII
+// runs went in one write each: entries already chained were written by
+// it, so the two must agree on every string.
+func canonicalStringByRune(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(byte(r))
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[r>>4])
+			b.WriteByte(hex[r&0xf])
+		case r == utf8.RuneError && size == 1:
+			b.WriteString("\ufffd")
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
 }
 
 // FuzzItemVersionBody: an entry body is the same bytes (and hash) for the

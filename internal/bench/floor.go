@@ -47,11 +47,12 @@ func (f *floor) close() { f.pool.Close() }
 // The always-on candidates of a layer in rank order, narrow rows only,
 // 64 a page: items_always_rank_idx is exactly this order (its key column
 // is COLLATE "C", byte order, as Go compares strings when the layers merge).
+// The item row holds its current version's block tokens (00037), so the
+// floor reads the item rows alone, as contextd's lanes do.
 const (
-	floorAlwaysCols = `SELECT i.key, v.version, v.block_tokens_o200k,
+	floorAlwaysCols = `SELECT i.key, i.current_version, i.block_tokens_o200k,
        i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
 FROM items i
-JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
 WHERE i.project = $1 AND i.live AND i.trigger_kind = 'always'`
 	floorAlwaysOrder = `
 ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"

@@ -14,8 +14,9 @@ import (
 )
 
 // narrowRow is the shape every bounded read returns: a version without its
-// text (see queries/bounded.sql). sqlc gives each query its own row type;
-// they convert to this one.
+// text, from its item row (see queries/bounded.sql). sqlc gives each query
+// its own row type; they convert to this one. The trigger comes as the
+// item row's columns of it (the lanes' rows have none: the lane is it).
 type narrowRow struct {
 	Project, Key                        string
 	Version                             int32
@@ -29,7 +30,10 @@ type narrowRow struct {
 	ContentSha256                       []byte
 	BlockTokensO200k, BlockTokensCl100k int32
 	CreatedAt                           time.Time
-	Trigger                             json.RawMessage
+	TriggerKind                         string
+	TriggerTool                         *string
+	TriggerKeywords                     []string
+	TriggerMatch                        string
 }
 
 func (r narrowRow) version() *ctxtype.Version {
@@ -45,12 +49,28 @@ func (r narrowRow) version() *ctxtype.Version {
 		BlockTokens:   token.Counts{O200k: int(r.BlockTokensO200k), Cl100k: int(r.BlockTokensCl100k)},
 		CreatedAt:     r.CreatedAt.UTC(),
 	}
-	if len(r.Trigger) > 0 {
-		// Written by the item service from this type; a decode error would
-		// mean a corrupted row, and the zero trigger never fires.
-		_ = json.Unmarshal(r.Trigger, &v.Trigger)
-	}
+	v.Trigger = triggerOf(r.TriggerKind, r.TriggerTool, r.TriggerKeywords, r.TriggerMatch)
 	return v
+}
+
+// triggerOf is the trigger an item row's columns denormalise (the write
+// path sets them from the version's trigger: ItemSetCurrentMany), as the
+// version's JSON decodes: its one member, by trigger_kind (Trigger.Kind).
+// An unknown kind is the zero trigger, which never fires.
+func triggerOf(kind string, tool *string, keywords []string, match string) ctxtype.Trigger {
+	switch kind {
+	case "always":
+		return ctxtype.Trigger{Always: true}
+	case "keywords":
+		return ctxtype.Trigger{Keywords: nonNil(keywords), Match: matchOf(match)}
+	case "tool":
+		return ctxtype.Trigger{Tool: tool}
+	case "pinned_only":
+		return ctxtype.Trigger{PinnedOnly: true}
+	case "relevance":
+		return ctxtype.Trigger{Relevance: true}
+	}
+	return ctxtype.Trigger{}
 }
 
 func narrowOf[R any](rows []R, conv func(R) narrowRow) []*ctxtype.Version {

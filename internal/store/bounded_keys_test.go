@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/app"
@@ -49,4 +52,155 @@ func TestBoundedByKeyReadsAnswerEachItemOnce(t *testing.T) {
 		require.ElementsMatch(t, []string{"acme/a", "acme/b"}, keys(vs))
 		return nil
 	}))
+}
+
+// A narrow row is read from the item row alone (00037): it must be the
+// item's current version without its text, field for field, for every
+// trigger, roles, window, template and stem match, after a new version and
+// a deletion, and after a redaction of the current version (whose zeroed
+// content hash keys the packet sources' text cache).
+func TestNarrowRowsAreTheCurrentVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := pgtest.NewStore(t)
+	a := app.New(st)
+	admin, _, err := a.Agents.Bootstrap(ctx)
+	require.NoError(t, err)
+	_, _, err = a.Projects.Put(ctx, admin, "acme", "")
+	require.NoError(t, err)
+	s := func(v string) *string { return &v }
+	p := func(v int32) *int32 { return &v }
+	yes := true
+	tool := "deploy"
+	sk := "region"
+	in := []item.Input{
+		{Key: "always", Content: "always on", Trigger: &ctxtype.Trigger{Always: true}, Priority: p(7), Authority: s("policy"),
+			Confidence: s("verified"), Kind: s("instruction"), Source: s("human"), Slot: s("system")},
+		{Key: "words", Content: "refund words", Trigger: &ctxtype.Trigger{Keywords: []string{"refund", "money back"}},
+			Roles: &ctxtype.Roles{VisibleTo: []string{"support"}, HiddenFrom: []string{"intern"}}},
+		{Key: "stems", Content: "stemmed", Trigger: &ctxtype.Trigger{Keywords: []string{"shipping"}, Match: "stem"},
+			ValidFrom: s("2026-01-01T00:00:00Z"), ValidUntil: s("2036-01-01T00:00:00Z")},
+		{Key: "tool", Content: "the deploy tool", Trigger: &ctxtype.Trigger{Tool: &tool}, StateKey: &sk, Template: &yes},
+		{Key: "pinned", Content: "pinned only", Trigger: &ctxtype.Trigger{PinnedOnly: true}, Confidence: s("uncertain")},
+		{Key: "relevant", Content: "relevance item about invoices", Trigger: &ctxtype.Trigger{Relevance: true}, StateKey: &sk,
+			Authority: s("hypothesis"), Slot: s("messages")},
+		{Key: "gone", Content: "deleted soon", Trigger: &ctxtype.Trigger{Always: true}},
+	}
+	_, err = a.Items.Batch(ctx, admin, "acme", in)
+	require.NoError(t, err)
+	in[0].Content, in[0].Priority = "always on, second version", p(-3)
+	_, err = a.Items.Batch(ctx, admin, "acme", in[:1])
+	require.NoError(t, err)
+	_, err = a.Items.Delete(ctx, admin, "acme", "gone", item.PutOpts{})
+	require.NoError(t, err)
+	_, err = a.Evidence.Redact(ctx, admin, "acme", "words", 1, "a secret")
+	require.NoError(t, err)
+
+	keys := []string{"always", "words", "stems", "tool", "pinned", "relevant", "gone"}
+	full, err := st.ItemVersionCurrentMany(ctx, "acme", keys)
+	require.NoError(t, err)
+	want := map[string]*ctxtype.Version{}
+	for k, cv := range full {
+		v := cv.Version
+		if v.Deleted {
+			continue
+		}
+		f := v.Fields
+		want[k] = &ctxtype.Version{Project: v.Project, Key: v.Key, Version: v.Version,
+			Fields: ctxtype.Fields{Kind: f.Kind, Source: f.Source, Priority: f.Priority, Authority: f.Authority,
+				Confidence: f.Confidence, StateKey: f.StateKey, ValidFrom: f.ValidFrom, ValidUntil: f.ValidUntil, Slot: f.Slot,
+				Trigger: f.Trigger, Roles: f.Roles, Template: f.Template},
+			ContentSHA256: v.ContentSHA256, BlockTokens: v.BlockTokens, CreatedAt: v.CreatedAt}
+	}
+	require.Len(t, want, 6)
+	require.Equal(t, 2, want["always"].Version)
+	require.Equal(t, strings.Repeat("0", 64), want["words"].ContentSHA256, "the redaction zeroed the version's hash")
+	byKey := func(vs []*ctxtype.Version) map[string]*ctxtype.Version {
+		out := map[string]*ctxtype.Version{}
+		for _, v := range vs {
+			out[v.Key] = v
+		}
+		return out
+	}
+	// Read in the snapshot, asserted after it (a failed assertion inside
+	// would leave its transaction open).
+	var byKeys, small, groups, always, tools []*ctxtype.Version
+	first := ctxtype.RankPos{Authority: math.MinInt16, Priority: math.MinInt64, Confidence: math.MinInt16, Time: math.MinInt64}
+	require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) error {
+		var err error
+		if byKeys, err = tx.BoundedByKeys(ctx, "acme", keys); err != nil {
+			return err
+		}
+		if small, err = tx.BoundedSmall(ctx, []string{"acme"}, keys); err != nil {
+			return err
+		}
+		if groups, err = tx.BoundedStateGroups(ctx, []string{"acme"}, []string{sk}); err != nil {
+			return err
+		}
+		if always, err = tx.BoundedLane(ctx, "acme", "", first, 10); err != nil {
+			return err
+		}
+		tools, err = tx.BoundedLane(ctx, "acme", tool, first, 10)
+		return err
+	}))
+	require.Equal(t, want, byKey(byKeys))
+	require.Equal(t, want, byKey(small))
+	require.Equal(t, map[string]*ctxtype.Version{"tool": want["tool"], "relevant": want["relevant"]}, byKey(groups))
+	require.Equal(t, map[string]*ctxtype.Version{"always": want["always"]}, byKey(always))
+	require.Equal(t, map[string]*ctxtype.Version{"tool": want["tool"]}, byKey(tools))
+}
+
+// The item row's content hash keys the packet sources' text cache, so the
+// server's login may not write it: the write path (run here as a login of
+// contextd_app, as serve's) leaves it to a trigger that copies it from the
+// version, and a login that tries to set a redacted version's old hash
+// back is refused, or, moving the row to its own version, gets the
+// redacted hash again.
+func TestItemContentHashIsTheVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	owner := ownerPool(t, url)
+	_, appURL := definerLogin(t, ctx, owner, url)
+	st, err := store.Open(ctx, store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	a := app.New(st)
+	admin, _, err := a.Agents.Bootstrap(ctx)
+	require.NoError(t, err)
+	_, _, err = a.Projects.Put(ctx, admin, "acme", "")
+	require.NoError(t, err)
+	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "card", Content: "card 4111 1111 1111 1111"}})
+	require.NoError(t, err)
+	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "card", Content: "card on file"}})
+	require.NoError(t, err)
+	hashes := func() (row, version string) {
+		require.NoError(t, owner.QueryRow(ctx, `SELECT encode(i.content_sha256, 'hex'), encode(v.content_sha256, 'hex')
+			FROM items i JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+			WHERE i.project = 'acme' AND i.key = 'card'`).Scan(&row, &version))
+		return row, version
+	}
+	row, version := hashes()
+	require.Len(t, row, 64)
+	require.Equal(t, version, row, "the write path's row has its version's hash")
+	old := row
+
+	_, err = a.Evidence.Redact(ctx, admin, "acme", "card", 2, "not for prompts")
+	require.NoError(t, err)
+	row, version = hashes()
+	require.Equal(t, strings.Repeat("0", 64), version)
+	require.Equal(t, version, row, "the redaction zeroed the row's copy")
+
+	login, err := pgxpool.New(ctx, appURL)
+	require.NoError(t, err)
+	t.Cleanup(login.Close)
+	_, err = login.Exec(ctx, `UPDATE items SET content_sha256 = decode($1, 'hex') WHERE project = 'acme' AND key = 'card'`, old)
+	require.ErrorContains(t, err, "permission denied")
+	_, err = login.Exec(ctx, `UPDATE items SET current_version = 1 WHERE project = 'acme' AND key = 'card'`)
+	require.NoError(t, err)
+	_, err = login.Exec(ctx, `UPDATE items SET current_version = 2 WHERE project = 'acme' AND key = 'card'`)
+	require.NoError(t, err)
+	row, version = hashes()
+	require.Equal(t, strings.Repeat("0", 64), row, "moved back to the redacted version, the row has its zeroed hash")
+	require.Equal(t, version, row)
 }

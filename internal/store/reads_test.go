@@ -96,3 +96,23 @@ func TestReadsErrors(t *testing.T) {
 	})
 	require.ErrorIs(t, err, boom, "a read's own error, without a statement")
 }
+
+// A packet's snapshot (AssemblySnapshot) is Snapshot with generic plans:
+// repeatable read, read only, plan_cache_mode forced generic, set with
+// BEGIN in the first trip; Snapshot keeps PostgreSQL's own choice.
+func TestAssemblySnapshotRunsGenericPlans(t *testing.T) {
+	t.Parallel()
+	st := pgtest.NewStore(t)
+	ctx := context.Background()
+	show := func(tx *store.Tx) (string, error) {
+		return store.QueryTextForTest(ctx, tx,
+			"SELECT current_setting('transaction_isolation') || ',' || current_setting('transaction_read_only') || ',' || current_setting('plan_cache_mode')")
+	}
+	var assembly, plain string
+	before := st.RoundTrips()
+	require.NoError(t, st.AssemblySnapshot(ctx, func(tx *store.Tx) (err error) { assembly, err = show(tx); return err }))
+	require.Equal(t, int64(2), st.RoundTrips()-before, "BEGIN, the setting and the read in one trip; COMMIT")
+	require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) { plain, err = show(tx); return err }))
+	require.Equal(t, "repeatable read,on,force_generic_plan", assembly)
+	require.Equal(t, "repeatable read,on,auto", plain)
+}

@@ -21,7 +21,8 @@ type TxOpts struct {
 	// their parameters. Only for statements whose generic plan is right
 	// whatever the statistics say: the item write path's, which probe by
 	// key by construction (TestItemWritesProbeByKey), and whose planning
-	// was about a quarter of PostgreSQL's time in a small write.
+	// was about a quarter of PostgreSQL's time in a small write; and a
+	// packet's snapshot (AssemblySnapshot).
 	GenericPlans bool
 }
 
@@ -44,6 +45,17 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 // consistent view of the database for every statement fn runs.
 func (s *Store) Snapshot(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.run(ctx, TxOpts{ReadOnlySnapshot: true}, fn)
+}
+
+// AssemblySnapshot is Snapshot for a packet's assembly, whose statements
+// run their generic plans: they are planned by their shape, the same with
+// statistics and without, custom or generic
+// (TestAssemblyPlansNeedNoStatistics), so planning them again for each
+// packet's arguments bought nothing, and in a project of 100,000 items it
+// cost ~0.5 ms of a packet (bind, mostly estimating the rank cursor's
+// selectivity from the index's ends).
+func (s *Store) AssemblySnapshot(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.run(ctx, TxOpts{ReadOnlySnapshot: true, GenericPlans: true}, fn)
 }
 
 func (s *Store) run(ctx context.Context, opts TxOpts, fn func(tx *Tx) error) error {

@@ -80,13 +80,14 @@ type queued struct {
 // stays cached on the connection until statistics change, and on a new
 // database that made a 10,000-item batch take 16 s instead of 4.)
 func beginStatements(opts TxOpts) []string {
+	begin := []string{"begin"}
 	if opts.ReadOnlySnapshot {
-		return []string{"begin isolation level repeatable read read only"}
+		begin = []string{"begin isolation level repeatable read read only"}
 	}
 	if opts.GenericPlans {
-		return []string{"begin", "set local plan_cache_mode = force_generic_plan"}
+		begin = append(begin, "set local plan_cache_mode = force_generic_plan")
 	}
-	return []string{"begin"}
+	return begin
 }
 
 // pending is what must go before the next statement.

@@ -13,23 +13,16 @@ import (
 
 const boundedAlways = `-- name: BoundedAlways :many
 
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM (
-    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
-    FROM items i
-    WHERE i.project = $1 AND i.live AND i.trigger_kind = 'always'
-      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-          > ($2::smallint, $3::bigint, $4::smallint,
-             $5::bigint, $6::text COLLATE "C")
-    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-    LIMIT $7
-) i
-CROSS JOIN LATERAL (
-    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = $1 AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at
+FROM items i
+WHERE i.project = $1 AND i.live AND i.trigger_kind = 'always'
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > ($2::smallint, $3::bigint, $4::smallint,
+         $5::bigint, $6::text COLLATE "C")
 ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+LIMIT $7
 `
 
 type BoundedAlwaysParams struct {
@@ -66,8 +59,11 @@ type BoundedAlwaysRow struct {
 
 // Bounded assembly (pipeline 2) reads narrow rows: what ranking, the
 // stages and the budget need (the rank fields, roles, validity, the stored
-// block token counts, the content hash), never the text. The text of the
-// few entries that can go in is read last, by primary key (BoundedTexts).
+// block token counts, the content hash), never the text. Since 00037 the
+// item row holds its current version's narrow columns, so a narrow row is
+// the item row alone, one index probe (a lane's page: one index range);
+// the version is read only for the text of the few entries that can go
+// in, last, by primary key (BoundedTexts).
 // Keys are compared in the C collation, so the database's order is the
 // byte order the pipeline sorts by.
 //
@@ -75,10 +71,10 @@ type BoundedAlwaysRow struct {
 // (right after a bulk import there are none; TestAssemblyPlansNeedNoStatistics
 // checks it): what is read by key is read one index probe per key, a
 // LATERAL subquery with OFFSET 0 (which the planner cannot flatten into a
-// join it would then be free to hash) per key and per version, and a
-// lane's page is the rank index's first rows before its versions are
-// read. Without statistics PostgreSQL chose these plans too; after
-// ANALYZE of a small project it hashed item_versions whole instead.
+// join it would then be free to hash) per key, and a lane's page is the
+// rank index's first rows. Without statistics PostgreSQL chose these plans
+// too; after ANALYZE of a small project it hashed item_versions whole
+// instead (when the narrow rows were still read from the versions).
 // One page of a layer's always-on items in rank order, after a cursor
 // (the rank tuple of the last row read; the smallest tuple to start).
 func (q *Queries) BoundedAlways(ctx context.Context, db DBTX, arg BoundedAlwaysParams) ([]BoundedAlwaysRow, error) {
@@ -130,16 +126,14 @@ func (q *Queries) BoundedAlways(ctx context.Context, db DBTX, arg BoundedAlwaysP
 }
 
 const boundedByKeys = `-- name: BoundedByKeys :many
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at,
+       i.trigger_kind, i.trigger_tool, i.trigger_keywords, i.trigger_match
 FROM unnest($1::text[]) AS k(key)
 CROSS JOIN LATERAL (
-    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = $2 AND it.key = k.key AND it.live OFFSET 0
+    SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match, kind, source, priority, authority, confidence, slot, template, content_sha256, block_tokens_o200k, block_tokens_cl100k, version_created_at FROM items it WHERE it.project = $2 AND it.key = k.key AND it.live OFFSET 0
 ) i
-CROSS JOIN LATERAL (
-    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v
 `
 
 type BoundedByKeysParams struct {
@@ -167,7 +161,10 @@ type BoundedByKeysRow struct {
 	BlockTokensO200k  int32
 	BlockTokensCl100k int32
 	CreatedAt         time.Time
-	Trigger           json.RawMessage
+	TriggerKind       string
+	TriggerTool       *string
+	TriggerKeywords   []string
+	TriggerMatch      string
 }
 
 // Live items of one layer by key: the project items that may override a
@@ -201,7 +198,10 @@ func (q *Queries) BoundedByKeys(ctx context.Context, db DBTX, arg BoundedByKeysP
 			&i.BlockTokensO200k,
 			&i.BlockTokensCl100k,
 			&i.CreatedAt,
-			&i.Trigger,
+			&i.TriggerKind,
+			&i.TriggerTool,
+			&i.TriggerKeywords,
+			&i.TriggerMatch,
 		); err != nil {
 			return nil, err
 		}
@@ -476,17 +476,15 @@ func (q *Queries) BoundedRelevanceLists(ctx context.Context, db DBTX, arg Bounde
 }
 
 const boundedSmall = `-- name: BoundedSmall :many
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at,
+       i.trigger_kind, i.trigger_tool, i.trigger_keywords, i.trigger_match
 FROM unnest($1::text[]) AS p(project)
 CROSS JOIN unnest($2::text[]) AS k(key)
 CROSS JOIN LATERAL (
-    SELECT it.project, it.key, it.current_version FROM items it WHERE it.project = p.project AND it.key = k.key AND it.live OFFSET 0
+    SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match, kind, source, priority, authority, confidence, slot, template, content_sha256, block_tokens_o200k, block_tokens_cl100k, version_created_at FROM items it WHERE it.project = p.project AND it.key = k.key AND it.live OFFSET 0
 ) i
-CROSS JOIN LATERAL (
-    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v
 `
 
 type BoundedSmallParams struct {
@@ -514,7 +512,10 @@ type BoundedSmallRow struct {
 	BlockTokensO200k  int32
 	BlockTokensCl100k int32
 	CreatedAt         time.Time
-	Trigger           json.RawMessage
+	TriggerKind       string
+	TriggerTool       *string
+	TriggerKeywords   []string
+	TriggerMatch      string
 }
 
 // The pinned items of both layers (any trigger): one probe of each layer
@@ -548,7 +549,10 @@ func (q *Queries) BoundedSmall(ctx context.Context, db DBTX, arg BoundedSmallPar
 			&i.BlockTokensO200k,
 			&i.BlockTokensCl100k,
 			&i.CreatedAt,
-			&i.Trigger,
+			&i.TriggerKind,
+			&i.TriggerTool,
+			&i.TriggerKeywords,
+			&i.TriggerMatch,
 		); err != nil {
 			return nil, err
 		}
@@ -561,18 +565,16 @@ func (q *Queries) BoundedSmall(ctx context.Context, db DBTX, arg BoundedSmallPar
 }
 
 const boundedStateGroups = `-- name: BoundedStateGroups :many
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.trigger
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at,
+       i.trigger_kind, i.trigger_tool, i.trigger_keywords, i.trigger_match
 FROM unnest($1::text[]) AS p(project)
 CROSS JOIN unnest($2::text[]) AS s(state_key)
 CROSS JOIN LATERAL (
-    SELECT it.project, it.key, it.current_version FROM items it
+    SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match, kind, source, priority, authority, confidence, slot, template, content_sha256, block_tokens_o200k, block_tokens_cl100k, version_created_at FROM items it
     WHERE it.project = p.project AND it.live AND it.state_key = s.state_key AND it.state_key <> '' OFFSET 0
 ) i
-CROSS JOIN LATERAL (
-    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v
 `
 
 type BoundedStateGroupsParams struct {
@@ -600,7 +602,10 @@ type BoundedStateGroupsRow struct {
 	BlockTokensO200k  int32
 	BlockTokensCl100k int32
 	CreatedAt         time.Time
-	Trigger           json.RawMessage
+	TriggerKind       string
+	TriggerTool       *string
+	TriggerKeywords   []string
+	TriggerMatch      string
 }
 
 // Every live item of both layers that claims one of the state keys: the
@@ -635,7 +640,10 @@ func (q *Queries) BoundedStateGroups(ctx context.Context, db DBTX, arg BoundedSt
 			&i.BlockTokensO200k,
 			&i.BlockTokensCl100k,
 			&i.CreatedAt,
-			&i.Trigger,
+			&i.TriggerKind,
+			&i.TriggerTool,
+			&i.TriggerKeywords,
+			&i.TriggerMatch,
 		); err != nil {
 			return nil, err
 		}
@@ -700,23 +708,16 @@ func (q *Queries) BoundedTexts(ctx context.Context, db DBTX, arg BoundedTextsPar
 }
 
 const boundedTool = `-- name: BoundedTool :many
-SELECT v.project, v.key, v.version, v.kind, v.source, v.priority, v.authority, v.confidence, v.state_key,
-       v.valid_from, v.valid_until, v.slot, v.visible_to, v.hidden_from, v.template, v.content_sha256,
-       v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
-FROM (
-    SELECT i.key, i.current_version, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time
-    FROM items i
-    WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
-      AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
-          > ($3::smallint, $4::bigint, $5::smallint,
-             $6::bigint, $7::text COLLATE "C")
-    ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
-    LIMIT $8
-) i
-CROSS JOIN LATERAL (
-    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = $1 AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
-) v
+SELECT i.project, i.key, i.current_version AS version, i.kind, i.source, i.priority, i.authority, i.confidence, i.state_key,
+       i.valid_from, i.valid_until, i.slot, i.visible_to, i.hidden_from, i.template, i.content_sha256,
+       i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at AS created_at
+FROM items i
+WHERE i.project = $1 AND i.live AND i.trigger_tool = $2
+  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+      > ($3::smallint, $4::bigint, $5::smallint,
+         $6::bigint, $7::text COLLATE "C")
 ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
+LIMIT $8
 `
 
 type BoundedToolParams struct {
@@ -857,7 +858,7 @@ const itemTermsInsert = `-- name: ItemTermsInsert :exec
 INSERT INTO item_terms (project, lexeme, weight, key, version, open)
 SELECT i.project, t.lexeme, t.weight, i.key, i.current_version, i.open
 FROM unnest($1::text[]) AS k(key)
-CROSS JOIN LATERAL (SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match FROM items AS it WHERE it.project = $2 AND it.key = k.key OFFSET 0) AS i
+CROSS JOIN LATERAL (SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match, kind, source, priority, authority, confidence, slot, template, content_sha256, block_tokens_o200k, block_tokens_cl100k, version_created_at FROM items AS it WHERE it.project = $2 AND it.key = k.key OFFSET 0) AS i
 CROSS JOIN LATERAL contextd_term_weights(i.search) t
 WHERE i.live AND i.trigger_kind = 'relevance'
 `

@@ -10,7 +10,7 @@ import (
 )
 
 const itemLock = `-- name: ItemLock :one
-SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match FROM items WHERE project = $1 AND key = $2 FOR UPDATE
+SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match, kind, source, priority, authority, confidence, slot, template, content_sha256, block_tokens_o200k, block_tokens_cl100k, version_created_at FROM items WHERE project = $1 AND key = $2 FOR UPDATE
 `
 
 type ItemLockParams struct {
@@ -46,6 +46,17 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 		&i.FieldsSha256,
 		&i.Search,
 		&i.TriggerMatch,
+		&i.Kind,
+		&i.Source,
+		&i.Priority,
+		&i.Authority,
+		&i.Confidence,
+		&i.Slot,
+		&i.Template,
+		&i.ContentSha256,
+		&i.BlockTokensO200k,
+		&i.BlockTokensCl100k,
+		&i.VersionCreatedAt,
 	)
 	return i, err
 }
@@ -53,7 +64,7 @@ func (q *Queries) ItemLock(ctx context.Context, db DBTX, arg ItemLockParams) (It
 const itemLockCurrentMany = `-- name: ItemLockCurrentMany :many
 SELECT i.key, i.current_version, i.live, i.visible_to, i.hidden_from, i.fields_sha256, i.trigger_kind, i.trigger_tool, i.open, i.rank_time
 FROM unnest($1::text[]) AS k(key)
-CROSS JOIN LATERAL (SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match FROM items AS it WHERE it.project = $2 AND it.key = k.key FOR UPDATE) AS i
+CROSS JOIN LATERAL (SELECT project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, created_at, updated_at, rank_authority, rank_priority, rank_confidence, rank_time, state_key, open, visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_terms, fields_sha256, search, trigger_match, kind, source, priority, authority, confidence, slot, template, content_sha256, block_tokens_o200k, block_tokens_cl100k, version_created_at FROM items AS it WHERE it.project = $2 AND it.key = k.key FOR UPDATE) AS i
 `
 
 type ItemLockCurrentManyParams struct {
@@ -174,7 +185,9 @@ WITH u AS (
 )
 INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
                         rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
-                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_match, fields_sha256, search)
+                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_match, fields_sha256, search,
+                        kind, source, priority, authority, confidence, slot, template,
+                        block_tokens_o200k, block_tokens_cl100k, version_created_at)
 SELECT $1, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
     CASE WHEN u.trigger_words = '' THEN '{}'::text[]
@@ -189,7 +202,9 @@ SELECT $1, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
     CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END,
     v.fields_sha256,
-    CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END
+    CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END,
+    v.kind, v.source, v.priority, v.authority, v.confidence, v.slot, v.template,
+    v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
 FROM u
 CROSS JOIN LATERAL (
     SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions AS iv WHERE iv.project = $1 AND iv.key = u.key AND iv.version = u.version OFFSET 0
@@ -204,7 +219,10 @@ SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_ki
     visible_to = EXCLUDED.visible_to, hidden_from = EXCLUDED.hidden_from,
     valid_from = EXCLUDED.valid_from, valid_until = EXCLUDED.valid_until,
     trigger_keywords = EXCLUDED.trigger_keywords, trigger_match = EXCLUDED.trigger_match, fields_sha256 = EXCLUDED.fields_sha256,
-    search = EXCLUDED.search, updated_at = now()
+    search = EXCLUDED.search, kind = EXCLUDED.kind, source = EXCLUDED.source, priority = EXCLUDED.priority,
+    authority = EXCLUDED.authority, confidence = EXCLUDED.confidence, slot = EXCLUDED.slot, template = EXCLUDED.template,
+    block_tokens_o200k = EXCLUDED.block_tokens_o200k,
+    block_tokens_cl100k = EXCLUDED.block_tokens_cl100k, version_created_at = EXCLUDED.version_created_at, updated_at = now()
 `
 
 type ItemSetCurrentManyParams struct {
@@ -223,9 +241,10 @@ type ItemSetCurrentManyParams struct {
 // The row holds what assembly reads from it: the denormalised trigger, the
 // rank fields of the version (see migration 00005: ascending is the
 // packet's rank order), its state key and whether it is open (no roles,
-// no validity window), the fields hash a later write compares with, and
-// the search vector of a live version (contextd_search_vector, computed
-// here once).
+// no validity window), the fields hash a later write compares with, the
+// search vector of a live version (contextd_search_vector, computed here
+// once), and the version's narrow columns (00037: a lane reads the item
+// row alone) but its content hash, which a trigger copies (00037).
 // The counters of open items move with ProjectCountersAdd and
 // ToolCountersAdd, sent with COMMIT. trigger_words holds one comma-joined
 // string per key (they cannot be a ragged array); empty means none. They

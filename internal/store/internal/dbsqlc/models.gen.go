@@ -93,30 +93,41 @@ type IdempotencyKey struct {
 }
 
 type Item struct {
-	Project         string
-	Key             string
-	CurrentVersion  int32
-	Live            bool
-	TriggerKind     string
-	TriggerTool     *string
-	TriggerWords    []string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	RankAuthority   int16
-	RankPriority    int64
-	RankConfidence  int16
-	RankTime        int64
-	StateKey        string
-	Open            bool
-	VisibleTo       []string
-	HiddenFrom      []string
-	ValidFrom       *time.Time
-	ValidUntil      *time.Time
-	TriggerKeywords []string
-	TriggerTerms    []string
-	FieldsSha256    []byte
-	Search          interface{}
-	TriggerMatch    string
+	Project           string
+	Key               string
+	CurrentVersion    int32
+	Live              bool
+	TriggerKind       string
+	TriggerTool       *string
+	TriggerWords      []string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	RankAuthority     int16
+	RankPriority      int64
+	RankConfidence    int16
+	RankTime          int64
+	StateKey          string
+	Open              bool
+	VisibleTo         []string
+	HiddenFrom        []string
+	ValidFrom         *time.Time
+	ValidUntil        *time.Time
+	TriggerKeywords   []string
+	TriggerTerms      []string
+	FieldsSha256      []byte
+	Search            interface{}
+	TriggerMatch      string
+	Kind              string
+	Source            string
+	Priority          int32
+	Authority         string
+	Confidence        string
+	Slot              string
+	Template          bool
+	ContentSha256     []byte
+	BlockTokensO200k  int32
+	BlockTokensCl100k int32
+	VersionCreatedAt  time.Time
 }
 
 type ItemLedger struct {
