@@ -67,6 +67,13 @@ DROP TRIGGER IF EXISTS items_content_sha256 ON items;
 CREATE TRIGGER items_content_sha256 BEFORE INSERT OR UPDATE OF current_version, content_sha256 ON items
     FOR EACH ROW EXECUTE FUNCTION contextd_items_content_sha256();
 
+-- The keyword lane probes the GIN index for the stems of a person's words
+-- only when the layer has a stem-mode keyword item, which this index of
+-- those items alone (most layers have none) answers in one probe
+-- (BoundedKeywordRefs).
+CREATE INDEX IF NOT EXISTS items_stem_keywords_idx ON items (project)
+    WHERE live AND trigger_kind = 'keywords' AND trigger_match = 'stem';
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION public.contextd_redact_version(p_project pg_catalog.text, p_redaction pg_catalog.text)
 RETURNS pg_catalog.void
@@ -93,6 +100,7 @@ $$;
 -- +goose Down
 DROP TRIGGER IF EXISTS items_content_sha256 ON items;
 DROP FUNCTION IF EXISTS contextd_items_content_sha256();
+DROP INDEX IF EXISTS items_stem_keywords_idx;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION public.contextd_redact_version(p_project pg_catalog.text, p_redaction pg_catalog.text)
 RETURNS pg_catalog.void

@@ -86,10 +86,18 @@ CROSS JOIN LATERAL (
 -- answers: with "project = @project" here as well, PostgreSQL without
 -- statistics read the project's every item by its primary key instead.
 -- The returned project is checked by the store all the same.
+-- @terms are the words' terms and then their stems'; @word_terms the
+-- words' alone, which are all it probes when the layer has no stem-mode
+-- keyword item (most layers): one probe of items_stem_keywords_idx
+-- (00037) instead of half the GIN index's probes, ~0.15 ms a layer.
 SELECT project, key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
        valid_from, valid_until, trigger_keywords, trigger_match
 FROM items
-WHERE live AND trigger_kind = 'keywords' AND trigger_terms && @terms::text[];
+WHERE live AND trigger_kind = 'keywords'
+  AND trigger_terms && (CASE WHEN EXISTS (SELECT 1 FROM items s
+                                          WHERE s.project = @project AND s.live AND s.trigger_kind = 'keywords'
+                                            AND s.trigger_match = 'stem')
+                             THEN @terms::text[] ELSE @word_terms::text[] END);
 
 -- name: BoundedByKeys :many
 -- Live items of one layer by key: the project items that may override a

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -159,11 +161,19 @@ type KeywordRef struct {
 // keyword.Term's terms: the words a person said, and "~" and their stems
 // for the stem-mode items).
 func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {
-	terms := make([]string, len(words))
-	for i, w := range words {
-		terms[i] = layer + "\x1f" + w // as items.trigger_terms holds them
+	// The words' terms, then the stems' (keyword.StemMark and a stem), as
+	// items.trigger_terms holds them: the statement probes the stems'
+	// only in a layer with a stem-mode item.
+	var wordTerms, stemTerms []string
+	for _, w := range words {
+		if strings.HasPrefix(w, keyword.StemMark) {
+			stemTerms = append(stemTerms, layer+"\x1f"+w)
+		} else {
+			wordTerms = append(wordTerms, layer+"\x1f"+w)
+		}
 	}
-	rows, err := q.BoundedKeywordRefs(ctx, db.ex, terms)
+	rows, err := q.BoundedKeywordRefs(ctx, db.ex, dbsqlc.BoundedKeywordRefsParams{
+		Project: layer, Terms: append(slices.Clip(wordTerms), stemTerms...), WordTerms: nonNil(wordTerms)})
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -304,8 +304,18 @@ const boundedKeywordRefs = `-- name: BoundedKeywordRefs :many
 SELECT project, key, rank_authority, rank_priority, rank_confidence, rank_time, visible_to, hidden_from,
        valid_from, valid_until, trigger_keywords, trigger_match
 FROM items
-WHERE live AND trigger_kind = 'keywords' AND trigger_terms && $1::text[]
+WHERE live AND trigger_kind = 'keywords'
+  AND trigger_terms && (CASE WHEN EXISTS (SELECT 1 FROM items s
+                                          WHERE s.project = $1 AND s.live AND s.trigger_kind = 'keywords'
+                                            AND s.trigger_match = 'stem')
+                             THEN $2::text[] ELSE $3::text[] END)
 `
+
+type BoundedKeywordRefsParams struct {
+	Project   string
+	Terms     []string
+	WordTerms []string
+}
 
 type BoundedKeywordRefsRow struct {
 	Project         string
@@ -332,8 +342,12 @@ type BoundedKeywordRefsRow struct {
 // answers: with "project = @project" here as well, PostgreSQL without
 // statistics read the project's every item by its primary key instead.
 // The returned project is checked by the store all the same.
-func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, terms []string) ([]BoundedKeywordRefsRow, error) {
-	rows, err := db.Query(ctx, boundedKeywordRefs, terms)
+// @terms are the words' terms and then their stems'; @word_terms the
+// words' alone, which are all it probes when the layer has no stem-mode
+// keyword item (most layers): one probe of items_stem_keywords_idx
+// (00037) instead of half the GIN index's probes, ~0.15 ms a layer.
+func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKeywordRefsParams) ([]BoundedKeywordRefsRow, error) {
+	rows, err := db.Query(ctx, boundedKeywordRefs, arg.Project, arg.Terms, arg.WordTerms)
 	if err != nil {
 		return nil, err
 	}
