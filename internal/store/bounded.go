@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/ctxtype"
-	"github.com/contextd/contextd/internal/keyword"
 	"github.com/contextd/contextd/internal/store/internal/dbsqlc"
 	"github.com/contextd/contextd/internal/token"
 )
@@ -163,10 +162,14 @@ type KeywordRef struct {
 func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {
 	// The words' terms, then the stems' (keyword.StemMark and a stem), as
 	// items.trigger_terms holds them: the statement probes the stems'
-	// only in a layer with a stem-mode item.
+	// only in a layer with a stem-mode item. (The store cannot import
+	// package keyword, whose tests use the store; were the marks ever to
+	// differ, stems would count as words and be probed always: slower,
+	// never wrong.)
+	const stemMark = "~"
 	var wordTerms, stemTerms []string
 	for _, w := range words {
-		if strings.HasPrefix(w, keyword.StemMark) {
+		if strings.HasPrefix(w, stemMark) {
 			stemTerms = append(stemTerms, layer+"\x1f"+w)
 		} else {
 			wordTerms = append(wordTerms, layer+"\x1f"+w)
