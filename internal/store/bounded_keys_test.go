@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/contextd/contextd/internal/app"
+	"github.com/contextd/contextd/internal/auth"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -23,11 +24,8 @@ func TestBoundedByKeyReadsAnswerEachItemOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := pgtest.NewStore(t)
-	a := app.New(st)
-	admin, _, err := a.Agents.Bootstrap(ctx)
-	require.NoError(t, err)
-	_, _, err = a.Projects.Put(ctx, admin, "acme", "")
-	require.NoError(t, err)
+	a, admin := withAcme(t, st)
+	var err error
 	sk := "deploy-target"
 	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{
 		{Key: "a", Content: "first", StateKey: &sk}, {Key: "b", Content: "second", StateKey: &sk}, {Key: "c", Content: "third"}})
@@ -63,11 +61,8 @@ func TestNarrowRowsAreTheCurrentVersions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := pgtest.NewStore(t)
-	a := app.New(st)
-	admin, _, err := a.Agents.Bootstrap(ctx)
-	require.NoError(t, err)
-	_, _, err = a.Projects.Put(ctx, admin, "acme", "")
-	require.NoError(t, err)
+	a, admin := withAcme(t, st)
+	var err error
 	s := func(v string) *string { return &v }
 	p := func(v int32) *int32 { return &v }
 	yes := true
@@ -165,11 +160,7 @@ func TestItemContentHashIsTheVersions(t *testing.T) {
 	st, err := store.Open(ctx, store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
 	require.NoError(t, err)
 	t.Cleanup(st.Close)
-	a := app.New(st)
-	admin, _, err := a.Agents.Bootstrap(ctx)
-	require.NoError(t, err)
-	_, _, err = a.Projects.Put(ctx, admin, "acme", "")
-	require.NoError(t, err)
+	a, admin := withAcme(t, st)
 	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "card", Content: "card 4111 1111 1111 1111"}})
 	require.NoError(t, err)
 	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "card", Content: "card on file"}})
@@ -203,4 +194,15 @@ func TestItemContentHashIsTheVersions(t *testing.T) {
 	row, version = hashes()
 	require.Equal(t, strings.Repeat("0", 64), row, "moved back to the redacted version, the row has its zeroed hash")
 	require.Equal(t, version, row)
+}
+
+// withAcme is the services on st, with the first admin and project acme.
+func withAcme(t *testing.T, st *store.Store) (*app.App, *auth.Agent) {
+	t.Helper()
+	a := app.New(st)
+	admin, _, err := a.Agents.Bootstrap(t.Context())
+	require.NoError(t, err)
+	_, _, err = a.Projects.Put(t.Context(), admin, "acme", "")
+	require.NoError(t, err)
+	return a, admin
 }

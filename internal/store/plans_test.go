@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -24,16 +23,12 @@ func TestItemWritesProbeByKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := pgtest.NewStore(t)
-	a := app.New(st)
-	admin, _, err := a.Agents.Bootstrap(ctx)
-	require.NoError(t, err)
-	_, _, err = a.Projects.Put(ctx, admin, "acme", "")
-	require.NoError(t, err)
+	a, admin := withAcme(t, st)
 	relevance := func(i int, s string) item.Input {
 		return item.Input{Key: fmt.Sprintf("k%04d", i), Content: "refund rule " + s + " " + strconv.Itoa(i),
 			Trigger: &ctxtype.Trigger{Relevance: true}}
 	}
-	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{relevance(0, "a"), relevance(1, "a")})
+	_, err := a.Items.Batch(ctx, admin, "acme", []item.Input{relevance(0, "a"), relevance(1, "a")})
 	require.NoError(t, err)
 	require.NoError(t, st.InTx(ctx, func(tx *store.Tx) error {
 		return store.ExecForTest(ctx, tx, "ANALYZE items, item_versions, item_terms") // nearly empty
