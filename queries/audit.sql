@@ -34,10 +34,33 @@ LIMIT @lim;
 SELECT seq, hash FROM audit_heads WHERE chain = @chain;
 
 -- name: ItemStatePage :many
--- A page of a project's item rows by key, for the audit's state check.
-SELECT key, current_version, live FROM items
-WHERE project = @project AND key > @after_key
-ORDER BY key
+-- A page of a project's item rows by key, for the audit's state check,
+-- with whether the row's copies of its current version's columns, the
+-- ones packets are assembled from (00005, 00007, 00019, 00037), are the
+-- version's: the version is checked against its chain entry, the copies
+-- against the version, each as the write path derives it.
+SELECT i.key, i.current_version, i.live,
+       coalesce((i.kind, i.source, i.priority, i.authority, i.confidence, i.slot, i.template, i.content_sha256,
+                 i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at, i.state_key, i.visible_to,
+                 i.hidden_from, i.valid_from, i.valid_until, i.fields_sha256, i.rank_authority, i.rank_priority,
+                 i.rank_confidence, i.rank_time, i.open, i.trigger_keywords, i.trigger_match)
+                IS NOT DISTINCT FROM
+                (v.kind, v.source, v.priority, v.authority, v.confidence, v.slot, v.template, v.content_sha256,
+                 v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.state_key, v.visible_to,
+                 v.hidden_from, v.valid_from, v.valid_until, v.fields_sha256,
+                 -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END)::smallint,
+                 -v.priority::bigint,
+                 -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END)::smallint,
+                 -(extract(epoch FROM v.created_at) * 1000000)::bigint,
+                 (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
+                 coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
+                 CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END), false)::boolean AS mirrors
+FROM items i
+LEFT JOIN LATERAL (
+    SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v ON true
+WHERE i.project = @project AND i.key > @after_key
+ORDER BY i.key
 LIMIT @lim;
 
 -- name: PacketAuditRows :many

@@ -315,6 +315,21 @@ func (v *Verifier) ItemState(key string, current int, live bool) bool {
 	return true
 }
 
+// ItemMirrors checks, after ItemState, that an item row's copies of its
+// current version's columns (the rank, roles, window, block tokens,
+// content hash and the other columns packets are assembled from) are the
+// version's: a row rewritten by hand would change what packets include
+// and how they rank it, leaving every entry intact.
+func (v *Verifier) ItemMirrors(key string, mirrors bool) bool {
+	if v.problem != nil {
+		return false
+	}
+	if h := v.items[key]; !mirrors {
+		return v.fail(h.seq, StateMismatch, "item %s's row disagrees with its version %d in the columns packets are assembled from", key, h.version)
+	}
+	return true
+}
+
 // Items is how many items the chain says exist; after every item row
 // passed ItemState, a smaller count of rows means rows were removed.
 func (v *Verifier) Items() int { return len(v.items) }

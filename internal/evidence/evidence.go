@@ -495,7 +495,7 @@ func itemStates(ctx context.Context, tx *store.Tx, proj string, v *audit.Verifie
 		}
 		for _, it := range page {
 			seen[it.Key] = true
-			if !v.ItemState(it.Key, it.Current, it.Live) {
+			if !v.ItemState(it.Key, it.Current, it.Live) || !v.ItemMirrors(it.Key, it.Mirrors) {
 				return false, nil
 			}
 		}

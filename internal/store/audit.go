@@ -153,6 +153,9 @@ type ItemState struct {
 	Key     string
 	Current int
 	Live    bool
+	// Mirrors: the row's copies of its current version's columns (what
+	// packets are assembled from) are the version's.
+	Mirrors bool
 }
 
 // ItemStates is a page of a project's item rows in key order after
@@ -164,7 +167,7 @@ func (db DB) ItemStates(ctx context.Context, project, afterKey string, limit int
 	}
 	out := make([]ItemState, len(rows))
 	for i, r := range rows {
-		out[i] = ItemState{Key: r.Key, Current: int(r.CurrentVersion), Live: r.Live}
+		out[i] = ItemState{Key: r.Key, Current: int(r.CurrentVersion), Live: r.Live, Mirrors: r.Mirrors}
 	}
 	return out, nil
 }

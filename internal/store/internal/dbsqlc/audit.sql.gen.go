@@ -648,9 +648,28 @@ func (q *Queries) ItemSearchRefresh(ctx context.Context, db DBTX, arg ItemSearch
 }
 
 const itemStatePage = `-- name: ItemStatePage :many
-SELECT key, current_version, live FROM items
-WHERE project = $1 AND key > $2
-ORDER BY key
+SELECT i.key, i.current_version, i.live,
+       coalesce((i.kind, i.source, i.priority, i.authority, i.confidence, i.slot, i.template, i.content_sha256,
+                 i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at, i.state_key, i.visible_to,
+                 i.hidden_from, i.valid_from, i.valid_until, i.fields_sha256, i.rank_authority, i.rank_priority,
+                 i.rank_confidence, i.rank_time, i.open, i.trigger_keywords, i.trigger_match)
+                IS NOT DISTINCT FROM
+                (v.kind, v.source, v.priority, v.authority, v.confidence, v.slot, v.template, v.content_sha256,
+                 v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at, v.state_key, v.visible_to,
+                 v.hidden_from, v.valid_from, v.valid_until, v.fields_sha256,
+                 -(CASE v.authority WHEN 'policy' THEN 4 WHEN 'instruction' THEN 3 WHEN 'evidence' THEN 2 WHEN 'hypothesis' THEN 1 ELSE 0 END)::smallint,
+                 -v.priority::bigint,
+                 -(CASE v.confidence WHEN 'verified' THEN 3 WHEN 'probable' THEN 2 WHEN 'uncertain' THEN 1 ELSE 0 END)::smallint,
+                 -(extract(epoch FROM v.created_at) * 1000000)::bigint,
+                 (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
+                 coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
+                 CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END), false)::boolean AS mirrors
+FROM items i
+LEFT JOIN LATERAL (
+    SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
+) v ON true
+WHERE i.project = $1 AND i.key > $2
+ORDER BY i.key
 LIMIT $3
 `
 
@@ -664,9 +683,14 @@ type ItemStatePageRow struct {
 	Key            string
 	CurrentVersion int32
 	Live           bool
+	Mirrors        bool
 }
 
-// A page of a project's item rows by key, for the audit's state check.
+// A page of a project's item rows by key, for the audit's state check,
+// with whether the row's copies of its current version's columns, the
+// ones packets are assembled from (00005, 00007, 00019, 00037), are the
+// version's: the version is checked against its chain entry, the copies
+// against the version, each as the write path derives it.
 func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageParams) ([]ItemStatePageRow, error) {
 	rows, err := db.Query(ctx, itemStatePage, arg.Project, arg.AfterKey, arg.Lim)
 	if err != nil {
@@ -676,7 +700,12 @@ func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageP
 	items := []ItemStatePageRow{}
 	for rows.Next() {
 		var i ItemStatePageRow
-		if err := rows.Scan(&i.Key, &i.CurrentVersion, &i.Live); err != nil {
+		if err := rows.Scan(
+			&i.Key,
+			&i.CurrentVersion,
+			&i.Live,
+			&i.Mirrors,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
