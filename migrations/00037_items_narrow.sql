@@ -9,16 +9,18 @@
 -- prepared, the bench corpus), a lookup of 43 keys 0.21 ms instead of
 -- 0.36 ms. Only the text (BoundedTexts) is still read from the version.
 --
--- The write path (ItemSetCurrentMany) sets them from the version it moves
--- the row to, as it already set the rank, roles and window; all but
--- content_sha256. A packet source's text cache is keyed by a version and
--- its content hash, and a redaction zeroes the version's hash: were the
--- server's login free to write the item row's copy, it could set a
--- redacted version's old hash back, and a process that cached the text
--- before the redaction would put it in new packets. So the login may not
--- write items.content_sha256 (no grant), and a trigger copies it from the
--- version whenever a row is written or moves to a version; the redaction
--- function (00025's, with one statement added) zeroes the row's copy too.
+-- A trigger copies them from the version whenever a row is written or
+-- moves to a version (one probe of the version's primary key), not the
+-- write path: a server of the release before this one, still running
+-- while this one migrates (a rolling upgrade), writes item rows without
+-- them, and its rows must be right too. The server's login has no grant to
+-- write them, and a write of any of them goes through the trigger too: a
+-- packet source's text cache is keyed by a version and its content hash,
+-- and a redaction zeroes the version's hash; a login free to write the
+-- row's copy could set a redacted version's old hash back, and a process
+-- that cached the text before the redaction would put it in new packets.
+-- The redaction function (00025's, with one statement added) zeroes the
+-- row's copy too, and audit verify compares every copy with its version.
 --
 -- (IF NOT EXISTS and CREATE OR REPLACE: the migration can run again on a
 -- schema that has it, as a restore of goose's table to an older version
@@ -49,23 +51,43 @@ WHERE v.project = i.project AND v.key = i.key AND v.version = i.current_version
       (v.kind, v.source, v.priority, v.authority, v.confidence, v.slot, v.template, v.content_sha256,
        v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at);
 
-GRANT UPDATE (kind, source, priority, authority, confidence, slot, template,
-    block_tokens_o200k, block_tokens_cl100k, version_created_at) ON items TO contextd_app;
-
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION contextd_items_content_sha256() RETURNS trigger
+CREATE OR REPLACE FUNCTION contextd_items_narrow() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    v record;
 BEGIN
-    NEW.content_sha256 := coalesce((SELECT v.content_sha256 FROM public.item_versions v
-                                    WHERE v.project = NEW.project AND v.key = NEW.key AND v.version = NEW.current_version),
-                                   '\x'::pg_catalog.bytea);
+    -- The narrow columns alone: never the text, which may be large.
+    SELECT iv.kind, iv.source, iv.priority, iv.authority, iv.confidence, iv.slot, iv.template, iv.content_sha256,
+           iv.block_tokens_o200k, iv.block_tokens_cl100k, iv.created_at
+    INTO v FROM public.item_versions iv
+    WHERE iv.project = NEW.project AND iv.key = NEW.key AND iv.version = NEW.current_version;
+    IF NOT FOUND THEN
+        -- No such version (the deferred foreign key refuses the row at
+        -- COMMIT): nothing to copy, and no hash to trust.
+        NEW.content_sha256 := '\x'::pg_catalog.bytea;
+        RETURN NEW;
+    END IF;
+    NEW.kind := v.kind;
+    NEW.source := v.source;
+    NEW.priority := v.priority;
+    NEW.authority := v.authority;
+    NEW.confidence := v.confidence;
+    NEW.slot := v.slot;
+    NEW.template := v.template;
+    NEW.content_sha256 := v.content_sha256;
+    NEW.block_tokens_o200k := v.block_tokens_o200k;
+    NEW.block_tokens_cl100k := v.block_tokens_cl100k;
+    NEW.version_created_at := v.created_at;
     RETURN NEW;
 END;
 $$;
 -- +goose StatementEnd
-DROP TRIGGER IF EXISTS items_content_sha256 ON items;
-CREATE TRIGGER items_content_sha256 BEFORE INSERT OR UPDATE OF current_version, content_sha256 ON items
-    FOR EACH ROW EXECUTE FUNCTION contextd_items_content_sha256();
+DROP TRIGGER IF EXISTS items_narrow ON items;
+CREATE TRIGGER items_narrow
+    BEFORE INSERT OR UPDATE OF current_version, kind, source, priority, authority, confidence, slot, template,
+        content_sha256, block_tokens_o200k, block_tokens_cl100k, version_created_at ON items
+    FOR EACH ROW EXECUTE FUNCTION contextd_items_narrow();
 
 -- The keyword lane probes the GIN index for the stems of a person's words
 -- only when the layer has a stem-mode keyword item, which this index of
@@ -98,8 +120,8 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP TRIGGER IF EXISTS items_content_sha256 ON items;
-DROP FUNCTION IF EXISTS contextd_items_content_sha256();
+DROP TRIGGER IF EXISTS items_narrow ON items;
+DROP FUNCTION IF EXISTS contextd_items_narrow();
 DROP INDEX IF EXISTS items_stem_keywords_idx;
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION public.contextd_redact_version(p_project pg_catalog.text, p_redaction pg_catalog.text)

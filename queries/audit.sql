@@ -38,7 +38,8 @@ SELECT seq, hash FROM audit_heads WHERE chain = @chain;
 -- with whether the row's copies of its current version's columns, the
 -- ones packets are assembled from (00005, 00007, 00019, 00037), are the
 -- version's: the version is checked against its chain entry, the copies
--- against the version, each as the write path derives it.
+-- against the version, each as the write path derives it (a live row's
+-- trigger kind and tool too; a tombstone's are the write path's own).
 SELECT i.key, i.current_version, i.live,
        coalesce((i.kind, i.source, i.priority, i.authority, i.confidence, i.slot, i.template, i.content_sha256,
                  i.block_tokens_o200k, i.block_tokens_cl100k, i.version_created_at, i.state_key, i.visible_to,
@@ -54,7 +55,12 @@ SELECT i.key, i.current_version, i.live,
                  -(extract(epoch FROM v.created_at) * 1000000)::bigint,
                  (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
                  coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
-                 CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END), false)::boolean AS mirrors
+                 CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END)
+                AND (NOT i.live OR (i.trigger_kind, i.trigger_tool) IS NOT DISTINCT FROM
+                     (CASE WHEN v.trigger ? 'always' THEN 'always' WHEN v.trigger ? 'keywords' THEN 'keywords'
+                           WHEN v.trigger ? 'tool' THEN 'tool' WHEN v.trigger ? 'pinned_only' THEN 'pinned_only'
+                           WHEN v.trigger ? 'relevance' THEN 'relevance' ELSE '' END,
+                      v.trigger ->> 'tool')), false)::boolean AS mirrors
 FROM items i
 LEFT JOIN LATERAL (
     SELECT * FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0

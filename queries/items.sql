@@ -23,8 +23,9 @@ SELECT * FROM items WHERE project = @project AND key = @key FOR UPDATE;
 -- packet's rank order), its state key and whether it is open (no roles,
 -- no validity window), the fields hash a later write compares with, the
 -- search vector of a live version (contextd_search_vector, computed here
--- once), and the version's narrow columns (00037: a lane reads the item
--- row alone) but its content hash, which a trigger copies (00037).
+-- once). The version's narrow columns (kind, source, block tokens, the
+-- content hash, ...: a lane reads the item row alone) are copied by a
+-- trigger as the row moves to the version (00037).
 -- The counters of open items move with ProjectCountersAdd and
 -- ToolCountersAdd, sent with COMMIT. trigger_words holds one comma-joined
 -- string per key (they cannot be a ragged array); empty means none. They
@@ -41,9 +42,7 @@ WITH u AS (
 )
 INSERT INTO items AS i (project, key, current_version, live, trigger_kind, trigger_tool, trigger_words, trigger_terms,
                         rank_authority, rank_priority, rank_confidence, rank_time, state_key, open,
-                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_match, fields_sha256, search,
-                        kind, source, priority, authority, confidence, slot, template,
-                        block_tokens_o200k, block_tokens_cl100k, version_created_at)
+                        visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_match, fields_sha256, search)
 SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool, ''),
     CASE WHEN u.trigger_words = '' THEN '{}'::text[] ELSE string_to_array(u.trigger_words, ',') END,
     CASE WHEN u.trigger_words = '' THEN '{}'::text[]
@@ -58,9 +57,7 @@ SELECT @project, u.key, u.version, u.live, u.trigger_kind, nullif(u.trigger_tool
     coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
     CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END,
     v.fields_sha256,
-    CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END,
-    v.kind, v.source, v.priority, v.authority, v.confidence, v.slot, v.template,
-    v.block_tokens_o200k, v.block_tokens_cl100k, v.created_at
+    CASE WHEN u.live THEN coalesce(u.search::tsvector, contextd_search_vector(v.title, v.summary, v.content)) END
 FROM u
 -- One probe of the version's primary key per row, by construction (the
 -- lateral subquery with OFFSET 0 is not flattened into a join): statistics
@@ -79,10 +76,7 @@ SET current_version = EXCLUDED.current_version, live = EXCLUDED.live, trigger_ki
     visible_to = EXCLUDED.visible_to, hidden_from = EXCLUDED.hidden_from,
     valid_from = EXCLUDED.valid_from, valid_until = EXCLUDED.valid_until,
     trigger_keywords = EXCLUDED.trigger_keywords, trigger_match = EXCLUDED.trigger_match, fields_sha256 = EXCLUDED.fields_sha256,
-    search = EXCLUDED.search, kind = EXCLUDED.kind, source = EXCLUDED.source, priority = EXCLUDED.priority,
-    authority = EXCLUDED.authority, confidence = EXCLUDED.confidence, slot = EXCLUDED.slot, template = EXCLUDED.template,
-    block_tokens_o200k = EXCLUDED.block_tokens_o200k,
-    block_tokens_cl100k = EXCLUDED.block_tokens_cl100k, version_created_at = EXCLUDED.version_created_at, updated_at = now();
+    search = EXCLUDED.search, updated_at = now();
 
 -- name: ProjectCountersAdd :exec
 -- Moves the project's count of open always-on items by @always_open. Item

@@ -305,7 +305,7 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 	asked := *req // as the client asked, for an attempt the snapshot runs again
 	// The pipeline reads its candidates inside the snapshot as it goes, so
 	// it runs inside it; what it read is what the snapshot held.
-	err := s.store.AssemblySnapshot(ctx, func(tx *store.Tx) error {
+	err := s.store.Snapshot(ctx, func(tx *store.Tx) error {
 		err := s.stage(ctx, StagePredecessors, func(ctx context.Context) error {
 			var err error
 			taskID := ""
@@ -330,6 +330,7 @@ func (s *Service) Prepare(ctx context.Context, agent *auth.Agent, proj string, r
 			return err
 		}
 		in := assemble.Input{Project: proj, PacketID: id, Request: req, Now: point.Now, Predecessors: preds}
+		tx.GenericPlans() // the assembly's statements (store.Tx.GenericPlans)
 		res, _, err = assemble.AssembleBounded(ctx, in, newDBSource(tx, s.texts), assemble.Options{Stages: s.stages})
 		return err
 	})

@@ -183,6 +183,7 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		{"an item's authority as packets rank it (items.authority)", `UPDATE items SET authority = 'policy', rank_authority = -4 WHERE project = 'acme' AND key = 'refunds'`, "state_mismatch", 3},
 		{"an item's block tokens (items.block_tokens_o200k)", `UPDATE items SET block_tokens_o200k = 1 WHERE project = 'acme' AND key = 'shipping'`, "state_mismatch", 5},
 		{"an item's roles as the lanes read them (items.visible_to)", `UPDATE items SET visible_to = '{nobody}', open = false WHERE project = 'acme' AND key = 'refunds'`, "state_mismatch", 3},
+		{"an item's trigger kind (items.trigger_kind)", `UPDATE items SET trigger_kind = 'pinned_only' WHERE project = 'acme' AND key = 'refunds'`, "state_mismatch", 3},
 		{"an item's content hash, its trigger bypassed (items.content_sha256)", `UPDATE items SET content_sha256 = sha256('x') WHERE project = 'acme' AND key = 'b1'`, "state_mismatch", 6},
 		{"a version added without an entry", `INSERT INTO item_versions (project, key, version, kind, source, content, authority, confidence, slot, trigger, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_by)
 			SELECT project, key, 3, kind, source, 'forged', authority, confidence, slot, trigger, fields_sha256, content_sha256, 1, 1, created_by FROM item_versions WHERE project = 'acme' AND key = 'refunds' AND version = 2`, "entry_missing", 8},

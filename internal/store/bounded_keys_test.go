@@ -147,10 +147,11 @@ func TestNarrowRowsAreTheCurrentVersions(t *testing.T) {
 
 // The item row's content hash keys the packet sources' text cache, so the
 // server's login may not write it: the write path (run here as a login of
-// contextd_app, as serve's) leaves it to a trigger that copies it from the
-// version, and a login that tries to set a redacted version's old hash
-// back is refused, or, moving the row to its own version, gets the
-// redacted hash again.
+// contextd_app, as serve's) leaves it, with the other narrow columns, to a
+// trigger that copies them from the version, and a login that tries to set
+// a redacted version's old hash back is refused, or, moving the row to its
+// own version, gets the redacted hash again. A row written without them
+// (by the release before 00037, during a rolling upgrade) gets them too.
 func TestItemContentHashIsTheVersions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -187,12 +188,30 @@ func TestItemContentHashIsTheVersions(t *testing.T) {
 	t.Cleanup(login.Close)
 	_, err = login.Exec(ctx, `UPDATE items SET content_sha256 = decode($1, 'hex') WHERE project = 'acme' AND key = 'card'`, old)
 	require.ErrorContains(t, err, "permission denied")
+	_, err = login.Exec(ctx, `UPDATE items SET block_tokens_o200k = 1 WHERE project = 'acme' AND key = 'card'`)
+	require.ErrorContains(t, err, "permission denied", "no narrow column is the login's to write")
 	_, err = login.Exec(ctx, `UPDATE items SET current_version = 1 WHERE project = 'acme' AND key = 'card'`)
 	require.NoError(t, err)
 	_, err = login.Exec(ctx, `UPDATE items SET current_version = 2 WHERE project = 'acme' AND key = 'card'`)
 	require.NoError(t, err)
 	row, version = hashes()
 	require.Equal(t, strings.Repeat("0", 64), row, "moved back to the redacted version, the row has its zeroed hash")
+	require.Equal(t, version, row)
+
+	// The write of the release before 00037: the row's own columns, none
+	// of the narrow ones.
+	_, err = login.Exec(ctx, `INSERT INTO item_versions (project, key, version, kind, source, content, priority, authority, confidence,
+			slot, trigger, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, created_by)
+		SELECT project, key, 3, 'decision', source, 'a third', 7, authority, confidence, slot, trigger, fields_sha256,
+			sha256('a third'), 2, 2, 42, created_by FROM item_versions WHERE project = 'acme' AND key = 'card' AND version = 2;
+		UPDATE items SET current_version = 3 WHERE project = 'acme' AND key = 'card'`)
+	require.NoError(t, err)
+	var kind string
+	var priority, block int
+	require.NoError(t, owner.QueryRow(ctx, `SELECT kind, priority, block_tokens_o200k FROM items WHERE project = 'acme' AND key = 'card'`).
+		Scan(&kind, &priority, &block))
+	require.Equal(t, []any{"decision", 7, 42}, []any{kind, priority, block})
+	row, version = hashes()
 	require.Equal(t, version, row)
 }
 

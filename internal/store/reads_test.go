@@ -97,10 +97,10 @@ func TestReadsErrors(t *testing.T) {
 	require.ErrorIs(t, err, boom, "a read's own error, without a statement")
 }
 
-// A packet's snapshot (AssemblySnapshot) is Snapshot with generic plans:
-// repeatable read, read only, plan_cache_mode forced generic, set with
-// BEGIN in the first trip; Snapshot keeps PostgreSQL's own choice.
-func TestAssemblySnapshotRunsGenericPlans(t *testing.T) {
+// Tx.GenericPlans turns generic plans on for the rest of the transaction
+// (a packet's assembly, after its first reads), sent with the next
+// statement in its round trip, and only for that transaction.
+func TestGenericPlansGoWithTheNextStatement(t *testing.T) {
 	t.Parallel()
 	st := pgtest.NewStore(t)
 	ctx := context.Background()
@@ -108,11 +108,19 @@ func TestAssemblySnapshotRunsGenericPlans(t *testing.T) {
 		return store.QueryTextForTest(ctx, tx,
 			"SELECT current_setting('transaction_isolation') || ',' || current_setting('transaction_read_only') || ',' || current_setting('plan_cache_mode')")
 	}
-	var assembly, plain string
-	before := st.RoundTrips()
-	require.NoError(t, st.AssemblySnapshot(ctx, func(tx *store.Tx) (err error) { assembly, err = show(tx); return err }))
-	require.Equal(t, int64(2), st.RoundTrips()-before, "BEGIN, the setting and the read in one trip; COMMIT")
-	require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) { plain, err = show(tx); return err }))
-	require.Equal(t, "repeatable read,on,force_generic_plan", assembly)
-	require.Equal(t, "repeatable read,on,auto", plain)
+	var before, after, next string
+	trips := st.RoundTrips()
+	require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) {
+		if before, err = show(tx); err != nil {
+			return err
+		}
+		tx.GenericPlans()
+		after, err = show(tx)
+		return err
+	}))
+	require.Equal(t, int64(3), st.RoundTrips()-trips, "BEGIN and a read; the setting and a read; COMMIT")
+	require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) { next, err = show(tx); return err }))
+	require.Equal(t, "repeatable read,on,auto", before)
+	require.Equal(t, "repeatable read,on,force_generic_plan", after)
+	require.Equal(t, "repeatable read,on,auto", next, "the setting was the transaction's alone")
 }

@@ -21,8 +21,8 @@ type TxOpts struct {
 	// their parameters. Only for statements whose generic plan is right
 	// whatever the statistics say: the item write path's, which probe by
 	// key by construction (TestItemWritesProbeByKey), and whose planning
-	// was about a quarter of PostgreSQL's time in a small write; and a
-	// packet's snapshot (AssemblySnapshot).
+	// was about a quarter of PostgreSQL's time in a small write. (A
+	// packet's assembly turns them on part way: Tx.GenericPlans.)
 	GenericPlans bool
 }
 
@@ -45,17 +45,6 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 // consistent view of the database for every statement fn runs.
 func (s *Store) Snapshot(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.run(ctx, TxOpts{ReadOnlySnapshot: true}, fn)
-}
-
-// AssemblySnapshot is Snapshot for a packet's assembly, whose statements
-// run their generic plans: they are planned by their shape, the same with
-// statistics and without, custom or generic
-// (TestAssemblyPlansNeedNoStatistics), so planning them again for each
-// packet's arguments bought nothing, and in a project of 100,000 items it
-// cost ~0.5 ms of a packet (bind, mostly estimating the rank cursor's
-// selectivity from the index's ends).
-func (s *Store) AssemblySnapshot(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.run(ctx, TxOpts{ReadOnlySnapshot: true, GenericPlans: true}, fn)
 }
 
 func (s *Store) run(ctx context.Context, opts TxOpts, fn func(tx *Tx) error) error {
@@ -117,6 +106,21 @@ func (s *Store) Begin(ctx context.Context, opts TxOpts) (*Tx, error) {
 // branch on those errors; the transaction stays all or nothing.
 func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
 	return t.pipeline(ctx, fn, t.tc.flush)
+}
+
+// GenericPlans makes the rest of the transaction run its prepared
+// statements with their generic plans. The setting waits to go with the
+// transaction's next statement, in its round trip. For a packet's
+// assembly: its statements are planned by their shape, the same with
+// statistics and without, custom or generic
+// (TestAssemblyPlansNeedNoStatistics), so planning them again for each
+// packet's arguments bought nothing, and in a project of 100,000 items it
+// cost ~0.5 ms of a packet (bind, mostly estimating the rank cursor's
+// selectivity from the index's ends). The reads before it (the read
+// point, the role's policies, the predecessors) keep PostgreSQL's choice:
+// a generic plan made while a table is small stays on the connection.
+func (t *Tx) GenericPlans() {
+	t.tc.waiting = append(t.tc.waiting, queued{sql: "set local plan_cache_mode = force_generic_plan", exec: true})
 }
 
 // pipelineUnread is Pipeline whose statements are sent at its end without

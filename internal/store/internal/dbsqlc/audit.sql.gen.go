@@ -663,7 +663,12 @@ SELECT i.key, i.current_version, i.live,
                  -(extract(epoch FROM v.created_at) * 1000000)::bigint,
                  (cardinality(v.visible_to) = 0 AND cardinality(v.hidden_from) = 0 AND v.valid_from IS NULL AND v.valid_until IS NULL),
                  coalesce(ARRAY(SELECT jsonb_array_elements_text(v.trigger -> 'keywords')), '{}'),
-                 CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END), false)::boolean AS mirrors
+                 CASE WHEN v.trigger ->> 'match' = 'stem' THEN 'stem' ELSE 'word' END)
+                AND (NOT i.live OR (i.trigger_kind, i.trigger_tool) IS NOT DISTINCT FROM
+                     (CASE WHEN v.trigger ? 'always' THEN 'always' WHEN v.trigger ? 'keywords' THEN 'keywords'
+                           WHEN v.trigger ? 'tool' THEN 'tool' WHEN v.trigger ? 'pinned_only' THEN 'pinned_only'
+                           WHEN v.trigger ? 'relevance' THEN 'relevance' ELSE '' END,
+                      v.trigger ->> 'tool')), false)::boolean AS mirrors
 FROM items i
 LEFT JOIN LATERAL (
     SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
@@ -690,7 +695,8 @@ type ItemStatePageRow struct {
 // with whether the row's copies of its current version's columns, the
 // ones packets are assembled from (00005, 00007, 00019, 00037), are the
 // version's: the version is checked against its chain entry, the copies
-// against the version, each as the write path derives it.
+// against the version, each as the write path derives it (a live row's
+// trigger kind and tool too; a tombstone's are the write path's own).
 func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageParams) ([]ItemStatePageRow, error) {
 	rows, err := db.Query(ctx, itemStatePage, arg.Project, arg.AfterKey, arg.Lim)
 	if err != nil {
