@@ -191,7 +191,7 @@ func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []strin
 		out = append(out, KeywordRef{
 			Pos: ctxtype.RankPos{Authority: r.RankAuthority, Priority: r.RankPriority, Confidence: r.RankConfidence, Time: r.RankTime, Key: r.Key},
 			Version: &ctxtype.Version{Project: layer, Key: r.Key, Fields: ctxtype.Fields{
-				Trigger:   ctxtype.Trigger{Keywords: nonNil(r.TriggerKeywords), Match: matchOf(r.TriggerMatch)},
+				Trigger:   triggerOf("keywords", nil, r.TriggerKeywords, r.TriggerMatch),
 				Roles:     ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
 				ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil),
 			}},

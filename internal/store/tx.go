@@ -120,7 +120,7 @@ func (t *Tx) Pipeline(ctx context.Context, fn func() error) error {
 // point, the role's policies, the predecessors) keep PostgreSQL's choice:
 // a generic plan made while a table is small stays on the connection.
 func (t *Tx) GenericPlans() {
-	t.tc.waiting = append(t.tc.waiting, queued{sql: "set local plan_cache_mode = force_generic_plan", exec: true})
+	t.tc.waiting = append(t.tc.waiting, queued{sql: setGenericPlans, exec: true})
 }
 
 // pipelineUnread is Pipeline whose statements are sent at its end without

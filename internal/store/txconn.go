@@ -80,15 +80,18 @@ type queued struct {
 // stays cached on the connection until statistics change, and on a new
 // database that made a 10,000-item batch take 16 s instead of 4.)
 func beginStatements(opts TxOpts) []string {
-	begin := []string{"begin"}
 	if opts.ReadOnlySnapshot {
-		begin = []string{"begin isolation level repeatable read read only"}
+		return []string{"begin isolation level repeatable read read only"}
 	}
 	if opts.GenericPlans {
-		begin = append(begin, "set local plan_cache_mode = force_generic_plan")
+		return []string{"begin", setGenericPlans}
 	}
-	return begin
+	return []string{"begin"}
 }
+
+// setGenericPlans runs the rest of a transaction's prepared statements
+// with their generic plans (TxOpts.GenericPlans, Tx.GenericPlans).
+const setGenericPlans = "set local plan_cache_mode = force_generic_plan"
 
 // pending is what must go before the next statement.
 func (t *txConn) pending() []queued {

@@ -239,6 +239,9 @@ type ItemSetCurrentManyParams struct {
 // once). The version's narrow columns (kind, source, block tokens, the
 // content hash, ...: a lane reads the item row alone) are copied by a
 // trigger as the row moves to the version (00037).
+// (ItemStatePage, the audit's check of these rows, derives the rank,
+// roles, window, keywords and match from the version as this does: change
+// them together.)
 // The counters of open items move with ProjectCountersAdd and
 // ToolCountersAdd, sent with COMMIT. trigger_words holds one comma-joined
 // string per key (they cannot be a ragged array); empty means none. They
