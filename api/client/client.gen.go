@@ -1932,7 +1932,7 @@ type SectionEntry struct {
 	Decision string `json:"decision"`
 	Key      string `json:"key"`
 
-	// Project For items, the layer's project.
+	// Project For items of another layer than the packet's project (_shared), that layer's project; absent for the packet's own items (their records, GET …/records, name it).
 	Project *string `json:"project,omitempty"`
 	Reason  *string `json:"reason,omitempty"`
 	Rule    string  `json:"rule"`

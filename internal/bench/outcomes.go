@@ -355,7 +355,7 @@ func (r *runner) outcomePacket(ctx context.Context, wk *worker) (*outcomePacket,
 	for _, s := range pa.Sections {
 		for _, e := range s.Entries {
 			if e.Subject == "item" && e.Decision == "included" {
-				p.entries = append(p.entries, entryRef{e.Project, e.Key})
+				p.entries = append(p.entries, entryRefOf(project, e.Project, e.Key))
 			}
 		}
 	}

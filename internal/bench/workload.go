@@ -26,6 +26,15 @@ type recentPacket struct {
 
 type entryRef struct{ project, key string }
 
+// entryRefOf names an item entry of a packet of project: an entry names its
+// layer only when it is not the packet's own (_shared).
+func entryRefOf(packetProject, entryProject, key string) entryRef {
+	if entryProject == "" {
+		entryProject = packetProject
+	}
+	return entryRef{entryProject, key}
+}
+
 // The mixed workload's shares, in percent: why and injections split the 10%.
 const (
 	shareAssemble   = 70
@@ -157,7 +166,7 @@ func (r *runner) assemble(ctx context.Context, wk *worker, project string) {
 	for _, s := range p.Sections {
 		for _, e := range s.Entries {
 			if e.Subject == "item" {
-				rp.entries = append(rp.entries, entryRef{e.Project, e.Key})
+				rp.entries = append(rp.entries, entryRefOf(project, e.Project, e.Key))
 			}
 		}
 	}

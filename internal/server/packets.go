@@ -70,8 +70,16 @@ func toPacket(p *packet.Packet) api.Packet {
 			e := api.SectionEntry{Subject: r.SubjectKind, Key: r.SubjectKey, Tokens: r.Tokens, Span: *toSpan(r.Span),
 				Rule: r.Rule, Decision: r.Decision, Reason: ptrIf(r.Reason)}
 			if r.SubjectKind == ctxtype.SubjectItem {
-				v, pr := r.SubjectVersion, r.SubjectProject
-				e.Version, e.Project = &v, &pr
+				v := r.SubjectVersion
+				e.Version = &v
+				// The packet's own layer goes without saying: an entry names
+				// its project only when it is another's (_shared). 42
+				// entries of a default packet repeated it, ~700 of the
+				// answer's bytes (issue 34's answer-size target).
+				if r.SubjectProject != p.Project {
+					pr := r.SubjectProject
+					e.Project = &pr
+				}
 			}
 			s.Entries[i] = e
 		}

@@ -120,14 +120,23 @@ func assembleAndCheck(t *testing.T, e *env, implementer string) (resp, string) {
 	prov := r.json["provenance_summary"].(map[string]any)
 	require.Equal(t, 1.0, prov["by_kind"].(map[string]any)["tool"])
 
-	// Sections: names and entries with spans into rendered.
-	var sawKnowledge bool
+	// Sections: names and entries with spans into rendered. An item entry
+	// names its project only when it is not the packet's (_shared).
+	var sawKnowledge, sawShared bool
 	for _, s := range r.json["sections"].([]any) {
 		sec := s.(map[string]any)
 		for _, en := range sec["entries"].([]any) {
 			entry := en.(map[string]any)
 			span := entry["span"].(map[string]any)
 			text := rendered[int(span["start"].(float64)):int(span["end"].(float64))]
+			if entry["subject"] == "item" {
+				if text == "- Use British spelling.\n" {
+					sawShared = true
+					require.Equal(t, "_shared", entry["project"], "%v", entry)
+				} else {
+					require.NotContains(t, entry, "project", "the packet's own item %v", entry)
+				}
+			}
 			if entry["key"] == "refund.rules" {
 				sawKnowledge = true
 				require.Equal(t, "Project Knowledge", sec["name"])
@@ -142,6 +151,7 @@ func assembleAndCheck(t *testing.T, e *env, implementer string) (resp, string) {
 		}
 	}
 	require.True(t, sawKnowledge)
+	require.True(t, sawShared)
 
 	return r, id
 }
