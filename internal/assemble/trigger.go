@@ -87,6 +87,20 @@ func (p *pipeline) fireKeywords(t ctxtype.Trigger) (string, bool) {
 	return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(best), at), true
 }
 
+// keywordsFire is whether fireKeywords fires, without its rule.
+func (p *pipeline) keywordsFire(t ctxtype.Trigger) bool {
+	ix := p.keywordIndex()
+	if t.Stem() {
+		ix = p.stemIndex()
+	}
+	for _, k := range t.Keywords {
+		if ix.FirstMessage(k) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // personMessageWords is the words of each history message a person wrote
 // (none for the others), split on first use.
 func (p *pipeline) personMessageWords() [][]string {

@@ -379,15 +379,21 @@ func readProjectRows(ctx context.Context, pool *pgxpool.Pool, from, to string) (
 	return out, nil
 }
 
+// triggerKept are the tables a trigger on another table writes: the floor's
+// COPY of that table fires it, and so writes their rows as contextd's
+// write does (item_keyword_terms, 00038, from items).
+var triggerKept = []string{"item_keyword_terms"}
+
 // projectTables is the tables of the current schema (partitions aside)
-// that have a project column and rows of project, projects itself left
-// out, ordered so that a table comes after those its foreign keys name.
+// that have a project column and rows of project, projects itself and
+// the triggerKept tables left out, ordered so that a table comes after
+// those its foreign keys name.
 func projectTables(ctx context.Context, pool *pgxpool.Pool, project string) ([]string, error) {
 	rows, err := pool.Query(ctx, `SELECT c.relname::text FROM pg_class c
 JOIN pg_attribute a ON a.attrelid = c.oid AND (a.attname = 'project' OR c.relname LIKE 'audit\_%' AND a.attname = 'chain') AND NOT a.attisdropped
 WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-  AND c.relname <> 'projects'
-ORDER BY 1`)
+  AND c.relname <> 'projects' AND c.relname <> ALL ($1)
+ORDER BY 1`, triggerKept)
 	if err != nil {
 		return nil, err
 	}

@@ -193,7 +193,9 @@ func (s *dbSource) countRead(ctx context.Context, q assemble.LaneQuery, now time
 		}
 		n := 0
 		for _, r := range refs {
-			if r.Pos.Compare(after) > 0 && assemble.ValidAt(r.Version, now) && r.Version.Roles.Visible(role) && fires(r.Version) {
+			// A plain item fires on the word it was found by, for every
+			// role at every time: it is counted without judging it.
+			if r.Pos.Compare(after) > 0 && (r.Plain || assemble.ValidAt(r.Version, now) && r.Version.Roles.Visible(role) && fires(r.Version)) {
 				n++
 			}
 		}

@@ -150,8 +150,13 @@ func laneRow(r dbsqlc.BoundedAlwaysRow) narrowRow {
 // it in rank order, tell whether it fires and whether the role sees it.
 type KeywordRef struct {
 	Pos ctxtype.RankPos
-	// Version carries the key, the trigger's keywords, the roles and the
-	// validity window; nothing else.
+	// Plain marks an item that fires on any word it was found by, for
+	// every role at every time (item_keyword_terms.plain: no roles, no
+	// window, every keyword one ASCII word matched whole); its Version
+	// carries the key alone.
+	Plain bool
+	// Version carries the key and, unless Plain, the trigger's keywords,
+	// the roles and the validity window; nothing else.
 	Version *ctxtype.Version
 }
 
@@ -181,21 +186,29 @@ func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []strin
 		return nil, interpret(err)
 	}
 	out := make([]KeywordRef, 0, len(rows))
+	seen := make(map[string]bool, len(rows))
 	for _, r := range rows {
-		if r.Project != layer {
-			// The terms carry the layer, so no other layer's item has them;
-			// the statement leaves the project out of its condition only
-			// so that its plan is the GIN index's (queries/bounded.sql).
+		if r.Project != layer || seen[r.Key] {
+			// An item found by two of its terms comes twice.
 			continue
 		}
-		out = append(out, KeywordRef{
-			Pos: ctxtype.RankPos{Authority: r.RankAuthority, Priority: r.RankPriority, Confidence: r.RankConfidence, Time: r.RankTime, Key: r.Key},
-			Version: &ctxtype.Version{Project: layer, Key: r.Key, Fields: ctxtype.Fields{
+		seen[r.Key] = true
+		ref := KeywordRef{
+			Pos:     ctxtype.RankPos{Authority: r.RankAuthority, Priority: r.RankPriority, Confidence: r.RankConfidence, Time: r.RankTime, Key: r.Key},
+			Plain:   r.Plain,
+			Version: &ctxtype.Version{Project: layer, Key: r.Key},
+		}
+		if !r.Plain {
+			// Without its item row (none, in the statement's snapshot, is
+			// no live keyword item) the trigger has no keyword: it fires
+			// on nothing.
+			ref.Version.Fields = ctxtype.Fields{
 				Trigger:   triggerOf("keywords", nil, r.TriggerKeywords, r.TriggerMatch),
 				Roles:     ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},
 				ValidFrom: utc(r.ValidFrom), ValidUntil: utc(r.ValidUntil),
-			}},
-		})
+			}
+		}
+		out = append(out, ref)
 	}
 	return out, nil
 }

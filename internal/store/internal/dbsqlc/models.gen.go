@@ -130,6 +130,17 @@ type Item struct {
 	VersionCreatedAt  time.Time
 }
 
+type ItemKeywordTerm struct {
+	Project        string
+	Term           string
+	Key            string
+	RankAuthority  int16
+	RankPriority   int64
+	RankConfidence int16
+	RankTime       int64
+	Plain          bool
+}
+
 type ItemLedger struct {
 	Project        string
 	SubjectProject string
