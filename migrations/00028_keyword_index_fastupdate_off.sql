@@ -13,10 +13,8 @@
 -- plans test in internal/store checks that), and its entries are every
 -- lexeme of every live item, which an import would otherwise write one by
 -- one into the tree.
--- (IF EXISTS: run again, as a restore of goose's table to an older
--- version makes, on a schema where 00038 replaced the index.)
-ALTER INDEX IF EXISTS items_trigger_terms_idx SET (fastupdate = off);
-SELECT gin_clean_pending_list(i) FROM to_regclass('items_trigger_terms_idx') AS i WHERE i IS NOT NULL;
+ALTER INDEX items_trigger_terms_idx SET (fastupdate = off);
+SELECT gin_clean_pending_list('items_trigger_terms_idx'::regclass);
 
 -- +goose Down
-ALTER INDEX IF EXISTS items_trigger_terms_idx RESET (fastupdate);
+ALTER INDEX items_trigger_terms_idx RESET (fastupdate);

@@ -94,7 +94,7 @@ func (r *runner) runPut(ctx context.Context) (*ModeResult, error) {
 	m.Note = fmt.Sprintf("floor: one INSERT per row (autocommit) into %s (LIKE item_versions INCLUDING ALL: %d indexes), rows of contextd's warm-up writes; dropped at the end",
 		putFloorTable, pf.indexes)
 	if pf.copies != nil {
-		m.Note = fmt.Sprintf("floor (--put-floor write): per PUT, one transaction copying a warm-up item's rows (version, item row with its search vector, relevance rows; not the chain's entry) into %s (LIKE ... INCLUDING ALL: %d indexes); dropped at the end",
+		m.Note = fmt.Sprintf("floor (--put-floor write): per PUT, one transaction copying a warm-up item's rows (version, item row with its search vector, relevance and keyword term rows; not the chain's entry) into %s (LIKE ... INCLUDING ALL: %d indexes); dropped at the end",
 			floorCopies(), pf.indexes)
 	}
 	return m, nil
@@ -117,8 +117,9 @@ func (r *runner) putBody(wk *worker, items []Item) []byte {
 // The floors of --only put (--put-floor). PutFloorInsert is the issue's:
 // one INSERT of a version's row. PutFloorWrite is every row a PUT writes
 // but the chain's entry, in one transaction: the version, the item row with
-// its finished search vector, and a relevance item's item_terms rows, each
-// into a copy of its table with the same indexes.
+// its finished search vector, a relevance item's item_terms rows and a
+// keyword item's item_keyword_terms rows, each into a copy of its table
+// with the same indexes.
 const (
 	PutFloorInsert = "insert"
 	PutFloorWrite  = "write"
@@ -134,6 +135,9 @@ var putFloorTables = []struct {
 	{"item_versions", putFloorTable, true},
 	{"items", "bench_put_floor_items", true},
 	{"item_terms", "bench_put_floor_terms", false},
+	// A keyword item's terms (00038), which a trigger on items writes for
+	// contextd; a copy made LIKE items has no trigger.
+	{"item_keyword_terms", "bench_put_floor_keyword_terms", false},
 }
 
 // putFloor inserts rows like contextd's versions into putFloorTable, or

@@ -53,6 +53,12 @@ var definerCalls = map[string]func(f definerFixture) (string, []any){
 	"contextd_redact_packet(text,text,text,text)": func(f definerFixture) (string, []any) {
 		return "SELECT contextd_redact_packet($1, $2, $1, $3)", []any{f.Project, f.Packet, f.Redaction}
 	},
+	// A trigger function (00038), called as the login may: by making the
+	// decoy a keyword item through the item row's columns it may write.
+	"contextd_item_keyword_terms()": func(f definerFixture) (string, []any) {
+		return `UPDATE public.items SET trigger_kind = 'keywords', trigger_keywords = '{Hunter}',
+			trigger_terms = ARRAY[project || pg_catalog.chr(31) || 'hunter'] WHERE project = $1 AND key = 'decoy'`, []any{f.Project}
+	},
 }
 
 // shadowModes are the ways an attack shadows the names a definer function
@@ -598,4 +604,9 @@ func checkDefinerWork(t *testing.T, ctx context.Context, owner *pgxpool.Pool, f 
 	require.Contains(t, rendered, "[redacted "+f.Redaction+"]")
 	require.Contains(t, rendered, f.Decoy)
 	require.True(t, hashed, "the packet's stored hash is its new text's")
+
+	var terms []string
+	require.NoError(t, owner.QueryRow(ctx, `SELECT coalesce(array_agg(term || ' ' || plain::text), '{}') FROM item_keyword_terms
+		WHERE project = $1 AND key = 'decoy'`, f.Project).Scan(&terms))
+	require.Equal(t, []string{f.Project + "\x1fhunter true"}, terms, "the trigger wrote the keyword item's term, as the owner")
 }

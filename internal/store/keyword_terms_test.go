@@ -1,0 +1,92 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/contextd/contextd/internal/ctxtype"
+	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/pgtest"
+	"github.com/contextd/contextd/internal/store"
+)
+
+// TestKeywordTermsAreTheTriggers: the keyword lane takes its members and
+// their order from item_keyword_terms (00038), so only its trigger, as the
+// owner, writes it. Run as a login of contextd_app, as serve's: the write
+// path keeps the table (a new version, roles, a deletion); the login may
+// read it but not insert, update, delete or truncate; and moving an item
+// row to other keywords through the columns the login may write rewrites
+// its rows as the trigger derives them, nothing else.
+func TestKeywordTermsAreTheTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	owner := ownerPool(t, url)
+	_, appURL := definerLogin(t, ctx, owner, url)
+	st, err := store.Open(ctx, store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	a, admin := withAcme(t, st)
+	kw := func(words ...string) *ctxtype.Trigger { return &ctxtype.Trigger{Keywords: words} }
+	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{
+		{Key: "refunds", Content: "Refunds need a manager.", Trigger: kw("refund", "Chargeback")},
+		{Key: "phrase", Content: "Late orders.", Trigger: kw("late order")},
+		{Key: "always", Content: "Always here."},
+	})
+	require.NoError(t, err)
+	terms := func() map[string][]string {
+		rows, err := owner.Query(ctx, `SELECT key, term, plain FROM item_keyword_terms WHERE project = 'acme' ORDER BY key, term`)
+		require.NoError(t, err)
+		defer rows.Close()
+		out := map[string][]string{}
+		for rows.Next() {
+			var key, term string
+			var plain bool
+			require.NoError(t, rows.Scan(&key, &term, &plain))
+			if plain {
+				term += " plain"
+			}
+			out[key] = append(out[key], term)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	require.Equal(t, map[string][]string{
+		"refunds": {"acme\x1fchargeback plain", "acme\x1frefund plain"},
+		"phrase":  {"acme\x1flate"},
+	}, terms())
+
+	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{
+		{Key: "refunds", Content: "Refunds need a manager.", Trigger: kw("refund"), Roles: &ctxtype.Roles{HiddenFrom: []string{"support"}}}})
+	require.NoError(t, err)
+	_, err = a.Items.Delete(ctx, admin, "acme", "phrase", item.PutOpts{})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{"refunds": {"acme\x1frefund"}}, terms(), "a new version, roles and a deletion")
+
+	login, err := pgxpool.New(ctx, appURL)
+	require.NoError(t, err)
+	t.Cleanup(login.Close)
+	var n int
+	require.NoError(t, login.QueryRow(ctx, "SELECT count(*) FROM item_keyword_terms WHERE project = 'acme'").Scan(&n))
+	require.Equal(t, 1, n, "the login reads the table")
+	for _, forge := range []string{
+		`INSERT INTO item_keyword_terms (project, term, key, rank_authority, rank_priority, rank_confidence, rank_time, plain)
+			VALUES ('acme', 'acme' || chr(31) || 'refund', 'ghost', 9, 9, 9, 9, true)`,
+		`UPDATE item_keyword_terms SET plain = true WHERE project = 'acme'`,
+		`UPDATE item_keyword_terms SET rank_authority = 9 WHERE project = 'acme'`,
+		`DELETE FROM item_keyword_terms WHERE project = 'acme'`,
+		`TRUNCATE item_keyword_terms`,
+	} {
+		_, err = login.Exec(ctx, forge)
+		require.ErrorContains(t, err, "permission denied", forge)
+	}
+	// What the login may write is the item row's own columns; the rows
+	// follow them as the trigger derives them.
+	_, err = login.Exec(ctx, `UPDATE items SET trigger_keywords = '{Deploy}', trigger_terms = ARRAY['acme' || chr(31) || 'deploy'], hidden_from = '{}'
+		WHERE project = 'acme' AND key = 'refunds'`)
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{"refunds": {"acme\x1fdeploy plain"}}, terms())
+}
