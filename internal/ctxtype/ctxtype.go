@@ -139,8 +139,22 @@ type RankPos struct {
 	Key        string
 }
 
-// Compare orders positions.
+// Compare orders positions. It stops at the first column that differs
+// (cmp.Or would compare every column, the key's string too, first): the
+// keyword lane sorts ~1,000 positions a packet at 100,000 items, and every
+// lane merge and cursor compares them.
 func (a RankPos) Compare(b RankPos) int {
-	return cmp.Or(cmp.Compare(a.Authority, b.Authority), cmp.Compare(a.Priority, b.Priority),
-		cmp.Compare(a.Confidence, b.Confidence), cmp.Compare(a.Time, b.Time), cmp.Compare(a.Key, b.Key))
+	if a.Authority != b.Authority {
+		return cmp.Compare(a.Authority, b.Authority)
+	}
+	if a.Priority != b.Priority {
+		return cmp.Compare(a.Priority, b.Priority)
+	}
+	if a.Confidence != b.Confidence {
+		return cmp.Compare(a.Confidence, b.Confidence)
+	}
+	if a.Time != b.Time {
+		return cmp.Compare(a.Time, b.Time)
+	}
+	return cmp.Compare(a.Key, b.Key)
 }
