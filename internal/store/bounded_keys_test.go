@@ -155,14 +155,9 @@ func TestNarrowRowsAreTheCurrentVersions(t *testing.T) {
 func TestItemContentHashIsTheVersions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewURL(t)
-	owner := ownerPool(t, url)
-	_, appURL := definerLogin(t, ctx, owner, url)
-	st, err := store.Open(ctx, store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
+	owner, appURL, st := asServerLogin(t)
 	a, admin := withAcme(t, st)
-	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "card", Content: "card 4111 1111 1111 1111"}})
+	_, err := a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "card", Content: "card 4111 1111 1111 1111"}})
 	require.NoError(t, err)
 	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "card", Content: "card on file"}})
 	require.NoError(t, err)
@@ -213,6 +208,19 @@ func TestItemContentHashIsTheVersions(t *testing.T) {
 	require.Equal(t, []any{"decision", 7, 42}, []any{kind, priority, block})
 	row, version = hashes()
 	require.Equal(t, version, row)
+}
+
+// asServerLogin is a new database, its owner's pool, and a store on a login
+// that is a member of contextd_app only, as serve's, with that login's URL.
+func asServerLogin(t *testing.T) (*pgxpool.Pool, string, *store.Store) {
+	t.Helper()
+	url := pgtest.NewURL(t)
+	owner := ownerPool(t, url)
+	_, appURL := definerLogin(t, t.Context(), owner, url)
+	st, err := store.Open(t.Context(), store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	return owner, appURL, st
 }
 
 // withAcme is the services on st, with the first admin and project acme.

@@ -9,8 +9,6 @@ import (
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
-	"github.com/contextd/contextd/internal/pgtest"
-	"github.com/contextd/contextd/internal/store"
 )
 
 // TestKeywordTermsAreTheTriggers: the keyword lane takes its members and
@@ -23,15 +21,10 @@ import (
 func TestKeywordTermsAreTheTriggers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.NewURL(t)
-	owner := ownerPool(t, url)
-	_, appURL := definerLogin(t, ctx, owner, url)
-	st, err := store.Open(ctx, store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
+	owner, appURL, st := asServerLogin(t)
 	a, admin := withAcme(t, st)
 	kw := func(words ...string) *ctxtype.Trigger { return &ctxtype.Trigger{Keywords: words} }
-	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{
+	_, err := a.Items.Batch(ctx, admin, "acme", []item.Input{
 		{Key: "refunds", Content: "Refunds need a manager.", Trigger: kw("refund", "Chargeback")},
 		{Key: "phrase", Content: "Late orders.", Trigger: kw("late order")},
 		{Key: "always", Content: "Always here."},
