@@ -668,7 +668,15 @@ SELECT i.key, i.current_version, i.live,
                      (CASE WHEN v.trigger ? 'always' THEN 'always' WHEN v.trigger ? 'keywords' THEN 'keywords'
                            WHEN v.trigger ? 'tool' THEN 'tool' WHEN v.trigger ? 'pinned_only' THEN 'pinned_only'
                            WHEN v.trigger ? 'relevance' THEN 'relevance' ELSE '' END,
-                      v.trigger ->> 'tool')), false)::boolean AS mirrors
+                      v.trigger ->> 'tool'))
+                AND (SELECT coalesce(array_agg((t.term, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain)::text
+                                               ORDER BY t.term), '{}')
+                     FROM item_keyword_terms t WHERE t.project = i.project AND t.key = i.key)
+                    = (CASE WHEN i.live AND i.trigger_kind = 'keywords' THEN
+                           (SELECT coalesce(array_agg((d.term, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time,
+                                                       contextd_keywords_plain(i))::text ORDER BY d.term), '{}')
+                            FROM (SELECT DISTINCT u.term FROM unnest(i.trigger_terms) AS u(term)) d)
+                       ELSE '{}'::text[] END), false)::boolean AS mirrors
 FROM items i
 LEFT JOIN LATERAL (
     SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
@@ -696,7 +704,10 @@ type ItemStatePageRow struct {
 // ones packets are assembled from (00005, 00007, 00019, 00037), are the
 // version's: the version is checked against its chain entry, the copies
 // against the version, each as the write path derives it (a live row's
-// trigger kind and tool too; a tombstone's are the write path's own).
+// trigger kind and tool too; a tombstone's are the write path's own);
+// and the keyword lane's rows of the item (00038) are those its trigger
+// derives from the row: each term once, with the row's rank and plain
+// flag, and none for an item that is not a live keyword item.
 func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageParams) ([]ItemStatePageRow, error) {
 	rows, err := db.Query(ctx, itemStatePage, arg.Project, arg.AfterKey, arg.Lim)
 	if err != nil {
