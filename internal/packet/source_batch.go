@@ -109,9 +109,10 @@ func (s *dbSource) Prefetch(ctx context.Context, r assemble.FirstReads) error {
 }
 
 // Pages implements assemble.Batcher, in one round trip. The keyword lane
-// is found whole from the item rows by the first words (what it holds is
-// the person's words' matches, not the project), and its versions are read
-// a page at a time by key; a lane's first page may have been read ahead.
+// is found whole by the first words from item_keyword_terms (what it holds
+// is the person's words' matches, not the project), and its versions are
+// read a page at a time by key; a lane's first page may have been read
+// ahead.
 func (s *dbSource) Pages(ctx context.Context, qs []assemble.LaneQuery, n int) ([][]*ctxtype.Version, error) {
 	out := make([][]*ctxtype.Version, len(qs))
 	more := make([]bool, len(qs)) // a keyword page that is not the lane's last

@@ -161,7 +161,8 @@ type KeywordRef struct {
 }
 
 // BoundedKeywordRefs is the keyword items of a layer with a keyword that
-// starts with one of the words, from the item rows alone (words are
+// starts with one of the words, each once, from item_keyword_terms (00038)
+// and, for those that are not plain, their item rows (words are
 // keyword.Term's terms: the words a person said, and "~" and their stems
 // for the stem-mode items).
 func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {
@@ -189,7 +190,8 @@ func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []strin
 	seen := make(map[string]bool, len(rows))
 	for _, r := range rows {
 		if r.Project != layer || seen[r.Key] {
-			// An item found by two of its terms comes twice.
+			// An item found by two of its terms comes twice. (The
+			// statement reads the layer alone; the check stays.)
 			continue
 		}
 		seen[r.Key] = true
