@@ -155,7 +155,8 @@ func (b *bounded) firesAlone(v *ctxtype.Version) bool {
 		// The keyword lane's count asks this of every item it has not
 		// tried: without the rule fire would write (fmt, a quarter of the
 		// count's time at 100,000 items).
-		return b.p.keywordsFire(t)
+		_, _, at := b.p.keywordMatch(t)
+		return at >= 0
 	}
 	_, ok := b.p.fire(v, nil, false)
 	return ok

@@ -67,9 +67,24 @@ func (p *pipeline) fire(v *ctxtype.Version, relevance *float64, pinned bool) (st
 // (keyword(stem):"chargeback"@history[0] matched "chargebacks"); a
 // whole-word rule reads as it always has.
 func (p *pipeline) fireKeywords(t ctxtype.Trigger) (string, bool) {
-	stem := t.Stem()
+	ix, best, at := p.keywordMatch(t)
+	switch {
+	case at < 0:
+		return "", false
+	case t.Stem():
+		_, said := ix.FirstMatch(best)
+		return fmt.Sprintf("keyword(stem):%s@history[%d] matched %s", render.JSONString(best), at, render.JSONString(said)), true
+	}
+	return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(best), at), true
+}
+
+// keywordMatch is the index a keyword trigger matches against (words or
+// stems), its keyword that matches the earliest message, and that
+// message's place (-1: none matches). fireKeywords writes the rule of it;
+// the keyword lane's count (firesAlone) asks only whether there is one.
+func (p *pipeline) keywordMatch(t ctxtype.Trigger) (*keyword.Index, string, int) {
 	ix, best, at := p.keywordIndex(), "", -1
-	if stem {
+	if t.Stem() {
 		ix = p.stemIndex()
 	}
 	for _, k := range t.Keywords {
@@ -77,28 +92,7 @@ func (p *pipeline) fireKeywords(t ctxtype.Trigger) (string, bool) {
 			best, at = k, i
 		}
 	}
-	switch {
-	case at < 0:
-		return "", false
-	case stem:
-		_, said := ix.FirstMatch(best)
-		return fmt.Sprintf("keyword(stem):%s@history[%d] matched %s", render.JSONString(best), at, render.JSONString(said)), true
-	}
-	return fmt.Sprintf("keyword:%s@history[%d]", render.JSONString(best), at), true
-}
-
-// keywordsFire is whether fireKeywords fires, without its rule.
-func (p *pipeline) keywordsFire(t ctxtype.Trigger) bool {
-	ix := p.keywordIndex()
-	if t.Stem() {
-		ix = p.stemIndex()
-	}
-	for _, k := range t.Keywords {
-		if ix.FirstMessage(k) >= 0 {
-			return true
-		}
-	}
-	return false
+	return ix, best, at
 }
 
 // personMessageWords is the words of each history message a person wrote
