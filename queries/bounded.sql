@@ -46,17 +46,18 @@ LIMIT @max;
 
 -- name: BoundedCountTool :one
 -- A layer's restricted items of one tool (with roles or a window) after a
--- cursor that the role sees at a time, from the index alone: with the
--- tool's counter of open items, the tool's candidates a budget never tried.
+-- cursor that the role sees at a time, from item_restricted (00039) alone:
+-- with the tool's counter of open items, the tool's candidates a budget
+-- never tried.
 SELECT count(*)::bigint AS n
-FROM items i
-WHERE i.project = @project AND i.live AND i.trigger_tool = @tool AND NOT i.open
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+FROM item_restricted r
+WHERE r.project = @project AND r.lane = @tool::text
+  AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
       > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
          sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-  AND (i.valid_from IS NULL OR i.valid_from <= @at::timestamptz)
-  AND (i.valid_until IS NULL OR i.valid_until > @at::timestamptz)
-  AND (cardinality(i.visible_to) = 0 OR @role::text = ANY(i.visible_to)) AND NOT (@role::text = ANY(i.hidden_from));
+  AND (r.valid_from IS NULL OR r.valid_from <= @at::timestamptz)
+  AND (r.valid_until IS NULL OR r.valid_until > @at::timestamptz)
+  AND (cardinality(r.visible_to) = 0 OR @role::text = ANY(r.visible_to)) AND NOT (@role::text = ANY(r.hidden_from));
 
 -- name: BoundedToolOpenCounts :many
 -- The open items of tools in a layer (kept by the item write path).
@@ -138,18 +139,18 @@ JOIN item_versions v ON v.project = r.project AND v.key = r.key AND v.version = 
 
 -- name: BoundedCountRestricted :one
 -- The restricted always-on items of a layer (with roles or a validity
--- window) after a cursor that the role sees at a time, from the index
--- alone: with the layer's counter of open items, the number of candidates
--- a budget never tried.
+-- window) after a cursor that the role sees at a time, from
+-- item_restricted (00039) alone: with the layer's counter of open items,
+-- the number of candidates a budget never tried.
 SELECT count(*)::bigint AS n
-FROM items i
-WHERE i.project = @project AND i.live AND i.trigger_kind = 'always' AND NOT i.open
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+FROM item_restricted r
+WHERE r.project = @project AND r.lane = ''
+  AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
       > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
          sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-  AND (i.valid_from IS NULL OR i.valid_from <= @at::timestamptz)
-  AND (i.valid_until IS NULL OR i.valid_until > @at::timestamptz)
-  AND (cardinality(i.visible_to) = 0 OR @role::text = ANY(i.visible_to)) AND NOT (@role::text = ANY(i.hidden_from));
+  AND (r.valid_from IS NULL OR r.valid_from <= @at::timestamptz)
+  AND (r.valid_until IS NULL OR r.valid_until > @at::timestamptz)
+  AND (cardinality(r.visible_to) = 0 OR @role::text = ANY(r.visible_to)) AND NOT (@role::text = ANY(r.hidden_from));
 
 -- name: BoundedOpenCounts :many
 -- The open always-on items of each layer (kept by the item write path).

@@ -129,10 +129,11 @@ func (db DB) BoundedToolOpenCounts(ctx context.Context, layer string, tools []st
 
 // BoundedCountTool counts a layer's restricted items of one tool (with
 // roles or a validity window) after a rank position that are valid at at
-// and visible to role.
+// and visible to role, from item_restricted (00039), which its trigger
+// keeps. tool is never empty: the always-on lane's rows have lane ''.
 func (db DB) BoundedCountTool(ctx context.Context, layer, tool string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
 	n, err := q.BoundedCountTool(ctx, db.ex, dbsqlc.BoundedCountToolParams{
-		Project: layer, Tool: &tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
+		Project: layer, Tool: tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
 		AfterTime: after.Time, AfterKey: after.Key, At: at, Role: role,
 	})
 	return int(n), interpret(err)
@@ -316,7 +317,8 @@ func (db DB) BoundedOpenCounts(ctx context.Context, layers []string) (map[string
 
 // BoundedCountRestricted counts a layer's restricted always-on items (with
 // roles or a validity window) after a rank position that are valid at at
-// and visible to role.
+// and visible to role, from item_restricted (00039), which its trigger
+// keeps.
 func (db DB) BoundedCountRestricted(ctx context.Context, layer string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
 	n, err := q.BoundedCountRestricted(ctx, db.ex, dbsqlc.BoundedCountRestrictedParams{
 		Project: layer, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,

@@ -59,6 +59,11 @@ var definerCalls = map[string]func(f definerFixture) (string, []any){
 		return `UPDATE public.items SET trigger_kind = 'keywords', trigger_keywords = '{Hunter}',
 			trigger_terms = ARRAY[project || pg_catalog.chr(31) || 'hunter'] WHERE project = $1 AND key = 'decoy'`, []any{f.Project}
 	},
+	// Another (00039), likewise: by making the decoy a restricted tool
+	// item (after the call above: the definer calls run in name order).
+	"contextd_item_restricted()": func(f definerFixture) (string, []any) {
+		return `UPDATE public.items SET trigger_tool = 'hunter_tool', open = false WHERE project = $1 AND key = 'decoy'`, []any{f.Project}
+	},
 }
 
 // shadowModes are the ways an attack shadows the names a definer function
@@ -609,4 +614,9 @@ func checkDefinerWork(t *testing.T, ctx context.Context, owner *pgxpool.Pool, f 
 	require.NoError(t, owner.QueryRow(ctx, `SELECT coalesce(array_agg(term || ' ' || plain::text), '{}') FROM item_keyword_terms
 		WHERE project = $1 AND key = 'decoy'`, f.Project).Scan(&terms))
 	require.Equal(t, []string{f.Project + "\x1fhunter true"}, terms, "the trigger wrote the keyword item's term, as the owner")
+
+	var lanes []string
+	require.NoError(t, owner.QueryRow(ctx, `SELECT coalesce(array_agg(lane ORDER BY lane), '{}') FROM item_restricted
+		WHERE project = $1 AND key = 'decoy'`, f.Project).Scan(&lanes))
+	require.Equal(t, []string{"hunter_tool"}, lanes, "the trigger wrote the restricted tool item's row, as the owner")
 }

@@ -676,7 +676,14 @@ SELECT i.key, i.current_version, i.live,
                            (SELECT coalesce(array_agg((d.term, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time,
                                                        contextd_keywords_plain(i))::text ORDER BY d.term), '{}')
                             FROM (SELECT DISTINCT u.term FROM unnest(i.trigger_terms) AS u(term)) d)
-                       ELSE '{}'::text[] END), false)::boolean AS mirrors
+                       ELSE '{}'::text[] END)
+                AND (SELECT coalesce(array_agg((r.lane, r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time,
+                                                r.visible_to, r.hidden_from, r.valid_from, r.valid_until)::text ORDER BY r.lane), '{}')
+                     FROM item_restricted r WHERE r.project = i.project AND r.key = i.key)
+                    = (SELECT coalesce(array_agg((l.lane, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time,
+                                                  i.visible_to, i.hidden_from, i.valid_from, i.valid_until)::text ORDER BY l.lane), '{}')
+                       FROM (SELECT '' WHERE i.trigger_kind = 'always' UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool IS NOT NULL) AS l(lane)
+                       WHERE i.live AND NOT i.open), false)::boolean AS mirrors
 FROM items i
 LEFT JOIN LATERAL (
     SELECT project, key, version, deleted, kind, source, title, summary, content, priority, authority, confidence, state_key, valid_from, valid_until, slot, trigger, visible_to, hidden_from, template, metadata, provenance, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, block_tokens_o200k, block_tokens_cl100k, created_at, created_by, xact_id FROM item_versions iv WHERE iv.project = i.project AND iv.key = i.key AND iv.version = i.current_version OFFSET 0
@@ -707,7 +714,9 @@ type ItemStatePageRow struct {
 // trigger kind and tool too; a tombstone's are the write path's own);
 // and the keyword lane's rows of the item (00038) are those its trigger
 // derives from the row: each term once, with the row's rank and plain
-// flag, and none for an item that is not a live keyword item.
+// flag, and none for an item that is not a live keyword item; and so are
+// its rows of item_restricted (00039): one per lane of a live restricted
+// always-on or tool item, with the row's rank, roles and window.
 func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageParams) ([]ItemStatePageRow, error) {
 	rows, err := db.Query(ctx, itemStatePage, arg.Project, arg.AfterKey, arg.Lim)
 	if err != nil {

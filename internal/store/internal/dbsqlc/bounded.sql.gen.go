@@ -215,14 +215,14 @@ func (q *Queries) BoundedByKeys(ctx context.Context, db DBTX, arg BoundedByKeysP
 
 const boundedCountRestricted = `-- name: BoundedCountRestricted :one
 SELECT count(*)::bigint AS n
-FROM items i
-WHERE i.project = $1 AND i.live AND i.trigger_kind = 'always' AND NOT i.open
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+FROM item_restricted r
+WHERE r.project = $1 AND r.lane = ''
+  AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
       > ($2::smallint, $3::bigint, $4::smallint,
          $5::bigint, $6::text COLLATE "C")
-  AND (i.valid_from IS NULL OR i.valid_from <= $7::timestamptz)
-  AND (i.valid_until IS NULL OR i.valid_until > $7::timestamptz)
-  AND (cardinality(i.visible_to) = 0 OR $8::text = ANY(i.visible_to)) AND NOT ($8::text = ANY(i.hidden_from))
+  AND (r.valid_from IS NULL OR r.valid_from <= $7::timestamptz)
+  AND (r.valid_until IS NULL OR r.valid_until > $7::timestamptz)
+  AND (cardinality(r.visible_to) = 0 OR $8::text = ANY(r.visible_to)) AND NOT ($8::text = ANY(r.hidden_from))
 `
 
 type BoundedCountRestrictedParams struct {
@@ -237,9 +237,9 @@ type BoundedCountRestrictedParams struct {
 }
 
 // The restricted always-on items of a layer (with roles or a validity
-// window) after a cursor that the role sees at a time, from the index
-// alone: with the layer's counter of open items, the number of candidates
-// a budget never tried.
+// window) after a cursor that the role sees at a time, from
+// item_restricted (00039) alone: with the layer's counter of open items,
+// the number of candidates a budget never tried.
 func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg BoundedCountRestrictedParams) (int64, error) {
 	row := db.QueryRow(ctx, boundedCountRestricted,
 		arg.Project,
@@ -258,19 +258,19 @@ func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg Bound
 
 const boundedCountTool = `-- name: BoundedCountTool :one
 SELECT count(*)::bigint AS n
-FROM items i
-WHERE i.project = $1 AND i.live AND i.trigger_tool = $2 AND NOT i.open
-  AND (i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C")
+FROM item_restricted r
+WHERE r.project = $1 AND r.lane = $2::text
+  AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
       > ($3::smallint, $4::bigint, $5::smallint,
          $6::bigint, $7::text COLLATE "C")
-  AND (i.valid_from IS NULL OR i.valid_from <= $8::timestamptz)
-  AND (i.valid_until IS NULL OR i.valid_until > $8::timestamptz)
-  AND (cardinality(i.visible_to) = 0 OR $9::text = ANY(i.visible_to)) AND NOT ($9::text = ANY(i.hidden_from))
+  AND (r.valid_from IS NULL OR r.valid_from <= $8::timestamptz)
+  AND (r.valid_until IS NULL OR r.valid_until > $8::timestamptz)
+  AND (cardinality(r.visible_to) = 0 OR $9::text = ANY(r.visible_to)) AND NOT ($9::text = ANY(r.hidden_from))
 `
 
 type BoundedCountToolParams struct {
 	Project         string
-	Tool            *string
+	Tool            string
 	AfterAuthority  int16
 	AfterPriority   int64
 	AfterConfidence int16
@@ -281,8 +281,9 @@ type BoundedCountToolParams struct {
 }
 
 // A layer's restricted items of one tool (with roles or a window) after a
-// cursor that the role sees at a time, from the index alone: with the
-// tool's counter of open items, the tool's candidates a budget never tried.
+// cursor that the role sees at a time, from item_restricted (00039) alone:
+// with the tool's counter of open items, the tool's candidates a budget
+// never tried.
 func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCountToolParams) (int64, error) {
 	row := db.QueryRow(ctx, boundedCountTool,
 		arg.Project,

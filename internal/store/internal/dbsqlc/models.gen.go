@@ -207,6 +207,20 @@ type ItemProposalDecision struct {
 	CreatedByRole     string
 }
 
+type ItemRestricted struct {
+	Project        string
+	Lane           string
+	RankAuthority  int16
+	RankPriority   int64
+	RankConfidence int16
+	RankTime       int64
+	Key            string
+	VisibleTo      []string
+	HiddenFrom     []string
+	ValidFrom      *time.Time
+	ValidUntil     *time.Time
+}
+
 type ItemTerm struct {
 	Project string
 	Lexeme  string
