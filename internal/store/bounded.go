@@ -130,7 +130,7 @@ func (db DB) BoundedToolOpenCounts(ctx context.Context, layer string, tools []st
 // BoundedCountTool counts a layer's restricted items of one tool (with
 // roles or a validity window) after a rank position that are valid at at
 // and visible to role, from item_restricted (00039), which its trigger
-// keeps. tool is never empty: the always-on lane's rows have lane ''.
+// keeps. tool is never empty: the always-on lane's rows have an empty lane.
 func (db DB) BoundedCountTool(ctx context.Context, layer, tool string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
 	n, err := q.BoundedCountTool(ctx, db.ex, dbsqlc.BoundedCountToolParams{
 		Project: layer, Tool: tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
