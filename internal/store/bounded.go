@@ -202,9 +202,8 @@ func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []strin
 			Version: &ctxtype.Version{Project: layer, Key: r.Key},
 		}
 		if !r.Plain {
-			// Without its item row (none, in the statement's snapshot, is
-			// no live keyword item) the trigger has no keyword: it fires
-			// on nothing.
+			// Its row carries what it is judged by (00040): the item
+			// row's roles, window, keywords and match.
 			ref.Version.Fields = ctxtype.Fields{
 				Trigger:   triggerOf("keywords", nil, r.TriggerKeywords, r.TriggerMatch),
 				Roles:     ctxtype.Roles{VisibleTo: nonNil(r.VisibleTo), HiddenFrom: nonNil(r.HiddenFrom)},

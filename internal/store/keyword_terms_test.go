@@ -59,6 +59,12 @@ func TestKeywordTermsAreTheTriggers(t *testing.T) {
 	_, err = a.Items.Delete(ctx, admin, "acme", "phrase", item.PutOpts{})
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{"refunds": {"acme\x1frefund"}}, terms(), "a new version, roles and a deletion")
+	// A row that is not plain carries what the lane judges it by (00040),
+	// so the lane reads no item row.
+	var judged string
+	require.NoError(t, owner.QueryRow(ctx, `SELECT hidden_from::text || ' ' || visible_to::text || ' ' || trigger_keywords::text || ' ' || trigger_match
+		FROM item_keyword_terms WHERE project = 'acme' AND key = 'refunds'`).Scan(&judged))
+	require.Equal(t, "{support} {} {refund} word", judged)
 	res, err := a.Evidence.Verify(ctx, admin, "acme")
 	require.NoError(t, err)
 	require.Nil(t, res.Problem, "audit verify derives the same rows from the item rows")
@@ -74,6 +80,7 @@ func TestKeywordTermsAreTheTriggers(t *testing.T) {
 			VALUES ('acme', 'acme' || chr(31) || 'refund', 'ghost', 9, 9, 9, 9, true)`,
 		`UPDATE item_keyword_terms SET plain = true WHERE project = 'acme'`,
 		`UPDATE item_keyword_terms SET rank_authority = 9 WHERE project = 'acme'`,
+		`UPDATE item_keyword_terms SET hidden_from = '{}' WHERE project = 'acme'`,
 		`DELETE FROM item_keyword_terms WHERE project = 'acme'`,
 		`TRUNCATE item_keyword_terms`,
 	} {
@@ -86,4 +93,8 @@ func TestKeywordTermsAreTheTriggers(t *testing.T) {
 		WHERE project = 'acme' AND key = 'refunds'`)
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{"refunds": {"acme\x1fdeploy plain"}}, terms())
+	var nulls bool
+	require.NoError(t, owner.QueryRow(ctx, `SELECT bool_and(hidden_from IS NULL AND visible_to IS NULL AND trigger_keywords IS NULL AND trigger_match IS NULL)
+		FROM item_keyword_terms WHERE project = 'acme'`).Scan(&nulls))
+	require.True(t, nulls, "a plain row carries nothing to judge it by")
 }

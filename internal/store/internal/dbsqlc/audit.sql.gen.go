@@ -669,13 +669,18 @@ SELECT i.key, i.current_version, i.live,
                            WHEN v.trigger ? 'tool' THEN 'tool' WHEN v.trigger ? 'pinned_only' THEN 'pinned_only'
                            WHEN v.trigger ? 'relevance' THEN 'relevance' ELSE '' END,
                       v.trigger ->> 'tool'))
-                AND (SELECT coalesce(array_agg((t.term, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain)::text
-                                               ORDER BY t.term), '{}')
+                AND (SELECT coalesce(array_agg((t.term, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain,
+                                                t.visible_to, t.hidden_from, t.valid_from, t.valid_until, t.trigger_keywords,
+                                                t.trigger_match)::text ORDER BY t.term), '{}')
                      FROM item_keyword_terms t WHERE t.project = i.project AND t.key = i.key)
                     = (CASE WHEN i.live AND i.trigger_kind = 'keywords' THEN
-                           (SELECT coalesce(array_agg((d.term, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time,
-                                                       contextd_keywords_plain(i))::text ORDER BY d.term), '{}')
-                            FROM (SELECT DISTINCT u.term FROM unnest(i.trigger_terms) AS u(term)) d)
+                           (SELECT coalesce(array_agg((d.term, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, p.plain,
+                                                       CASE WHEN NOT p.plain THEN i.visible_to END, CASE WHEN NOT p.plain THEN i.hidden_from END,
+                                                       CASE WHEN NOT p.plain THEN i.valid_from END, CASE WHEN NOT p.plain THEN i.valid_until END,
+                                                       CASE WHEN NOT p.plain THEN i.trigger_keywords END,
+                                                       CASE WHEN NOT p.plain THEN i.trigger_match END)::text ORDER BY d.term), '{}')
+                            FROM (SELECT DISTINCT u.term FROM unnest(i.trigger_terms) AS u(term)) d
+                            CROSS JOIN (SELECT contextd_keywords_plain(i) AS plain) p)
                        ELSE '{}'::text[] END)
                 AND (SELECT coalesce(array_agg((r.lane, r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time,
                                                 r.visible_to, r.hidden_from, r.valid_from, r.valid_until)::text ORDER BY r.lane), '{}')
@@ -714,7 +719,8 @@ type ItemStatePageRow struct {
 // trigger kind and tool too; a tombstone's are the write path's own);
 // and the keyword lane's rows of the item (00038) are those its trigger
 // derives from the row: each term once, with the row's rank and plain
-// flag, and none for an item that is not a live keyword item; and so are
+// flag (and, when it is not plain, the row's roles, window, keywords and
+// match: 00040), and none for an item that is not a live keyword item; and so are
 // its rows of item_restricted (00039): one per lane of a live restricted
 // always-on or tool item, with the row's rank, roles and window.
 func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageParams) ([]ItemStatePageRow, error) {

@@ -131,14 +131,20 @@ type Item struct {
 }
 
 type ItemKeywordTerm struct {
-	Project        string
-	Term           string
-	Key            string
-	RankAuthority  int16
-	RankPriority   int64
-	RankConfidence int16
-	RankTime       int64
-	Plain          bool
+	Project         string
+	Term            string
+	Key             string
+	RankAuthority   int16
+	RankPriority    int64
+	RankConfidence  int16
+	RankTime        int64
+	Plain           bool
+	VisibleTo       []string
+	HiddenFrom      []string
+	ValidFrom       *time.Time
+	ValidUntil      *time.Time
+	TriggerKeywords []string
+	TriggerMatch    *string
 }
 
 type ItemLedger struct {
