@@ -381,8 +381,9 @@ func readProjectRows(ctx context.Context, pool *pgxpool.Pool, from, to string) (
 
 // triggerKept are the tables a trigger on another table writes: the floor's
 // COPY of that table fires it, and so writes their rows as contextd's
-// write does (item_keyword_terms, 00038, from items).
-var triggerKept = []string{"item_keyword_terms"}
+// write does (item_keyword_terms, 00038, and item_restricted, 00039, from
+// items).
+var triggerKept = []string{"item_keyword_terms", "item_restricted"}
 
 // projectTables is the tables of the current schema (partitions aside)
 // that have a project column and rows of project, projects itself and

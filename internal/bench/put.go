@@ -117,9 +117,10 @@ func (r *runner) putBody(wk *worker, items []Item) []byte {
 // The floors of --only put (--put-floor). PutFloorInsert is the issue's:
 // one INSERT of a version's row. PutFloorWrite is every row a PUT writes
 // but the chain's entry, in one transaction: the version, the item row with
-// its finished search vector, a relevance item's item_terms rows and a
-// keyword item's item_keyword_terms rows, each into a copy of its table
-// with the same indexes.
+// its finished search vector, a relevance item's item_terms rows, a
+// keyword item's item_keyword_terms rows and a restricted item's
+// item_restricted rows, each into a copy of its table with the same
+// indexes.
 const (
 	PutFloorInsert = "insert"
 	PutFloorWrite  = "write"
@@ -138,6 +139,8 @@ var putFloorTables = []struct {
 	// A keyword item's terms (00038), which a trigger on items writes for
 	// contextd; a copy made LIKE items has no trigger.
 	{"item_keyword_terms", "bench_put_floor_keyword_terms", false},
+	// A restricted always-on or tool item's row (00039), likewise.
+	{"item_restricted", "bench_put_floor_restricted", false},
 }
 
 // putFloor inserts rows like contextd's versions into putFloorTable, or
