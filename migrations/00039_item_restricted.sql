@@ -19,7 +19,8 @@
 -- shared buffers, in the order the count reads them.
 --
 -- lane is '' for an always-on item and the tool for a tool item (an item
--- with both would have a row for each, as it had an entry in each index).
+-- with both would have a row for each, as it had an entry in each index;
+-- an empty tool, which the write path never stores, makes no row).
 --
 -- A trigger keeps the table, as 00038's keeps item_keyword_terms: a
 -- server of the release before writes items without knowing of it, and
@@ -73,7 +74,7 @@ BEGIN
                 NEW.visible_to, NEW.hidden_from, NEW.valid_from, NEW.valid_until)
         ON CONFLICT DO NOTHING;
     END IF;
-    IF NEW.trigger_tool IS NOT NULL THEN
+    IF NEW.trigger_tool <> '' THEN
         INSERT INTO public.item_restricted
             (project, lane, rank_authority, rank_priority, rank_confidence, rank_time, key, visible_to, hidden_from, valid_from, valid_until)
         VALUES (NEW.project, NEW.trigger_tool, NEW.rank_authority, NEW.rank_priority, NEW.rank_confidence, NEW.rank_time, NEW.key,
@@ -120,7 +121,7 @@ SELECT i.project, l.lane, i.rank_authority, i.rank_priority, i.rank_confidence, 
        i.visible_to, i.hidden_from, i.valid_from, i.valid_until
 FROM items i
 CROSS JOIN LATERAL (SELECT '' WHERE i.trigger_kind = 'always'
-                    UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool IS NOT NULL) AS l(lane)
+                    UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool <> '') AS l(lane)
 WHERE i.live AND NOT i.open;
 
 -- Read by index-only scans, which need the visibility map: vacuumed as

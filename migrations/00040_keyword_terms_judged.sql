@@ -8,18 +8,28 @@
 -- that is not plain from its item row, to judge whether it fires: ~70
 -- probes of items a packet at 100,000 items, each a row of ~2.5 KB on a
 -- page of its own, most outside shared buffers there. Here a row of an
--- item that is not plain carries them itself, and the primary key
--- includes them, so the lane is one index-only scan of item_keyword_terms
--- and nothing else. A plain item's row leaves them NULL: it fires on its
--- term for every role at every time, which is all the lane needs of it.
+-- item that is not plain carries them itself, so the lane reads
+-- item_keyword_terms and nothing else: an index-only scan of its primary
+-- key for every match, and the heap row (~100 bytes and the arrays, in a
+-- table that stays in shared buffers) of the ones that are not plain. A
+-- plain item's row leaves them NULL: it fires on its term for every role
+-- at every time, which is all the lane needs of it. The primary key does
+-- not include them: an index row holds at most 2,704 bytes, and an item
+-- may have 64 keywords of 100 characters and 1,000 roles
+-- (TestKeywordItemAtTheLimits).
+--
+-- The migration locks items first, as a trigger's DDL would: a write that
+-- fired the function before this one replaced it must commit before the
+-- backfill, or its rows would lack the columns.
 --
 -- The trigger keeps them as it keeps the rest of the row (00038: the
 -- owner's function; the server's login may only read the table), and
 -- audit verify derives them again from the item row.
 --
 -- (ADD COLUMN IF NOT EXISTS, CREATE OR REPLACE: the migration can run
--- again on a schema that has it; the primary key is made again and the
--- backfill replaces what the table holds.)
+-- again on a schema that has it; the backfill replaces what the table
+-- holds.)
+LOCK TABLE items IN SHARE ROW EXCLUSIVE MODE;
 ALTER TABLE item_keyword_terms
     ADD COLUMN IF NOT EXISTS visible_to       text[],
     ADD COLUMN IF NOT EXISTS hidden_from      text[],
@@ -27,11 +37,6 @@ ALTER TABLE item_keyword_terms
     ADD COLUMN IF NOT EXISTS valid_until      timestamptz,
     ADD COLUMN IF NOT EXISTS trigger_keywords text[],
     ADD COLUMN IF NOT EXISTS trigger_match    text;
-ALTER TABLE item_keyword_terms DROP CONSTRAINT IF EXISTS item_keyword_terms_pkey;
-ALTER TABLE item_keyword_terms ADD CONSTRAINT item_keyword_terms_pkey PRIMARY KEY (project, term, key)
-    INCLUDE (rank_authority, rank_priority, rank_confidence, rank_time, plain,
-             visible_to, hidden_from, valid_from, valid_until, trigger_keywords, trigger_match);
-
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION contextd_item_keyword_terms() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
@@ -88,13 +93,11 @@ CROSS JOIN LATERAL (SELECT contextd_keywords_plain(i) AS plain) p
 WHERE i.live AND i.trigger_kind = 'keywords';
 
 -- +goose Down
+LOCK TABLE items IN SHARE ROW EXCLUSIVE MODE;
 DELETE FROM item_keyword_terms;
-ALTER TABLE item_keyword_terms DROP CONSTRAINT IF EXISTS item_keyword_terms_pkey;
 ALTER TABLE item_keyword_terms
     DROP COLUMN IF EXISTS visible_to, DROP COLUMN IF EXISTS hidden_from, DROP COLUMN IF EXISTS valid_from,
     DROP COLUMN IF EXISTS valid_until, DROP COLUMN IF EXISTS trigger_keywords, DROP COLUMN IF EXISTS trigger_match;
-ALTER TABLE item_keyword_terms ADD CONSTRAINT item_keyword_terms_pkey PRIMARY KEY (project, term, key)
-    INCLUDE (rank_authority, rank_priority, rank_confidence, rank_time, plain);
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION contextd_item_keyword_terms() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$

@@ -85,7 +85,7 @@ SELECT i.key, i.current_version, i.live,
                      FROM item_restricted r WHERE r.project = i.project AND r.key = i.key)
                     = (SELECT coalesce(array_agg((l.lane, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time,
                                                   i.visible_to, i.hidden_from, i.valid_from, i.valid_until)::text ORDER BY l.lane), '{}')
-                       FROM (SELECT '' WHERE i.trigger_kind = 'always' UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool IS NOT NULL) AS l(lane)
+                       FROM (SELECT '' WHERE i.trigger_kind = 'always' UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool <> '') AS l(lane)
                        WHERE i.live AND NOT i.open), false)::boolean AS mirrors
 FROM items i
 LEFT JOIN LATERAL (

@@ -78,28 +78,34 @@ CROSS JOIN LATERAL (
 
 -- name: BoundedKeywordRefs :many
 -- The keyword items of a layer with a keyword that starts with a word a
--- person said, from item_keyword_terms (00038, 00040) alone: one
+-- person said, from item_keyword_terms (00038, 00040) alone: an
 -- index-only scan of its primary key per term gives each match's rank
--- position, whether it is plain (fires on the term for every role at
--- every time), and for the rest the roles, window, keywords and how they
--- match that the lane needs to tell whether they fire. Each term is a
--- probe of its own (a join by its shape: with statistics of a small
--- table the planner would rather read it whole). An item found by two of
--- its terms comes twice; the store keeps one. @terms are project,
--- U+001F, word (the table's terms); a stem-mode item's are project,
--- U+001F, "~" and a stem. @terms are the words' terms and then their
--- stems'; @word_terms the words' alone, which are all it probes when the
--- layer has no stem-mode keyword item (most layers): one probe of
--- items_stem_keywords_idx (00037).
+-- position and whether it is plain (fires on the term for every role at
+-- every time); only for the rest is the row itself read, for the roles,
+-- window, keywords and how they match that the lane needs to tell
+-- whether they fire (00040; not in the index, whose rows are bounded).
+-- Each term is a probe of its own (a join by its shape: with statistics
+-- of a small table the planner would rather read it whole). An item
+-- found by two of its terms comes twice; the store keeps one. @terms are
+-- project, U+001F, word (the table's terms); a stem-mode item's are
+-- project, U+001F, "~" and a stem. @terms are the words' terms and then
+-- their stems'; @word_terms the words' alone, which are all it probes
+-- when the layer has no stem-mode keyword item (most layers): one probe
+-- of items_stem_keywords_idx (00037).
 SELECT t.project, t.key, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain,
-       t.visible_to, t.hidden_from, t.valid_from, t.valid_until, t.trigger_keywords, COALESCE(t.trigger_match, '')::text AS trigger_match
+       j.visible_to, j.hidden_from, j.valid_from, j.valid_until, j.trigger_keywords, COALESCE(j.trigger_match, '')::text AS trigger_match
 FROM unnest(CASE WHEN EXISTS (SELECT 1 FROM items s
                                WHERE s.project = @project AND s.live AND s.trigger_kind = 'keywords'
                                  AND s.trigger_match = 'stem')
                   THEN @terms::text[] ELSE @word_terms::text[] END) AS w(term)
 CROSS JOIN LATERAL (
-    SELECT * FROM item_keyword_terms it WHERE it.project = @project AND it.term = w.term OFFSET 0
-) t;
+    SELECT it.project, it.term, it.key, it.rank_authority, it.rank_priority, it.rank_confidence, it.rank_time, it.plain
+    FROM item_keyword_terms it WHERE it.project = @project AND it.term = w.term OFFSET 0
+) t
+LEFT JOIN LATERAL (
+    SELECT x.visible_to, x.hidden_from, x.valid_from, x.valid_until, x.trigger_keywords, x.trigger_match
+    FROM item_keyword_terms x WHERE x.project = t.project AND x.term = t.term AND x.key = t.key AND NOT t.plain OFFSET 0
+) j ON true;
 
 -- name: BoundedByKeys :many
 -- Live items of one layer by key: the project items that may override a

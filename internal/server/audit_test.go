@@ -187,6 +187,8 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		{"an item's content hash, its trigger bypassed (items.content_sha256)", `UPDATE items SET content_sha256 = sha256('x') WHERE project = 'acme' AND key = 'b1'`, "state_mismatch", 6},
 		{"a keyword lane row forged for an item (item_keyword_terms)", `INSERT INTO item_keyword_terms (project, term, key, rank_authority, rank_priority, rank_confidence, rank_time, plain)
 			SELECT project, project || chr(31) || 'refund', key, rank_authority, rank_priority, rank_confidence, rank_time, true FROM items WHERE project = 'acme' AND key = 'b1'`, "state_mismatch", 6},
+		{"a restricted lane row forged for an item (item_restricted)", `INSERT INTO item_restricted (project, lane, rank_authority, rank_priority, rank_confidence, rank_time, key, visible_to, hidden_from)
+			SELECT project, '', rank_authority, rank_priority, rank_confidence, rank_time, key, '{}', '{support}' FROM items WHERE project = 'acme' AND key = 'b1'`, "state_mismatch", 6},
 		{"a version added without an entry", `INSERT INTO item_versions (project, key, version, kind, source, content, authority, confidence, slot, trigger, fields_sha256, content_sha256, tokens_o200k, tokens_cl100k, created_by)
 			SELECT project, key, 3, kind, source, 'forged', authority, confidence, slot, trigger, fields_sha256, content_sha256, 1, 1, created_by FROM item_versions WHERE project = 'acme' AND key = 'refunds' AND version = 2`, "entry_missing", 8},
 	} {

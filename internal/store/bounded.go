@@ -162,8 +162,9 @@ type KeywordRef struct {
 }
 
 // BoundedKeywordRefs is the keyword items of a layer with a keyword that
-// starts with one of the words, each once, from item_keyword_terms (00038)
-// and, for those that are not plain, their item rows (words are
+// starts with one of the words, each once, from item_keyword_terms alone
+// (00038; 00040: the rows of those that are not plain carry what they are
+// judged by) (words are
 // keyword.Term's terms: the words a person said, and "~" and their stems
 // for the stem-mode items).
 func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/store"
 )
 
 // TestKeywordTermsAreTheTriggers: the keyword lane takes its members and
@@ -97,4 +101,45 @@ func TestKeywordTermsAreTheTriggers(t *testing.T) {
 	require.NoError(t, owner.QueryRow(ctx, `SELECT bool_and(hidden_from IS NULL AND visible_to IS NULL AND trigger_keywords IS NULL AND trigger_match IS NULL)
 		FROM item_keyword_terms WHERE project = 'acme'`).Scan(&nulls))
 	require.True(t, nulls, "a plain row carries nothing to judge it by")
+}
+
+// TestKeywordItemAtTheLimits: a keyword item with as many keywords and
+// roles, each as long, as validation takes is written (its term rows
+// carry what it is judged by, 00040, outside the primary key: an index
+// row holds at most 2,704 bytes) and found by the lane with all of them.
+func TestKeywordItemAtTheLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, _, st := asServerLogin(t)
+	a, admin := withAcme(t, st)
+	l := limits.Get()
+	rng := rand.New(rand.NewPCG(40, 2704))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+	kws := make([]string, l.Keywords)
+	for i := range kws {
+		kws[i] = word(8) + " " + word(l.Keyword-9) // a phrase: never plain
+	}
+	roles := make([]string, l.List)
+	for i := range roles {
+		roles[i] = word(l.Role)
+	}
+	_, err := a.Items.Batch(ctx, admin, "acme", []item.Input{
+		{Key: "big", Content: "At the limits.", Trigger: &ctxtype.Trigger{Keywords: kws}, Roles: &ctxtype.Roles{HiddenFrom: roles}},
+	})
+	require.NoError(t, err)
+	var refs []store.KeywordRef
+	require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) {
+		refs, err = tx.BoundedKeywordRefs(ctx, "acme", []string{strings.Fields(kws[0])[0], strings.Fields(kws[63])[0]})
+		return err
+	}))
+	require.Len(t, refs, 1, "found once by two of its terms")
+	require.False(t, refs[0].Plain)
+	require.Equal(t, kws, refs[0].Version.Trigger.Keywords)
+	require.Equal(t, roles, refs[0].Version.Roles.HiddenFrom)
 }
