@@ -7,8 +7,9 @@
 --
 -- A cutoff counts the candidates its budget never tried: the lane's open
 -- ones from its counter, the restricted ones the role sees at the packet's
--- time by reading them after the cursor (BoundedCountRestricted,
--- BoundedCountTool). They were read from the partial indexes
+-- time by reading them after the cursor (BoundedCountRestricted, one
+-- statement for every lane here; BoundedCountTool for tools before). They
+-- were read from the partial indexes
 -- items_always_restricted_idx and items_tool_restricted_idx, which carry
 -- the roles and window: index-only scans, but right after an import the
 -- visibility map is empty (the server's login may not VACUUM), so each
@@ -56,6 +57,9 @@ CREATE INDEX IF NOT EXISTS item_restricted_key_idx ON item_restricted (project, 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION contextd_item_restricted() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    lanes pg_catalog.text[] := '{}';
+    lane pg_catalog.text;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         -- Rows left by an item written with triggers off (a data-only
@@ -68,19 +72,18 @@ BEGIN
         RETURN NULL;
     END IF;
     IF NEW.trigger_kind = 'always' THEN
-        INSERT INTO public.item_restricted
-            (project, lane, rank_authority, rank_priority, rank_confidence, rank_time, key, visible_to, hidden_from, valid_from, valid_until)
-        VALUES (NEW.project, '', NEW.rank_authority, NEW.rank_priority, NEW.rank_confidence, NEW.rank_time, NEW.key,
-                NEW.visible_to, NEW.hidden_from, NEW.valid_from, NEW.valid_until)
-        ON CONFLICT DO NOTHING;
+        lanes := lanes || ''::pg_catalog.text;
     END IF;
     IF NEW.trigger_tool <> '' THEN
+        lanes := lanes || NEW.trigger_tool;
+    END IF;
+    FOREACH lane IN ARRAY lanes LOOP
         INSERT INTO public.item_restricted
             (project, lane, rank_authority, rank_priority, rank_confidence, rank_time, key, visible_to, hidden_from, valid_from, valid_until)
-        VALUES (NEW.project, NEW.trigger_tool, NEW.rank_authority, NEW.rank_priority, NEW.rank_confidence, NEW.rank_time, NEW.key,
+        VALUES (NEW.project, lane, NEW.rank_authority, NEW.rank_priority, NEW.rank_confidence, NEW.rank_time, NEW.key,
                 NEW.visible_to, NEW.hidden_from, NEW.valid_from, NEW.valid_until)
         ON CONFLICT DO NOTHING;
-    END IF;
+    END LOOP;
     RETURN NULL;
 END;
 $$;

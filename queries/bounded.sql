@@ -44,21 +44,6 @@ WHERE i.project = @project AND i.live AND i.trigger_tool = @tool
 ORDER BY i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key COLLATE "C"
 LIMIT @max;
 
--- name: BoundedCountTool :one
--- A layer's restricted items of one tool (with roles or a window) after a
--- cursor that the role sees at a time, from item_restricted (00039) alone:
--- with the tool's counter of open items, the tool's candidates a budget
--- never tried.
-SELECT count(*)::bigint AS n
-FROM item_restricted r
-WHERE r.project = @project AND r.lane = @tool::text
-  AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
-      > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
-         sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
-  AND (r.valid_from IS NULL OR r.valid_from <= @at::timestamptz)
-  AND (r.valid_until IS NULL OR r.valid_until > @at::timestamptz)
-  AND (cardinality(r.visible_to) = 0 OR @role::text = ANY(r.visible_to)) AND NOT (@role::text = ANY(r.hidden_from));
-
 -- name: BoundedToolOpenCounts :many
 -- The open items of tools in a layer (kept by the item write path).
 SELECT tool, open FROM tool_counters WHERE project = @project AND tool = ANY(@tools::text[]);
@@ -92,7 +77,7 @@ CROSS JOIN LATERAL (
 -- their stems'; @word_terms the words' alone, which are all it probes
 -- when the layer has no stem-mode keyword item (most layers): one probe
 -- of items_stem_keywords_idx (00037).
-SELECT t.project, t.key, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain,
+SELECT t.key, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain,
        j.visible_to, j.hidden_from, j.valid_from, j.valid_until, j.trigger_keywords, COALESCE(j.trigger_match, '')::text AS trigger_match
 FROM unnest(CASE WHEN EXISTS (SELECT 1 FROM items s
                                WHERE s.project = @project AND s.live AND s.trigger_kind = 'keywords'
@@ -142,13 +127,14 @@ FROM (SELECT unnest(@projects::text[]) AS project, unnest(@keys::text[]) AS key,
 JOIN item_versions v ON v.project = r.project AND v.key = r.key AND v.version = r.version;
 
 -- name: BoundedCountRestricted :one
--- The restricted always-on items of a layer (with roles or a validity
--- window) after a cursor that the role sees at a time, from
--- item_restricted (00039) alone: with the layer's counter of open items,
--- the number of candidates a budget never tried.
+-- The restricted items (with roles or a validity window) of a layer's
+-- lane after a cursor that the role sees at a time, from item_restricted
+-- (00039) alone: @lane is '' for the always-on lane, else a tool. With the
+-- lane's counter of open items, the number of candidates a budget never
+-- tried.
 SELECT count(*)::bigint AS n
 FROM item_restricted r
-WHERE r.project = @project AND r.lane = ''
+WHERE r.project = @project AND r.lane = @lane
   AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
       > (sqlc.arg(after_authority)::smallint, sqlc.arg(after_priority)::bigint, sqlc.arg(after_confidence)::smallint,
          sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")

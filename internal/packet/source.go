@@ -215,12 +215,9 @@ func (s *dbSource) countRead(ctx context.Context, q assemble.LaneQuery, now time
 
 // countRestricted counts the restricted items (with roles or a validity
 // window) of a lane after its cursor that the role sees at now, from
-// their own partial index.
+// their own table (item_restricted).
 func countRestricted(ctx context.Context, db store.DB, q assemble.LaneQuery, role string, now time.Time) (int, error) {
-	if q.Lane.Tool != "" {
-		return db.BoundedCountTool(ctx, q.Layer, q.Lane.Tool, q.After, role, now)
-	}
-	return db.BoundedCountRestricted(ctx, q.Layer, q.After, role, now)
+	return db.BoundedCountRestricted(ctx, q.Layer, q.Lane.Tool, q.After, role, now)
 }
 
 // keywordRefs is the keyword lane of a layer, in rank order, read once.

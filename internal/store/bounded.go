@@ -127,18 +127,6 @@ func (db DB) BoundedToolOpenCounts(ctx context.Context, layer string, tools []st
 	return out, nil
 }
 
-// BoundedCountTool counts a layer's restricted items of one tool (with
-// roles or a validity window) after a rank position that are valid at at
-// and visible to role, from item_restricted (00039), which its trigger
-// keeps. tool is never empty: the always-on lane's rows have an empty lane.
-func (db DB) BoundedCountTool(ctx context.Context, layer, tool string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
-	n, err := q.BoundedCountTool(ctx, db.ex, dbsqlc.BoundedCountToolParams{
-		Project: layer, Tool: tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
-		AfterTime: after.Time, AfterKey: after.Key, At: at, Role: role,
-	})
-	return int(n), interpret(err)
-}
-
 // laneRow is a lane's row (lane rows carry no trigger: the lane is it).
 func laneRow(r dbsqlc.BoundedAlwaysRow) narrowRow {
 	return narrowRow{Project: r.Project, Key: r.Key, Version: r.Version, Kind: r.Kind, Source: r.Source, Priority: r.Priority,
@@ -163,10 +151,9 @@ type KeywordRef struct {
 
 // BoundedKeywordRefs is the keyword items of a layer with a keyword that
 // starts with one of the words, each once, from item_keyword_terms alone
-// (00038; 00040: the rows of those that are not plain carry what they are
-// judged by) (words are
-// keyword.Term's terms: the words a person said, and "~" and their stems
-// for the stem-mode items).
+// (00038; the rows of those that are not plain carry what they are judged
+// by, 00040). The words are keyword.Term's terms: the words a person said,
+// and "~" and their stems for the stem-mode items.
 func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []string) ([]KeywordRef, error) {
 	// The words' terms, then the stems' (keyword.StemMark and a stem), as
 	// items.trigger_terms holds them: the statement probes the stems'
@@ -191,9 +178,8 @@ func (db DB) BoundedKeywordRefs(ctx context.Context, layer string, words []strin
 	out := make([]KeywordRef, 0, len(rows))
 	seen := make(map[string]bool, len(rows))
 	for _, r := range rows {
-		if r.Project != layer || seen[r.Key] {
-			// An item found by two of its terms comes twice. (The
-			// statement reads the layer alone; the check stays.)
+		if seen[r.Key] {
+			// An item found by two of its terms comes twice.
 			continue
 		}
 		seen[r.Key] = true
@@ -315,13 +301,13 @@ func (db DB) BoundedOpenCounts(ctx context.Context, layers []string) (map[string
 	return out, nil
 }
 
-// BoundedCountRestricted counts a layer's restricted always-on items (with
-// roles or a validity window) after a rank position that are valid at at
-// and visible to role, from item_restricted (00039), which its trigger
-// keeps.
-func (db DB) BoundedCountRestricted(ctx context.Context, layer string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
+// BoundedCountRestricted counts the restricted items (with roles or a
+// validity window) of a layer's always-on lane (tool empty) or of one
+// tool's lane after a rank position that are valid at at and visible to
+// role, from item_restricted (00039), which its trigger keeps.
+func (db DB) BoundedCountRestricted(ctx context.Context, layer, tool string, after ctxtype.RankPos, role string, at time.Time) (int, error) {
 	n, err := q.BoundedCountRestricted(ctx, db.ex, dbsqlc.BoundedCountRestrictedParams{
-		Project: layer, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
+		Project: layer, Lane: tool, AfterAuthority: after.Authority, AfterPriority: after.Priority, AfterConfidence: after.Confidence,
 		AfterTime: after.Time, AfterKey: after.Key, At: at, Role: role,
 	})
 	return int(n), interpret(err)

@@ -98,11 +98,7 @@ func TestRestrictedCountsAreTheItems(t *testing.T) {
 						after.Authority, after.Priority, after.Confidence, after.Time, after.Key, at, role).Scan(&want))
 					var got int
 					require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) {
-						if l.tool == "" {
-							got, err = tx.BoundedCountRestricted(ctx, "acme", after, role, at)
-						} else {
-							got, err = tx.BoundedCountTool(ctx, "acme", l.tool, after, role, at)
-						}
+						got, err = tx.BoundedCountRestricted(ctx, "acme", l.tool, after, role, at)
 						return err
 					}))
 					require.Equal(t, want, got, "lane %q after %+v, role %s at %s", l.tool, after, role, at)

@@ -216,50 +216,7 @@ func (q *Queries) BoundedByKeys(ctx context.Context, db DBTX, arg BoundedByKeysP
 const boundedCountRestricted = `-- name: BoundedCountRestricted :one
 SELECT count(*)::bigint AS n
 FROM item_restricted r
-WHERE r.project = $1 AND r.lane = ''
-  AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
-      > ($2::smallint, $3::bigint, $4::smallint,
-         $5::bigint, $6::text COLLATE "C")
-  AND (r.valid_from IS NULL OR r.valid_from <= $7::timestamptz)
-  AND (r.valid_until IS NULL OR r.valid_until > $7::timestamptz)
-  AND (cardinality(r.visible_to) = 0 OR $8::text = ANY(r.visible_to)) AND NOT ($8::text = ANY(r.hidden_from))
-`
-
-type BoundedCountRestrictedParams struct {
-	Project         string
-	AfterAuthority  int16
-	AfterPriority   int64
-	AfterConfidence int16
-	AfterTime       int64
-	AfterKey        string
-	At              time.Time
-	Role            string
-}
-
-// The restricted always-on items of a layer (with roles or a validity
-// window) after a cursor that the role sees at a time, from
-// item_restricted (00039) alone: with the layer's counter of open items,
-// the number of candidates a budget never tried.
-func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg BoundedCountRestrictedParams) (int64, error) {
-	row := db.QueryRow(ctx, boundedCountRestricted,
-		arg.Project,
-		arg.AfterAuthority,
-		arg.AfterPriority,
-		arg.AfterConfidence,
-		arg.AfterTime,
-		arg.AfterKey,
-		arg.At,
-		arg.Role,
-	)
-	var n int64
-	err := row.Scan(&n)
-	return n, err
-}
-
-const boundedCountTool = `-- name: BoundedCountTool :one
-SELECT count(*)::bigint AS n
-FROM item_restricted r
-WHERE r.project = $1 AND r.lane = $2::text
+WHERE r.project = $1 AND r.lane = $2
   AND (r.rank_authority, r.rank_priority, r.rank_confidence, r.rank_time, r.key)
       > ($3::smallint, $4::bigint, $5::smallint,
          $6::bigint, $7::text COLLATE "C")
@@ -268,9 +225,9 @@ WHERE r.project = $1 AND r.lane = $2::text
   AND (cardinality(r.visible_to) = 0 OR $9::text = ANY(r.visible_to)) AND NOT ($9::text = ANY(r.hidden_from))
 `
 
-type BoundedCountToolParams struct {
+type BoundedCountRestrictedParams struct {
 	Project         string
-	Tool            string
+	Lane            string
 	AfterAuthority  int16
 	AfterPriority   int64
 	AfterConfidence int16
@@ -280,14 +237,15 @@ type BoundedCountToolParams struct {
 	Role            string
 }
 
-// A layer's restricted items of one tool (with roles or a window) after a
-// cursor that the role sees at a time, from item_restricted (00039) alone:
-// with the tool's counter of open items, the tool's candidates a budget
-// never tried.
-func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCountToolParams) (int64, error) {
-	row := db.QueryRow(ctx, boundedCountTool,
+// The restricted items (with roles or a validity window) of a layer's
+// lane after a cursor that the role sees at a time, from item_restricted
+// (00039) alone: @lane is ” for the always-on lane, else a tool. With the
+// lane's counter of open items, the number of candidates a budget never
+// tried.
+func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg BoundedCountRestrictedParams) (int64, error) {
+	row := db.QueryRow(ctx, boundedCountRestricted,
 		arg.Project,
-		arg.Tool,
+		arg.Lane,
 		arg.AfterAuthority,
 		arg.AfterPriority,
 		arg.AfterConfidence,
@@ -302,7 +260,7 @@ func (q *Queries) BoundedCountTool(ctx context.Context, db DBTX, arg BoundedCoun
 }
 
 const boundedKeywordRefs = `-- name: BoundedKeywordRefs :many
-SELECT t.project, t.key, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain,
+SELECT t.key, t.rank_authority, t.rank_priority, t.rank_confidence, t.rank_time, t.plain,
        j.visible_to, j.hidden_from, j.valid_from, j.valid_until, j.trigger_keywords, COALESCE(j.trigger_match, '')::text AS trigger_match
 FROM unnest(CASE WHEN EXISTS (SELECT 1 FROM items s
                                WHERE s.project = $1 AND s.live AND s.trigger_kind = 'keywords'
@@ -325,7 +283,6 @@ type BoundedKeywordRefsParams struct {
 }
 
 type BoundedKeywordRefsRow struct {
-	Project         string
 	Key             string
 	RankAuthority   int16
 	RankPriority    int64
@@ -365,7 +322,6 @@ func (q *Queries) BoundedKeywordRefs(ctx context.Context, db DBTX, arg BoundedKe
 	for rows.Next() {
 		var i BoundedKeywordRefsRow
 		if err := rows.Scan(
-			&i.Project,
 			&i.Key,
 			&i.RankAuthority,
 			&i.RankPriority,
