@@ -131,7 +131,10 @@ JOIN item_versions v ON v.project = r.project AND v.key = r.key AND v.version = 
 -- lane after a cursor that the role sees at a time, from item_restricted
 -- (00039) alone: @lane is '' for the always-on lane, else a tool. With the
 -- lane's counter of open items, the number of candidates a budget never
--- tried.
+-- tried. A row whose roles are too many for its index entry has them
+-- NULL (00041), and the item row has them: read for those rows alone,
+-- which keeps the scan index-only. (One probe of items_pkey each: the
+-- key in the index's collation, or the probe is by project alone.)
 SELECT count(*)::bigint AS n
 FROM item_restricted r
 WHERE r.project = @project AND r.lane = @lane
@@ -140,7 +143,10 @@ WHERE r.project = @project AND r.lane = @lane
          sqlc.arg(after_time)::bigint, sqlc.arg(after_key)::text COLLATE "C")
   AND (r.valid_from IS NULL OR r.valid_from <= @at::timestamptz)
   AND (r.valid_until IS NULL OR r.valid_until > @at::timestamptz)
-  AND (cardinality(r.visible_to) = 0 OR @role::text = ANY(r.visible_to)) AND NOT (@role::text = ANY(r.hidden_from));
+  AND CASE WHEN r.visible_to IS NULL THEN
+           (SELECT (cardinality(i.visible_to) = 0 OR @role::text = ANY(i.visible_to)) AND NOT (@role::text = ANY(i.hidden_from))
+            FROM items i WHERE i.project = r.project AND i.key = r.key COLLATE "default")
+      ELSE (cardinality(r.visible_to) = 0 OR @role::text = ANY(r.visible_to)) AND NOT (@role::text = ANY(r.hidden_from)) END;
 
 -- name: BoundedOpenCounts :many
 -- The open always-on items of each layer (kept by the item write path).

@@ -23,11 +23,14 @@ func ValidSource(source string) bool { return sources[source] || otherTagRE.Matc
 // ValidKey reports whether key may name an item.
 func ValidKey(key string) bool { return ctxtype.ValidKey(key) }
 
-// maxTitle and maxStateKey are an item's title and state key, in
-// characters (api/openapi.yaml's maxLength): fixed, as a key's 200 are.
+// maxTitle, maxStateKey and maxTool are an item's title, state key and
+// trigger tool, in characters (api/openapi.yaml's maxLength): fixed, as a
+// key's 200 are. A state key and a tool are in index entries, which hold
+// at most 2,704 bytes (00041).
 const (
 	maxTitle    = 1000
 	maxStateKey = 200
+	maxTool     = 200
 )
 
 var (
@@ -243,6 +246,7 @@ func normalizeTrigger(t *ctxtype.Trigger, pointer string, errs *validation.List)
 		if strings.TrimSpace(*t.Tool) == "" {
 			errs.Add(pointer+"/tool", "required", "tool must name a tool")
 		}
+		limits.Chars(errs, pointer+"/tool", *t.Tool, maxTool)
 		out.Tool = t.Tool
 	}
 	if t.PinnedOnly {

@@ -20,6 +20,24 @@ func nested(n int) map[string]any {
 	return map[string]any{"a": v}
 }
 
+// TestRestrictedItemsAtTheLimits: an always-on item and a tool item,
+// its tool at its limit, with every role list at its limit are written
+// (index entries hold at most 2,704 bytes: 00041; before, a 500).
+func TestRestrictedItemsAtTheLimits(t *testing.T) {
+	t.Parallel()
+	e, _ := handoffWorld(t)
+	roles := make([]string, 1000)
+	for i := range roles {
+		roles[i] = fmt.Sprintf("%064d", i)
+	}
+	for key, trigger := range map[string]map[string]any{"always": {"always": true}, "tool": {"tool": strings.Repeat("é", 200)}} {
+		r := e.do("PUT", "/v1/projects/acme/items/"+key, e.admin, map[string]any{
+			"content": "x", "trigger": trigger, "roles": map[string]any{"visible_to": roles, "hidden_from": roles},
+		})
+		require.Equal(t, 201, r.status, "%s: %.300s", key, r.text)
+	}
+}
+
 // TestInputLimits: every input has a limit (package limits, defaults
 // after KXM's); over it is 422 validation_failed with the pointer, or the
 // parameter's name, and nothing is written.
@@ -70,6 +88,7 @@ func TestInputLimits(t *testing.T) {
 		{"keyword", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "trigger": map[string]any{"keywords": []string{long(101)}}}), "/trigger/keywords/0", "too_long"},
 		{"title", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "title": strings.Repeat("é", 1001)}), "/title", "too_long"},
 		{"state_key", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "state_key": long(201)}), "/state_key", "too_long"},
+		{"tool", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "trigger": map[string]any{"tool": long(201)}}), "/trigger/tool", "too_long"},
 		{"source_ref", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "provenance": map[string]any{"source_ref": long(4001)}}), "/provenance/source_ref", "too_long"},
 		{"derived_from", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "provenance": map[string]any{"derived_from": strings.Split(strings.Repeat("d,", 1001)[:2001], ",")}}), "/provenance/derived_from", "too_many"},
 		{"derived_from entry", e.do("PUT", "/v1/projects/acme/items/big", e.admin, map[string]any{"content": "x", "provenance": map[string]any{"derived_from": []string{"a", long(4001)}}}), "/provenance/derived_from/1", "too_long"},

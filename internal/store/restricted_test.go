@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
+	"github.com/contextd/contextd/internal/limits"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -53,6 +55,7 @@ func TestRestrictedCountsAreTheItems(t *testing.T) {
 	for i := range 120 {
 		batch = append(batch, input(i))
 	}
+	batch = append(batch, manyRoles(rng, roles, 120, 132)...)
 	_, err := a.Items.Batch(ctx, admin, "acme", batch)
 	require.NoError(t, err)
 	// New versions of a third, which may change every restriction.
@@ -111,6 +114,105 @@ func TestRestrictedCountsAreTheItems(t *testing.T) {
 		}
 	}
 	require.Greater(t, nonzero, checked/4, "the counts compared are mostly of something")
+	var outside int
+	require.NoError(t, owner.QueryRow(ctx, `SELECT count(*) FROM item_restricted WHERE project = 'acme' AND visible_to IS NULL`).Scan(&outside))
+	require.Positive(t, outside, "some rows have their roles on the item row alone")
+}
+
+// manyRoles is items keyed first to last-1 whose roles are too many for
+// item_restricted's index entries (00041): the count reads theirs from
+// the item row. Each names one of roles among 40 others.
+func manyRoles(rng *rand.Rand, roles []string, first, last int) []item.Input {
+	many := func(role string) []string {
+		out := make([]string, 40)
+		for j := range out {
+			out[j] = fmt.Sprintf("%s-%054d", role, rng.IntN(1000))
+		}
+		return append(out, role)
+	}
+	var out []item.Input
+	for i := first; i < last; i++ {
+		in := item.Input{Key: fmt.Sprintf("k%03d", i), Content: fmt.Sprintf("fact %d", i), Priority: ptr(int32(rng.IntN(4)))}
+		if i%3 == 0 {
+			in.Trigger = &ctxtype.Trigger{Tool: ptr([]string{"lookup", "search"}[rng.IntN(2)])}
+		}
+		if i%2 == 0 {
+			in.Roles = &ctxtype.Roles{VisibleTo: many(roles[rng.IntN(3)])}
+		} else {
+			in.Roles = &ctxtype.Roles{HiddenFrom: many(roles[rng.IntN(3)])}
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// TestRestrictedItemsAtTheLimits: an always-on item and a tool item
+// (its tool as long as validation takes, in two-byte characters) with as
+// many roles, each as long, as validation takes are written (an index
+// entry holds at most 2,704 bytes: their rows of item_restricted leave
+// the roles to the item row, 00041), counted for the roles they name and
+// not for the others, and audit verify derives the same rows. A tool one
+// character longer is refused.
+func TestRestrictedItemsAtTheLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	owner, _, st := asServerLogin(t)
+	a, admin := withAcme(t, st)
+	l := limits.Get()
+	rng := rand.New(rand.NewPCG(41, 2704))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+	list := func(first string) []string {
+		out := []string{first}
+		for len(out) < l.List {
+			out = append(out, word(l.Role))
+		}
+		return out
+	}
+	visible, hidden := list(strings.Repeat("v", l.Role)), list(strings.Repeat("h", l.Role))
+	tool := strings.Repeat("ü", 200)
+	roles := &ctxtype.Roles{VisibleTo: visible, HiddenFrom: hidden}
+	_, err := a.Items.Batch(ctx, admin, "acme", []item.Input{
+		{Key: "always", Content: "At the limits.", Roles: roles},
+		{Key: "tool", Content: "At the limits.", Trigger: &ctxtype.Trigger{Tool: &tool}, Roles: roles},
+	})
+	require.NoError(t, err)
+	var rows, outside int
+	require.NoError(t, owner.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE visible_to IS NULL AND hidden_from IS NULL)
+		FROM item_restricted WHERE project = 'acme'`).Scan(&rows, &outside))
+	require.Equal(t, 2, rows)
+	require.Equal(t, 2, outside, "roles this many are the item row's alone")
+	start := ctxtype.RankPos{Authority: -100, Priority: -1 << 62, Confidence: -100, Time: -1 << 62}
+	for _, lane := range []string{"", tool} {
+		for role, want := range map[string]int{visible[0]: 1, visible[999]: 1, hidden[0]: 0, hidden[500]: 0, "nobody": 0} {
+			var got int
+			require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) {
+				got, err = tx.BoundedCountRestricted(ctx, "acme", lane, start, role, time.Now())
+				return err
+			}))
+			require.Equal(t, want, got, "lane %.8q, role %.8s", lane, role)
+		}
+	}
+	res, err := a.Evidence.Verify(ctx, admin, "acme")
+	require.NoError(t, err)
+	require.Nil(t, res.Problem, "audit verify derives the same rows")
+	// A forged copy of the roles on a row that leaves them to the item
+	// row is a mismatch: the count would read it.
+	_, err = owner.Exec(ctx, `UPDATE item_restricted r SET visible_to = '{}', hidden_from = '{}' WHERE project = 'acme' AND key = 'always'`)
+	require.NoError(t, err)
+	res, err = a.Evidence.Verify(ctx, admin, "acme")
+	require.NoError(t, err)
+	require.NotNil(t, res.Problem)
+	require.Contains(t, res.Problem.Error(), "always")
+
+	long := tool + "ü"
+	_, err = a.Items.Batch(ctx, admin, "acme", []item.Input{{Key: "longer", Content: "x", Trigger: &ctxtype.Trigger{Tool: &long}}})
+	require.ErrorContains(t, err, "at most 200 characters")
 }
 
 // TestRestrictedRowsAreTheTriggers: item_restricted (00039) gives a

@@ -686,7 +686,9 @@ SELECT i.key, i.current_version, i.live,
                                                 r.visible_to, r.hidden_from, r.valid_from, r.valid_until)::text ORDER BY r.lane), '{}')
                      FROM item_restricted r WHERE r.project = i.project AND r.key = i.key)
                     = (SELECT coalesce(array_agg((l.lane, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time,
-                                                  i.visible_to, i.hidden_from, i.valid_from, i.valid_until)::text ORDER BY l.lane), '{}')
+                                                  CASE WHEN contextd_restricted_inline(i, l.lane) THEN i.visible_to END,
+                                                  CASE WHEN contextd_restricted_inline(i, l.lane) THEN i.hidden_from END,
+                                                  i.valid_from, i.valid_until)::text ORDER BY l.lane), '{}')
                        FROM (SELECT '' WHERE i.trigger_kind = 'always' UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool <> '') AS l(lane)
                        WHERE i.live AND NOT i.open), false)::boolean AS mirrors
 FROM items i
@@ -722,7 +724,8 @@ type ItemStatePageRow struct {
 // flag (and, when it is not plain, the row's roles, window, keywords and
 // match: 00040), and none for an item that is not a live keyword item; and so are
 // its rows of item_restricted (00039): one per lane of a live restricted
-// always-on or tool item, with the row's rank, roles and window.
+// always-on or tool item, with the row's rank, roles and window (its
+// roles NULL when they are over what the row's index entry holds: 00041).
 func (q *Queries) ItemStatePage(ctx context.Context, db DBTX, arg ItemStatePageParams) ([]ItemStatePageRow, error) {
 	rows, err := db.Query(ctx, itemStatePage, arg.Project, arg.AfterKey, arg.Lim)
 	if err != nil {

@@ -222,7 +222,10 @@ WHERE r.project = $1 AND r.lane = $2
          $6::bigint, $7::text COLLATE "C")
   AND (r.valid_from IS NULL OR r.valid_from <= $8::timestamptz)
   AND (r.valid_until IS NULL OR r.valid_until > $8::timestamptz)
-  AND (cardinality(r.visible_to) = 0 OR $9::text = ANY(r.visible_to)) AND NOT ($9::text = ANY(r.hidden_from))
+  AND CASE WHEN r.visible_to IS NULL THEN
+           (SELECT (cardinality(i.visible_to) = 0 OR $9::text = ANY(i.visible_to)) AND NOT ($9::text = ANY(i.hidden_from))
+            FROM items i WHERE i.project = r.project AND i.key = r.key COLLATE "default")
+      ELSE (cardinality(r.visible_to) = 0 OR $9::text = ANY(r.visible_to)) AND NOT ($9::text = ANY(r.hidden_from)) END
 `
 
 type BoundedCountRestrictedParams struct {
@@ -241,7 +244,10 @@ type BoundedCountRestrictedParams struct {
 // lane after a cursor that the role sees at a time, from item_restricted
 // (00039) alone: @lane is ” for the always-on lane, else a tool. With the
 // lane's counter of open items, the number of candidates a budget never
-// tried.
+// tried. A row whose roles are too many for its index entry has them
+// NULL (00041), and the item row has them: read for those rows alone,
+// which keeps the scan index-only. (One probe of items_pkey each: the
+// key in the index's collation, or the probe is by project alone.)
 func (q *Queries) BoundedCountRestricted(ctx context.Context, db DBTX, arg BoundedCountRestrictedParams) (int64, error) {
 	row := db.QueryRow(ctx, boundedCountRestricted,
 		arg.Project,
