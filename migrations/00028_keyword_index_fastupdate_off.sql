@@ -1,6 +1,7 @@
 -- +goose Up
 -- The keyword lane of every packet reads items_trigger_terms_idx
--- (BoundedKeywordRefs). With GIN's fast update on, a bulk import leaves its
+-- (BoundedKeywordRefs; since 00038 it reads item_keyword_terms, and 00041
+-- drops the index). With GIN's fast update on, a bulk import leaves its
 -- new entries in the index's pending list, an unordered list that every
 -- scan reads whole until a VACUUM (or 4 MB of it) merges it into the tree:
 -- right after importing 10,000 items a packet's keyword read took 28 ms

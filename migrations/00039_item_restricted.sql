@@ -118,14 +118,36 @@ CREATE TRIGGER items_restricted_update
     EXECUTE FUNCTION contextd_item_restricted();
 
 DELETE FROM item_restricted;
-INSERT INTO item_restricted (project, lane, rank_authority, rank_priority, rank_confidence, rank_time, key,
-                             visible_to, hidden_from, valid_from, valid_until)
-SELECT i.project, l.lane, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key,
-       i.visible_to, i.hidden_from, i.valid_from, i.valid_until
-FROM items i
-CROSS JOIN LATERAL (SELECT '' WHERE i.trigger_kind = 'always'
-                    UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool <> '') AS l(lane)
-WHERE i.live AND NOT i.open;
+-- Run again after 00041, a row keeps its roles only when they fit its
+-- index entry (contextd_restricted_inline): an item 00041 let be written
+-- may have roles the copy would not fit.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF to_regprocedure('contextd_restricted_inline(items, text)') IS NULL THEN
+        INSERT INTO item_restricted (project, lane, rank_authority, rank_priority, rank_confidence, rank_time, key,
+                                     visible_to, hidden_from, valid_from, valid_until)
+        SELECT i.project, l.lane, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key,
+               i.visible_to, i.hidden_from, i.valid_from, i.valid_until
+        FROM items i
+        CROSS JOIN LATERAL (SELECT '' WHERE i.trigger_kind = 'always'
+                            UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool <> '') AS l(lane)
+        WHERE i.live AND NOT i.open;
+    ELSE
+        INSERT INTO item_restricted (project, lane, rank_authority, rank_priority, rank_confidence, rank_time, key,
+                                     visible_to, hidden_from, valid_from, valid_until)
+        SELECT i.project, l.lane, i.rank_authority, i.rank_priority, i.rank_confidence, i.rank_time, i.key,
+               CASE WHEN contextd_restricted_inline(i, l.lane) THEN i.visible_to END,
+               CASE WHEN contextd_restricted_inline(i, l.lane) THEN i.hidden_from END,
+               i.valid_from, i.valid_until
+        FROM items i
+        CROSS JOIN LATERAL (SELECT '' WHERE i.trigger_kind = 'always'
+                            UNION ALL SELECT i.trigger_tool WHERE i.trigger_tool <> '') AS l(lane)
+        WHERE i.live AND NOT i.open;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
 
 -- Read by index-only scans, which need the visibility map: vacuumed as
 -- often as items (00008).

@@ -22,6 +22,12 @@
 -- (BoundedCountRestricted). That is rare: the bound is 2,000 bytes of
 -- project, lane, key and roles, ~25 roles of 64 characters.
 --
+-- During a rolling upgrade the release before reads a row with NULL roles
+-- as hidden from every role: until it is gone, its cutoffs count fewer of
+-- the rare items over the bound than there are, and its audit verify
+-- reports their rows as state_mismatch. Their roles themselves are not
+-- changed, and this release's counts and audit read them right.
+--
 -- A trigger's tool is at most 200 characters from now on (fixed, as a
 -- state key's), so that the rest of the row fits too.
 --
@@ -96,7 +102,18 @@ WHERE i.project = r.project AND i.key = r.key AND r.visible_to IS NOT NULL
   AND NOT contextd_restricted_inline(i, r.lane);
 
 -- +goose Down
+-- The schema before held no item whose roles are over the bound in its
+-- index entries: with one, the Down stops and says so.
 LOCK TABLE items IN SHARE ROW EXCLUSIVE MODE;
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM item_restricted WHERE visible_to IS NULL) THEN
+        RAISE EXCEPTION 'items with roles too many for the schema before 00041 exist (item_restricted rows with NULL roles): delete them or make their roles fewer first';
+    END IF;
+END
+$$;
+-- +goose StatementEnd
 UPDATE item_restricted r SET visible_to = i.visible_to, hidden_from = i.hidden_from
 FROM items i
 WHERE i.project = r.project AND i.key = r.key AND r.visible_to IS NULL;
@@ -134,7 +151,8 @@ END;
 $$;
 -- +goose StatementEnd
 DROP FUNCTION IF EXISTS contextd_restricted_inline(public.items, text);
-CREATE INDEX IF NOT EXISTS items_trigger_terms_idx ON items USING gin (trigger_terms) WHERE live AND trigger_kind = 'keywords';
+CREATE INDEX IF NOT EXISTS items_trigger_terms_idx ON items USING gin (trigger_terms) WITH (fastupdate = off)
+    WHERE live AND trigger_kind = 'keywords';
 CREATE INDEX IF NOT EXISTS items_always_restricted_idx ON items (project, rank_authority, rank_priority, rank_confidence, rank_time, key COLLATE "C")
     INCLUDE (visible_to, hidden_from, valid_from, valid_until)
     WHERE live AND trigger_kind = 'always' AND NOT open;

@@ -170,8 +170,9 @@ func setText(v *ctxtype.Version, t store.VersionText) {
 // CountAfter implements assemble.Source without reading what it counts:
 // the open items of the lane after the cursor are the lane's counter minus
 // the open rows read up to the cursor (a lane is read in order from its
-// start); the restricted ones are counted from their own partial index,
-// which carries their roles and window.
+// start); the restricted ones are counted from item_restricted (00039),
+// whose index entries carry their window and, up to a bound, their roles
+// (00041).
 func (s *dbSource) CountAfter(ctx context.Context, q assemble.LaneQuery, role string, now time.Time, fires func(*ctxtype.Version) bool) (int, error) {
 	n, err := s.countRead(ctx, q, now, role, fires)
 	if err != nil || q.Lane.Keywords {

@@ -166,14 +166,15 @@ func (r *recorder) stop() []recorded {
 }
 
 // add keeps a statement of the assembly's reads (the bounded statements
-// and the query's lexemes), named by its sqlc name.
+// and the query's lexemes) or a replay's weights (SnapshotTerms), named
+// by its sqlc name.
 func (r *recorder) add(sql string, args []any) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(sql), "-- name: ")
 	if !ok {
 		return
 	}
 	name, _, _ := strings.Cut(rest, " ")
-	if !strings.HasPrefix(name, "Bounded") && name != "QueryLexemes" {
+	if !strings.HasPrefix(name, "Bounded") && name != "QueryLexemes" && name != "SnapshotTerms" {
 		return
 	}
 	r.mu.Lock()

@@ -11,9 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/limits"
+	"github.com/contextd/contextd/internal/pgtest"
 	"github.com/contextd/contextd/internal/store"
 )
 
@@ -301,4 +303,81 @@ func TestRestrictedRowsAreTheTriggers(t *testing.T) {
 	_, err = login.Exec(ctx, `UPDATE items SET open = false, visible_to = '{billing}' WHERE project = 'acme' AND key = 'open'`)
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"open": "[ {}]"}, rows())
+}
+
+// TestRestrictedRolesAtTheBound: a tool item with the longest project,
+// key and tool (in 4-byte characters) whose roles come to the bound
+// (contextd_restricted_inline, 00041) keeps them in its row of
+// item_restricted, and one a byte over leaves them to the item row; both
+// are counted right, through new versions that move each across the
+// bound, and audit verify derives the same rows. Migrations run again
+// from 00039 (as from 00026 they may) with both written derive them so.
+func TestRestrictedRolesAtTheBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewURL(t)
+	owner := ownerPool(t, url)
+	_, appURL := definerLogin(t, ctx, owner, url)
+	st, err := store.Open(ctx, store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	a := app.New(st)
+	admin, _, err := a.Agents.Bootstrap(ctx)
+	require.NoError(t, err)
+	proj := strings.Repeat("p", 100)
+	_, _, err = a.Projects.Put(ctx, admin, proj, "")
+	require.NoError(t, err)
+	tool := strings.Repeat("𝄞", 200) // 800 bytes
+	// 100 + 800 + 200 bytes of project, lane and key, and 15 roles of 52
+	// characters at 8 bytes over each: 2,000.
+	roles := func(over bool) []string {
+		out := make([]string, 15)
+		for i := range out {
+			out[i] = fmt.Sprintf("role%048d", i)
+		}
+		if over {
+			out[14] += "x"
+		}
+		return out
+	}
+	keyAt, keyOver := "a"+strings.Repeat("k", 199), "b"+strings.Repeat("k", 199)
+	write := func(atOver, overOver bool) {
+		_, err := a.Items.Batch(ctx, admin, proj, []item.Input{
+			{Key: keyAt, Content: "at", Trigger: &ctxtype.Trigger{Tool: &tool}, Roles: &ctxtype.Roles{HiddenFrom: roles(atOver)}},
+			{Key: keyOver, Content: "over", Trigger: &ctxtype.Trigger{Tool: &tool}, Roles: &ctxtype.Roles{HiddenFrom: roles(overOver)}},
+		})
+		require.NoError(t, err)
+	}
+	check := func(wantInline map[string]bool) {
+		t.Helper()
+		for key, inline := range wantInline {
+			var isNull bool
+			require.NoError(t, owner.QueryRow(ctx, `SELECT visible_to IS NULL AND hidden_from IS NULL FROM item_restricted WHERE project = $1 AND key = $2`,
+				proj, key).Scan(&isNull))
+			require.Equal(t, !inline, isNull, "%.1s: roles NULL", key)
+		}
+		start := ctxtype.RankPos{Authority: -100, Priority: -1 << 62, Confidence: -100, Time: -1 << 62}
+		for role, want := range map[string]int{roles(false)[0]: 0, roles(false)[13]: 0, "nobody": 2} {
+			var got int
+			require.NoError(t, st.Snapshot(ctx, func(tx *store.Tx) (err error) {
+				got, err = tx.BoundedCountRestricted(ctx, proj, tool, start, role, time.Now())
+				return err
+			}))
+			require.Equal(t, want, got, "role %.8s", role)
+		}
+		res, err := a.Evidence.Verify(ctx, admin, proj)
+		require.NoError(t, err)
+		require.Nil(t, res.Problem, "audit verify derives the same rows")
+	}
+	write(false, true)
+	check(map[string]bool{keyAt: true, keyOver: false})
+	write(true, false)
+	check(map[string]bool{keyAt: false, keyOver: true})
+	write(true, true)
+	check(map[string]bool{keyAt: false, keyOver: false})
+
+	_, err = owner.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id >= 39`)
+	require.NoError(t, err)
+	require.NoError(t, store.MigrateUp(ctx, url), "the migrations run again")
+	check(map[string]bool{keyAt: false, keyOver: false})
 }
