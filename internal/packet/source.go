@@ -333,7 +333,7 @@ func (s *Service) snapshotSource(ctx context.Context, db store.DB, proj string, 
 		if src.Lexemes, err = db.QueryLexemes(ctx, p.Request.Query, assemble.MaxQueryLexemes); err != nil {
 			return nil, err
 		}
-		if src.Weights, err = db.SnapshotTerms(ctx, layers, p.Snapshot); err != nil {
+		if src.Weights, err = db.SnapshotTerms(ctx, layers, p.Snapshot, src.Lexemes); err != nil {
 			return nil, err
 		}
 	}

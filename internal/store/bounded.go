@@ -357,9 +357,10 @@ func (db DB) BoundedRelevanceLists(ctx context.Context, p BoundedRelevanceParams
 }
 
 // SnapshotTerms is the relevance weights of the relevance items current in
-// a snapshot, by layer and key, then lexeme.
-func (db DB) SnapshotTerms(ctx context.Context, layers []string, snapshot string) (map[[2]string]map[string]int, error) {
-	rows, err := q.SnapshotTerms(ctx, db.ex, dbsqlc.SnapshotTermsParams{Projects: layers, Snapshot: snapshot})
+// a snapshot, by layer and key, then lexeme: of the lexemes alone (a
+// query's), which are all a ranking reads.
+func (db DB) SnapshotTerms(ctx context.Context, layers []string, snapshot string, lexemes []string) (map[[2]string]map[string]int, error) {
+	rows, err := q.SnapshotTerms(ctx, db.ex, dbsqlc.SnapshotTermsParams{Projects: layers, Snapshot: snapshot, Lexemes: lexemes})
 	if err != nil {
 		return nil, interpret(err)
 	}
