@@ -45,8 +45,10 @@ ALTER TABLE item_restricted ALTER COLUMN visible_to DROP NOT NULL, ALTER COLUMN 
 -- item_restricted's primary key holds the project, lane, key and roles
 -- and at most 2,704 bytes. An array stores each text with a 4-byte header
 -- and up to 3 bytes of padding, so this counts 8 bytes over each role's.
+-- (STABLE, as array_to_string is: it depends on nothing but its
+-- arguments for text, but PostgreSQL does not know that.)
 CREATE OR REPLACE FUNCTION contextd_restricted_inline(i public.items, lane pg_catalog.text) RETURNS boolean
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, public, pg_temp AS $$
+LANGUAGE sql STABLE SET search_path = pg_catalog, public, pg_temp AS $$
     SELECT pg_catalog.octet_length(i.project) + pg_catalog.octet_length(lane) + pg_catalog.octet_length(i.key)
          + pg_catalog.octet_length(pg_catalog.array_to_string(i.visible_to, ''))
          + pg_catalog.octet_length(pg_catalog.array_to_string(i.hidden_from, ''))
