@@ -114,13 +114,7 @@ func TestKeywordItemAtTheLimits(t *testing.T) {
 	a, admin := withAcme(t, st)
 	l := limits.Get()
 	rng := rand.New(rand.NewPCG(40, 2704))
-	word := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte('a' + rng.IntN(26))
-		}
-		return string(b)
-	}
+	word := func(n int) string { return letters(rng, n) }
 	kws := make([]string, l.Keywords)
 	for i := range kws {
 		kws[i] = word(8) + " " + word(l.Keyword-9) // a phrase: never plain
@@ -142,4 +136,13 @@ func TestKeywordItemAtTheLimits(t *testing.T) {
 	require.False(t, refs[0].Plain)
 	require.Equal(t, kws, refs[0].Version.Trigger.Keywords)
 	require.Equal(t, roles, refs[0].Version.Roles.HiddenFrom)
+}
+
+// letters is n random lowercase letters.
+func letters(rng *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + rng.IntN(26))
+	}
+	return string(b)
 }

@@ -162,13 +162,7 @@ func TestRestrictedItemsAtTheLimits(t *testing.T) {
 	a, admin := withAcme(t, st)
 	l := limits.Get()
 	rng := rand.New(rand.NewPCG(41, 2704))
-	word := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte('a' + rng.IntN(26))
-		}
-		return string(b)
-	}
+	word := func(n int) string { return letters(rng, n) }
 	list := func(first string) []string {
 		out := []string{first}
 		for len(out) < l.List {
