@@ -89,6 +89,9 @@ func (s *Service) PromoteTx(ctx context.Context, tx *store.Tx, agent *auth.Agent
 				n, key, p.BaseVersion, curVersion),
 			Extra: map[string]any{"base_version": p.BaseVersion, "current_version": curVersion}}
 	}
+	if err := promotable(p.Fields); err != nil {
+		return Decided{}, err
+	}
 	pr, err := prepare(key, proposalFields(p.Fields))
 	if err != nil {
 		return Decided{}, err
@@ -233,4 +236,16 @@ func notFoundProposal(err error, key string, n int) error {
 		return proposalNotFound(key, n)
 	}
 	return err
+}
+
+// promotable refuses, as a write of them would be refused, the fields of a
+// proposal stored before a limit they exceed: a trigger's tool over
+// maxTool characters (the limit came with 00041; such a tool overflows
+// the index entries of the item row's lanes).
+func promotable(f ctxtype.Fields) error {
+	var errs validation.List
+	if t := f.Trigger.Tool; t != nil {
+		limits.Chars(&errs, "/trigger/tool", *t, maxTool)
+	}
+	return errs.Err()
 }

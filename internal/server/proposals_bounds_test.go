@@ -172,3 +172,26 @@ func TestProposalsAppendOnly(t *testing.T) {
 		require.Error(t, err, sql)
 	}
 }
+
+// TestProposalOverToolLimitIsRefused: a proposal stored before the
+// trigger tool's limit (00041) with a longer tool is not promoted (422 at
+// /trigger/tool, as a write of it is; it would overflow the item row's
+// index entries: a 500), and nothing is written; it may still be
+// rejected.
+func TestProposalOverToolLimitIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newProposalWorld(t)
+	require.Equal(t, 202, w.propose(w.writer, "lookup", "Look it up.", "trigger", map[string]any{"tool": "lookup"}).status)
+	// Stored before the limit: as the owner, past the append-only trigger.
+	_, err := w.pool.Exec(t.Context(), `ALTER TABLE item_proposals DISABLE TRIGGER item_proposals_append_only;
+		UPDATE item_proposals SET fields = jsonb_set(fields, '{trigger,tool}', to_jsonb(repeat('t', 3000)))
+		WHERE project = 'acme' AND key = 'lookup';
+		ALTER TABLE item_proposals ENABLE TRIGGER item_proposals_append_only`)
+	require.NoError(t, err)
+	r := w.promote(w.reviewer, "lookup", 1, nil)
+	require.Equal(t, 422, r.status, r.text)
+	require.Equal(t, "validation_failed", r.json["code"])
+	require.Equal(t, []string{"/trigger/tool"}, r.pointers())
+	require.Equal(t, 404, w.do("GET", acmeItems+"lookup", w.admin, nil).status, "nothing written")
+	require.Equal(t, 200, w.reject(w.reviewer, "lookup", 1, map[string]any{"reason": "its tool is too long"}).status)
+}
