@@ -98,3 +98,71 @@ func (n vecNode) computesVector() bool {
 	}
 	return false
 }
+
+// TestSnapshotTermsAreTheVectorsWeights: the weights a replay ranks by,
+// of versions still current (from item_terms) and of versions replaced
+// since (computed from their text), are those contextd_term_weights gives
+// the version's own search vector, for the query's lexemes and no other.
+func TestSnapshotTermsAreTheVectorsWeights(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	owner, _, st := asServerLogin(t)
+	a, admin := withAcme(t, st)
+	words := []string{"refund", "invoices", "ship", "orders", "manager", "days", "policy", "late"}
+	batch := func(round int) []item.Input {
+		var out []item.Input
+		for i := range 30 {
+			var text []string
+			for j := range 3 + i%5 {
+				text = append(text, words[(i*3+j*(round+1))%len(words)])
+			}
+			out = append(out, item.Input{Key: fmt.Sprintf("r%02d", i), Trigger: &ctxtype.Trigger{Relevance: true},
+				Content: fmt.Sprintf("%s, item %d round %d.", strings.Join(text, " "), i, round)})
+		}
+		return out
+	}
+	_, err := a.Items.Batch(ctx, admin, "acme", batch(1))
+	require.NoError(t, err)
+	lexemes, err := st.QueryLexemes(ctx, "refund invoices ship manager", 16)
+	require.NoError(t, err)
+	require.Len(t, lexemes, 4)
+	var snapshot string
+	require.NoError(t, owner.QueryRow(ctx, "SELECT pg_current_snapshot()::text").Scan(&snapshot))
+	want := map[[2]string]map[string]int{}
+	rows, err := owner.Query(ctx, `SELECT v.key, w.lexeme, w.weight FROM items i
+		JOIN item_versions v ON v.project = i.project AND v.key = i.key AND v.version = i.current_version
+		CROSS JOIN LATERAL (SELECT contextd_search_vector(v.title, v.summary, v.content) AS vec OFFSET 0) sv
+		CROSS JOIN LATERAL contextd_term_weights(sv.vec) w
+		WHERE i.project = 'acme' AND w.lexeme = ANY($1)`, lexemes)
+	require.NoError(t, err)
+	for rows.Next() {
+		var key, lexeme string
+		var weight int
+		require.NoError(t, rows.Scan(&key, &lexeme, &weight))
+		k := [2]string{"acme", key}
+		if want[k] == nil {
+			want[k] = map[string]int{}
+		}
+		want[k][lexeme] = weight
+	}
+	require.NoError(t, rows.Err())
+	require.Greater(t, len(want), 20, "most items have one of the lexemes")
+
+	got, err := st.SnapshotTerms(ctx, []string{"acme", ctxtype.SharedProject}, snapshot, lexemes)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "every version current")
+	// New versions of every other item: theirs in the snapshot are old.
+	_, err = a.Items.Batch(ctx, admin, "acme", everyOther(batch(2)))
+	require.NoError(t, err)
+	got, err = st.SnapshotTerms(ctx, []string{"acme", ctxtype.SharedProject}, snapshot, lexemes)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "half of them replaced since")
+}
+
+func everyOther(in []item.Input) []item.Input {
+	var out []item.Input
+	for i := 0; i < len(in); i += 2 {
+		out = append(out, in[i])
+	}
+	return out
+}

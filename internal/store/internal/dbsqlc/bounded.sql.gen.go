@@ -900,24 +900,33 @@ const snapshotTerms = `-- name: SnapshotTerms :many
 WITH cur AS (
     SELECT DISTINCT ON (project, key) project, key, version, deleted
     FROM item_versions
-    WHERE project = ANY($2::text[])
-      AND pg_visible_in_snapshot(xact_id::text::xid8, ($3::text)::pg_snapshot)
+    WHERE project = ANY($1::text[])
+      AND pg_visible_in_snapshot(xact_id::text::xid8, ($2::text)::pg_snapshot)
     ORDER BY project, key, version DESC
+), rel AS (
+    SELECT s.project, s.key, s.version, (i.current_version = s.version AND i.search IS NOT NULL) AS current
+    FROM cur
+    JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version
+    JOIN items i ON i.project = s.project AND i.key = s.key
+    WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}'
 )
-SELECT s.project, s.key, t.lexeme::text AS lexeme, t.weight::integer AS weight
-FROM cur
-JOIN item_versions s ON s.project = cur.project AND s.key = cur.key AND s.version = cur.version
-JOIN items i ON i.project = s.project AND i.key = s.key
-CROSS JOIN LATERAL (SELECT CASE WHEN i.current_version = s.version AND i.search IS NOT NULL THEN i.search
-                                 ELSE contextd_search_vector(s.title, s.summary, s.content) END AS vec OFFSET 0) sv
-CROSS JOIN LATERAL contextd_term_weights(sv.vec) t
-WHERE NOT cur.deleted AND s.trigger @> '{"relevance": true}' AND t.lexeme = ANY($1::text[])
+SELECT r.project, r.key, t.lexeme::text AS lexeme, t.weight::integer AS weight
+FROM rel r
+JOIN item_terms t ON t.project = r.project AND t.key = r.key AND t.lexeme = ANY($3::text[]) AND t.version = r.version
+WHERE r.current
+UNION ALL
+SELECT r.project, r.key, w.lexeme::text AS lexeme, w.weight::integer AS weight
+FROM rel r
+JOIN item_versions s ON s.project = r.project AND s.key = r.key AND s.version = r.version
+CROSS JOIN LATERAL (SELECT contextd_search_vector(s.title, s.summary, s.content) AS vec OFFSET 0) sv
+CROSS JOIN LATERAL contextd_term_weights(sv.vec) w
+WHERE NOT r.current AND w.lexeme = ANY($3::text[])
 `
 
 type SnapshotTermsParams struct {
-	Lexemes  []string
 	Projects []string
 	Snapshot string
+	Lexemes  []string
 }
 
 type SnapshotTermsRow struct {
@@ -928,17 +937,19 @@ type SnapshotTermsRow struct {
 }
 
 // The relevance weights of the relevance items current in a snapshot,
-// computed from their search vectors exactly as the item write path does:
-// replay and why rank from these. A version still current has its vector
-// in its item row; an older one's is computed by the same function, once:
-// contextd_term_weights is inlined, and its argument appears in it twice
-// for every lexeme (unnest and length), so the vector is a column of its
-// own first (OFFSET 0 keeps it one). Given the expression, an old
-// version's vector was computed again for each of its lexemes: 18 ms
-// instead of 0.2 for an item of ~1 KB. Only the query's @lexemes are
-// answered: the weights rank the postings of those alone.
+// as the item write path computes them, for the query's @lexemes alone
+// (the weights rank the postings of those only): replay and why rank
+// from these. A version still current has them in item_terms, which the
+// write path (and a redaction, with the item row's vector) keeps: one
+// probe of its primary key per item. An older one's are computed from
+// its text by the same functions, the vector once: contextd_term_weights
+// is inlined, and its argument appears in it twice for every lexeme
+// (unnest and length), so the vector is a column of its own first
+// (OFFSET 0 keeps it one). Given the expression, an old version's vector
+// was computed again for each of its lexemes: 18 ms instead of 0.2 for
+// an item of ~1 KB.
 func (q *Queries) SnapshotTerms(ctx context.Context, db DBTX, arg SnapshotTermsParams) ([]SnapshotTermsRow, error) {
-	rows, err := db.Query(ctx, snapshotTerms, arg.Lexemes, arg.Projects, arg.Snapshot)
+	rows, err := db.Query(ctx, snapshotTerms, arg.Projects, arg.Snapshot, arg.Lexemes)
 	if err != nil {
 		return nil, err
 	}
