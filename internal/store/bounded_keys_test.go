@@ -214,7 +214,12 @@ func TestItemContentHashIsTheVersions(t *testing.T) {
 // that is a member of contextd_app only, as serve's, with that login's URL.
 func asServerLogin(t *testing.T) (*pgxpool.Pool, string, *store.Store) {
 	t.Helper()
-	url := pgtest.NewURL(t)
+	return asServerLoginOn(t, pgtest.NewURL(t))
+}
+
+// asServerLoginOn is asServerLogin on the database at url (the owner's).
+func asServerLoginOn(t *testing.T, url string) (*pgxpool.Pool, string, *store.Store) {
+	t.Helper()
 	owner := ownerPool(t, url)
 	_, appURL := definerLogin(t, t.Context(), owner, url)
 	st, err := store.Open(t.Context(), store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
@@ -226,10 +231,16 @@ func asServerLogin(t *testing.T) (*pgxpool.Pool, string, *store.Store) {
 // withAcme is the services on st, with the first admin and project acme.
 func withAcme(t *testing.T, st *store.Store) (*app.App, *auth.Agent) {
 	t.Helper()
+	return withProject(t, st, "acme")
+}
+
+// withProject is withAcme with the project named proj.
+func withProject(t *testing.T, st *store.Store, proj string) (*app.App, *auth.Agent) {
+	t.Helper()
 	a := app.New(st)
 	admin, _, err := a.Agents.Bootstrap(t.Context())
 	require.NoError(t, err)
-	_, _, err = a.Projects.Put(t.Context(), admin, "acme", "")
+	_, _, err = a.Projects.Put(t.Context(), admin, proj, "")
 	require.NoError(t, err)
 	return a, admin
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/limits"
@@ -310,17 +309,9 @@ func TestRestrictedRolesAtTheBound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.NewURL(t)
-	owner := ownerPool(t, url)
-	_, appURL := definerLogin(t, ctx, owner, url)
-	st, err := store.Open(ctx, store.Config{URL: appURL, AcquireTimeout: pgtest.AcquireTimeout})
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
-	a := app.New(st)
-	admin, _, err := a.Agents.Bootstrap(ctx)
-	require.NoError(t, err)
+	owner, _, st := asServerLoginOn(t, url)
 	proj := strings.Repeat("p", 100)
-	_, _, err = a.Projects.Put(ctx, admin, proj, "")
-	require.NoError(t, err)
+	a, admin := withProject(t, st, proj)
 	tool := strings.Repeat("𝄞", 200) // 800 bytes
 	// 100 + 800 + 200 bytes of project, lane and key, and 15 roles of 52
 	// characters at 8 bytes over each: 2,000.
@@ -370,7 +361,7 @@ func TestRestrictedRolesAtTheBound(t *testing.T) {
 	write(true, true)
 	check(map[string]bool{keyAt: false, keyOver: false})
 
-	_, err = owner.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id >= 39`)
+	_, err := owner.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id >= 39`)
 	require.NoError(t, err)
 	require.NoError(t, store.MigrateUp(ctx, url), "the migrations run again")
 	check(map[string]bool{keyAt: false, keyOver: false})
