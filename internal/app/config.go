@@ -54,8 +54,8 @@ type Config struct {
 	// ReadDatabaseURL, when set, is a streaming standby of the database
 	// that serves the reads of append-only history (store.Replica); empty:
 	// every read goes to the primary. ReadWait bounds how long such a read
-	// waits for the standby to replay this process's last write before it
-	// reads the primary.
+	// waits for the standby to replay what the primary had committed when
+	// the read began before it reads the primary.
 	ReadDatabaseURL string
 	ReadWait        time.Duration
 	// BodyLimit is the largest request body, in bytes; BatchBodyLimit the
@@ -144,7 +144,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ReadDatabaseURL, "read-database-url", "",
 		"a streaming standby of --database-url that serves the reads of history (why, replay, attribute, injections, packets and their records, task histories, audit entries); empty: the primary serves every read (env CONTEXTD_READ_DATABASE_URL)")
 	fs.DurationVar(&c.ReadWait, "read-wait", store.DefaultReplicaWait,
-		"longest a read waits for the standby of --read-database-url to replay this process's last write before it reads the primary instead")
+		"longest a read waits for the standby of --read-database-url to replay what the primary had committed when the read began before it reads the primary instead")
 	fs.BoolVar(&c.Migrate, "migrate", true, "apply pending migrations on start; with false, refuse to start on a stale schema")
 	fs.StringVar(&c.MigrateURL, "migrate-database-url", "",
 		"the owner's URL, for migrations; the server then connects with --database-url, a login of contextd_app (env CONTEXTD_MIGRATE_DATABASE_URL)")

@@ -68,8 +68,10 @@ type RecordRow struct {
 // being "record") followed by a line feed, in ord order.
 func RecordsDigest(rs []RecordRow) ([]byte, error) {
 	h := sha256.New()
+	var o object
 	for _, r := range rs {
-		b, err := newObject("record").int("ord", int64(r.Ord)).str("subject_kind", r.SubjectKind).
+		// h.Write is done with b when it returns, so the next record reuses o.
+		b, err := o.reset("record").int("ord", int64(r.Ord)).str("subject_kind", r.SubjectKind).
 			str("subject_project", r.SubjectProject).str("subject_key", r.SubjectKey).
 			int("subject_version", int64(r.SubjectVersion)).str("decision", r.Decision).str("section", r.Section).
 			int("position", int64(r.Position)).optInt("span_start", r.SpanStart).optInt("span_end", r.SpanEnd).

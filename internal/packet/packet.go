@@ -345,7 +345,7 @@ func build(agent *auth.Agent, id, proj string, req *ctxtype.Request, point store
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	sum := sha256.Sum256([]byte(res.Rendered))
+	sum := audit.TextSHA256(res.Rendered)
 	p := &Packet{
 		ID: id, Project: proj, CreatedAt: point.Now, CreatedBy: agent.ID, TargetRole: req.TargetRole,
 		Request: req, RequestRaw: raw, Rendered: res.Rendered, RenderedSHA256: hex.EncodeToString(sum[:]),

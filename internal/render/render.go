@@ -46,7 +46,14 @@ func Render(f ctxtype.Format, doc *Doc) []Piece {
 
 // Text concatenates pieces: the packet as the agent reads it.
 func Text(pieces []Piece) string {
+	n := 0
+	for _, p := range pieces {
+		n += len(p.Text)
+	}
+	// One allocation of the text's size: grown by doubling, a packet's
+	// ~45 KB took ~130 KB of garbage.
 	var b strings.Builder
+	b.Grow(n)
 	for _, p := range pieces {
 		b.WriteString(p.Text)
 	}

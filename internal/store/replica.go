@@ -19,25 +19,26 @@ import (
 // them answers exactly as the primary would. Everything else, and every
 // write, stays on the primary.
 //
-// Three rules keep an answer from the replica correct:
+// Two rules keep an answer from the replica correct:
 //
-//   - Read your writes. The process remembers how many of its
-//     transactions wrote history (writeStats.gen); the first replica read
-//     after such a write asks the primary for its WAL insert position once
-//     (one cheap statement, shared by every read until the next write),
-//     and a read goes to the replica only when its replay position has
-//     reached it, waiting at most Wait, else to the primary. The position
-//     is taken at read time rather than at each COMMIT so that the write
-//     path, whose round trips tests hold to a budget, is untouched, and a
-//     process that writes much and reads little pays nothing per write.
-//   - Redactions first. A redaction rewrites history in place (an item
-//     version's text, the packets that showed it), by any process: a read
-//     goes to the replica only once it has replayed every step of every
-//     redaction the primary has committed (redactionsReplayed).
-//   - Never a false 404. A read that finds nothing on the replica (a packet,
-//     a handoff or a task written by another process a moment ago, which
-//     no position of this process's covers) runs again on the primary
-//     before it answers not found.
+//   - Everything committed before the read. A read first asks the
+//     primary for its WAL insert position (one small statement), and goes
+//     to the replica only once the replica has replayed up to it, waiting
+//     at most Wait, else to the primary. Every transaction the primary had
+//     committed when the read began — by this process or any other: a
+//     packet, a handoff event, a redaction, which rewrites history in
+//     place — has its commit record before that position, so the replica's
+//     answer holds it, a listing as much as a lookup. (Only this process's
+//     own writes were covered before 2026-12-06: another server's packet
+//     could be missing from a listing read a moment after it was written.)
+//     The position is taken at read time rather than at each COMMIT, so
+//     the write path, whose round trips tests hold to a budget, is
+//     untouched; the insert position, not the flush position, so that it
+//     lies past the commit record even under synchronous_commit = off.
+//   - Never a false 404. A read that finds nothing on the replica runs
+//     again on the primary before it answers not found. The first rule
+//     makes such a miss rare; the rerun costs one read, where a wrong
+//     404 would be a wrong answer.
 //
 // A replica that cannot be reached (connect error, lost connection,
 // timeout, or a server that is not a standby) is set aside: its reads go to
@@ -59,11 +60,6 @@ type Replica struct {
 	// replayed is the highest replay position seen since the replica was
 	// last found up: a read that needs no more skips asking it.
 	replayed atomic.Int64
-	// markGen and markLSN: the primary's WAL insert position read after
-	// this process's first markGen history writes had committed.
-	markMu  sync.Mutex
-	markGen int64
-	markLSN int64
 
 	reads     atomic.Int64
 	fallbacks [fallbackReasons]atomic.Int64
@@ -71,8 +67,8 @@ type Replica struct {
 
 // Why a read went to the primary although a replica is configured.
 const (
-	// FallbackBehind: the replica had not replayed this process's last
-	// write within the wait.
+	// FallbackBehind: the replica had not replayed, within the wait, what
+	// the primary had committed when the read began.
 	FallbackBehind = iota
 	// FallbackDown: the replica is set aside, or failed the read.
 	FallbackDown
@@ -89,8 +85,9 @@ type ReplicaConfig struct {
 	// Store is the replica's pool: URL, size and timeouts (those of the
 	// primary's Config, with the replica's URL).
 	Store Config
-	// Wait bounds how long a read waits for the replica to replay this
-	// process's last write before it goes to the primary (0: 100 ms, a
+	// Wait bounds how long a read waits for the replica to replay what the
+	// primary had committed when the read began before it goes to the
+	// primary (0: 100 ms, a
 	// standby on the same network replays within milliseconds, and a
 	// longer wait only adds latency to a read the primary answers anyway;
 	// negative: no wait).
@@ -111,8 +108,11 @@ const (
 	// DefaultReplicaStatementTimeout bounds a statement on the replica
 	// (the primary's statement timeout when that is shorter).
 	DefaultReplicaStatementTimeout = 5 * time.Second
-	// replicaPoll is how often a read waiting for the replica asks again.
-	replicaPoll = 5 * time.Millisecond
+	// replicaPoll is how often a read waiting for the replica asks again:
+	// under a steady stream of writes most reads wait for the last few,
+	// and a standby on the same network replays them within a millisecond
+	// or two.
+	replicaPoll = 2 * time.Millisecond
 )
 
 // OpenReplica opens the pool of a replica without requiring that it
@@ -197,14 +197,14 @@ func (s *Store) route(ctx context.Context, run func(st *Store) error) error {
 }
 
 // usable reports whether a read may go to the replica: it is not set
-// aside, and it has replayed this process's last write of history
-// (waiting up to the bound). A false answer is counted as a fallback.
+// aside, and it has replayed what the primary had committed when the read
+// began (waiting up to the bound). A false answer is counted as a fallback.
 func (r *Replica) usable(ctx context.Context, primary *Store) bool {
 	if r.down.Load() {
 		r.fallbacks[FallbackDown].Add(1)
 		return false
 	}
-	need, err := r.writtenLSN(ctx, primary)
+	need, err := primaryLSN(ctx, primary)
 	if err != nil {
 		// The primary did not say where it is: the read goes to it, where
 		// it meets the same error if the primary is the trouble.
@@ -212,9 +212,6 @@ func (r *Replica) usable(ctx context.Context, primary *Store) bool {
 		return false
 	}
 	ok, err := r.caughtUp(ctx, need)
-	if ok && err == nil {
-		ok, err = r.redactionsReplayed(ctx, primary)
-	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// The client left: no verdict on the replica.
@@ -228,68 +225,26 @@ func (r *Replica) usable(ctx context.Context, primary *Store) bool {
 	return ok && err == nil
 }
 
-// writtenLSN is the primary's WAL insert position read after this
-// process's last history write committed (0: none yet). It asks the
-// primary only when a write committed since the position was last read.
-// The insert position, not the flush position, so that it lies past the
-// commit record even under synchronous_commit = off.
-func (r *Replica) writtenLSN(ctx context.Context, primary *Store) (int64, error) {
-	gen := primary.writes.gen.Load()
-	r.markMu.Lock()
-	markGen, markLSN := r.markGen, r.markLSN
-	r.markMu.Unlock()
-	if gen == 0 || markGen >= gen {
-		return markLSN, nil
-	}
+// primaryLSN is the primary's WAL insert position now: past the commit
+// record of every transaction committed so far (see Replica).
+func primaryLSN(ctx context.Context, primary *Store) (int64, error) {
 	var lsn int64
 	if err := primary.DB.ex.QueryRow(ctx, "select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint").Scan(&lsn); err != nil {
 		return 0, interpret(err)
 	}
-	r.markMu.Lock()
-	defer r.markMu.Unlock()
-	if gen > r.markGen {
-		r.markGen, r.markLSN = gen, max(r.markLSN, lsn)
-	}
-	return max(lsn, r.markLSN), nil
+	return lsn, nil
 }
 
 // caughtUp reports whether the replica has replayed the WAL up to need,
 // asking it every replicaPoll for at most the wait; an error is the
 // replica's (it cannot be asked).
 func (r *Replica) caughtUp(ctx context.Context, need int64) (bool, error) {
-	if need == 0 || r.replayed.Load() >= need {
+	if r.replayed.Load() >= need {
 		return true, nil
 	}
 	return r.waitFor(ctx, func(ctx context.Context) (bool, error) {
 		got, err := r.replayLSN(ctx)
 		return got >= need, err
-	})
-}
-
-// redactionProgress is a number that grows with every step of every
-// redaction (a redaction begun, each batch of its packets done): the rows
-// a redaction rewrites are the one exception to history never changing.
-const redactionProgress = "select count(*) + coalesce(sum(packets_done), 0) from redactions"
-
-// redactionsReplayed reports whether the replica has replayed every step
-// of every redaction the primary has committed, waiting at most the wait:
-// a redaction by any process, which no position of this one covers, must
-// not leave the replica serving the text it removed. It costs one small
-// statement on each side per read; redactions are rare and few.
-func (r *Replica) redactionsReplayed(ctx context.Context, primary *Store) (bool, error) {
-	var need int64
-	if err := primary.DB.ex.QueryRow(ctx, redactionProgress).Scan(&need); err != nil {
-		return false, nil // the primary did not say: the read goes to it
-	}
-	if need == 0 {
-		return true, nil
-	}
-	return r.waitFor(ctx, func(ctx context.Context) (bool, error) {
-		var got int64
-		if err := r.st.DB.ex.QueryRow(ctx, redactionProgress).Scan(&got); err != nil {
-			return false, interpret(err)
-		}
-		return got >= need, nil
 	})
 }
 

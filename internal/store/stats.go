@@ -42,11 +42,6 @@ type writeStats struct {
 	packets     atomic.Int64
 	records     atomic.Int64
 	versions    atomic.Int64
-	// gen counts the committed transactions that appended audit entries:
-	// every write of history does (a packet, an item version, a handoff
-	// event, a redaction), so a replica read knows whether this process
-	// wrote since it last asked the primary for its WAL position.
-	gen atomic.Int64
 }
 
 // committed counts the entries of a transaction that just committed.
@@ -54,7 +49,6 @@ func (w *writeStats) committed(es []pendingEntry) {
 	if len(es) == 0 {
 		return
 	}
-	defer w.gen.Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.appends == nil {
