@@ -215,7 +215,7 @@ func TopRelevance(postings []Posting, lexemes int) []Scored {
 	if lexemes == 0 {
 		return nil
 	}
-	sums := map[[2]string]int{}
+	sums := make(map[[2]string]int, len(postings)) // at most one entry a posting: the map never grows
 	for _, p := range postings {
 		sums[[2]string{p.Layer, p.Key}] += p.Weight
 	}
