@@ -22,7 +22,7 @@ var (
 		"Time since the read replica replayed its last transaction while it is behind the primary, 0 when it is not (absent when unknown).")
 	descReplicaReads     = desc("contextd_db_replica_reads_total", "Reads of history the read replica answered.")
 	descReplicaFallbacks = desc("contextd_db_replica_fallbacks_total",
-		"Reads of history that went to the primary although a replica is configured, by reason: behind (it had not replayed within --read-wait what the primary had committed when the read began), down (set aside or failed), missing (it had not the row yet).", "reason")
+		"Reads of history that went to the primary although a replica is configured, by reason: behind (it had not replayed within --read-wait what the primary had committed when the read began, or the primary did not say how far that is), down (set aside or failed), missing (it had not the row yet).", "reason")
 )
 
 // ObserveReplica adds the read replica's metrics, read from status at each

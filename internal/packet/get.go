@@ -68,8 +68,8 @@ func (s *Service) Get(ctx context.Context, agent *auth.Agent, proj, id string) (
 // the further reads of history an answer about the packet needs. A packet
 // and its records never change once written, so they are read through
 // the store's reader (store.Read: the replica when one serves and has
-// what this process wrote, else the primary, and the primary again when
-// the replica has not the packet yet), and also reads through the same
+// replayed what the primary had committed when the read began, else the
+// primary, and the primary again when the replica has not the packet), and also reads through the same
 // db, so that what it finds agrees with the packet found. What the
 // agent may see of it now (items hidden since, grants) is read from the
 // primary after.
@@ -310,8 +310,8 @@ func (s *Service) List(ctx context.Context, agent *auth.Agent, proj string, lp L
 		params.HasCursor, params.CursorTime, params.CursorID = true, cur.T, cur.ID
 	}
 	// Packets are history: the page and its records come through the
-	// store's reader (a replica's page may lack packets written a moment
-	// ago by another process, as a page read a moment earlier would).
+	// store's reader (a replica answers only once it holds every packet
+	// the primary had committed when the read began).
 	var out []*Packet
 	next := ""
 	err = s.store.Read(ctx, func(db store.DB) error {

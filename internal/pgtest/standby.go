@@ -116,20 +116,31 @@ func (s *Standby) CatchUp(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var lsn string
-	s.must(t, queryRow(ctx, s.PrimaryURL, "select pg_current_wal_insert_lsn()::text", &lsn))
+	var lsn, block, segment int64
+	s.must(t, queryRow(ctx, s.PrimaryURL, `select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint,
+		current_setting('wal_block_size')::bigint, (select setting::bigint from pg_settings where name = 'wal_segment_size')`, &lsn, &block, &segment))
+	lsn = store.RecordEnd(lsn, block, segment) // as the store compares it
 	for {
-		var done bool
-		s.must(t, queryRow(ctx, s.StandbyURL, "select pg_last_wal_replay_lsn() >= $1::pg_lsn", &done, lsn))
-		if done {
+		var replayed int64
+		s.must(t, queryRow(ctx, s.StandbyURL, "select (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint", &replayed))
+		if replayed >= lsn {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("pgtest: the standby did not replay up to %s within 30s", lsn)
+			t.Fatalf("pgtest: the standby did not replay up to byte %d within 30s", lsn)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// SwitchWAL ends the primary's WAL segment (pg_switch_wal): its insert
+// position is then the next segment's start plus the page header, where no
+// record ends.
+func (s *Standby) SwitchWAL(t testing.TB) {
+	t.Helper()
+	var lsn string
+	s.must(t, queryRow(context.Background(), s.PrimaryURL, "select pg_switch_wal()::text", &lsn))
 }
 
 func (s *Standby) standbyExec(t testing.TB, sql string) {
@@ -226,11 +237,11 @@ func createDatabase(ctx context.Context, url, name string) error {
 	return err
 }
 
-func queryRow(ctx context.Context, url, sql string, dest any, args ...any) error {
+func queryRow(ctx context.Context, url, sql string, dest ...any) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	return conn.QueryRow(ctx, sql, args...).Scan(dest)
+	return conn.QueryRow(ctx, sql).Scan(dest...)
 }

@@ -22,9 +22,12 @@ import (
 // Two rules keep an answer from the replica correct:
 //
 //   - Everything committed before the read. A read first asks the
-//     primary for its WAL insert position (one small statement), and goes
-//     to the replica only once the replica has replayed up to it, waiting
-//     at most Wait, else to the primary. Every transaction the primary had
+//     primary for its WAL insert position and the replica for its replay
+//     position (one small statement on each; the replica is asked every
+//     time, not from a remembered answer, since a standby that restarted
+//     may come back behind where it was), and goes to the replica only
+//     once it has replayed up to the primary's, waiting at most Wait, else
+//     to the primary. Every transaction the primary had
 //     committed when the read began — by this process or any other: a
 //     packet, a handoff event, a redaction, which rewrites history in
 //     place — has its commit record before that position, so the replica's
@@ -57,9 +60,6 @@ type Replica struct {
 	downErr string
 	stop    context.CancelFunc
 	ctx     context.Context
-	// replayed is the highest replay position seen since the replica was
-	// last found up: a read that needs no more skips asking it.
-	replayed atomic.Int64
 
 	reads     atomic.Int64
 	fallbacks [fallbackReasons]atomic.Int64
@@ -225,23 +225,50 @@ func (r *Replica) usable(ctx context.Context, primary *Store) bool {
 	return ok && err == nil
 }
 
-// primaryLSN is the primary's WAL insert position now: past the commit
-// record of every transaction committed so far (see Replica).
+// primaryLSN is the primary's WAL insert position now, as the end of the
+// last record written: past the commit record of every transaction
+// committed so far (see Replica).
 func primaryLSN(ctx context.Context, primary *Store) (int64, error) {
-	var lsn int64
-	if err := primary.DB.ex.QueryRow(ctx, "select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint").Scan(&lsn); err != nil {
+	var lsn, block, segment int64
+	err := primary.DB.ex.QueryRow(ctx, `select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint,
+		current_setting('wal_block_size')::bigint, (select setting::bigint from pg_settings where name = 'wal_segment_size')`).Scan(&lsn, &block, &segment)
+	if err != nil {
 		return 0, interpret(err)
 	}
-	return lsn, nil
+	return RecordEnd(lsn, block, segment), nil
+}
+
+// The sizes of a WAL page's header: the first page of a segment has the
+// long one (PostgreSQL's SizeOfXLogShortPHD and SizeOfXLogLongPHD).
+const (
+	walShortPageHeader = 24
+	walLongPageHeader  = 40
+)
+
+// RecordEnd is an insert position as the end of the record before it.
+// The insert position of a record that would start a page lies past the
+// page's header, where no record ends; the replay position a standby
+// reports is the end of the last record it replayed, the page's start.
+// Compared as they are, a primary whose last record ended at a page's end
+// (one in ~1,000, and every segment switch) would stay ahead of every
+// standby until its next write, and each read would wait the whole wait.
+func RecordEnd(lsn, blockSize, segmentSize int64) int64 {
+	switch {
+	case segmentSize > 0 && lsn%segmentSize == walLongPageHeader:
+		return lsn - walLongPageHeader
+	case blockSize > 0 && lsn%blockSize == walShortPageHeader && (segmentSize <= 0 || lsn%segmentSize != walShortPageHeader):
+		return lsn - walShortPageHeader
+	}
+	return lsn
 }
 
 // caughtUp reports whether the replica has replayed the WAL up to need,
 // asking it every replicaPoll for at most the wait; an error is the
-// replica's (it cannot be asked).
+// replica's (it cannot be asked). It asks even when an earlier read saw
+// the replica past need: a standby that restarted since may have come
+// back at a point before records it had replayed (its minimum recovery
+// point), and what it answers must hold every committed redaction.
 func (r *Replica) caughtUp(ctx context.Context, need int64) (bool, error) {
-	if r.replayed.Load() >= need {
-		return true, nil
-	}
 	return r.waitFor(ctx, func(ctx context.Context) (bool, error) {
 		got, err := r.replayLSN(ctx)
 		return got >= need, err
@@ -270,11 +297,11 @@ func (r *Replica) waitFor(ctx context.Context, reached func(context.Context) (bo
 }
 
 // errNotStandby: the read URL names a server that is not in recovery, so
-// whether it holds this process's writes cannot be told by its replay
-// position.
+// whether it holds what the primary committed cannot be told by its
+// replay position.
 var errNotStandby = errors.New("the read database is not a streaming standby (pg_is_in_recovery() is false)")
 
-// replayLSN asks the replica how far it has replayed, and remembers it.
+// replayLSN asks the replica how far it has replayed.
 func (r *Replica) replayLSN(ctx context.Context) (int64, error) {
 	var lsn *int64
 	if err := r.st.DB.ex.QueryRow(ctx, "select (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint").Scan(&lsn); err != nil {
@@ -283,12 +310,7 @@ func (r *Replica) replayLSN(ctx context.Context) (int64, error) {
 	if lsn == nil {
 		return 0, errNotStandby
 	}
-	for {
-		seen := r.replayed.Load()
-		if *lsn <= seen || r.replayed.CompareAndSwap(seen, *lsn) {
-			return *lsn, nil
-		}
-	}
+	return *lsn, nil
 }
 
 // check asks the replica, within the probe's bound, whether it answers and
@@ -314,8 +336,7 @@ func (r *Replica) setAside(err error) {
 }
 
 // watch probes a replica set aside every Recheck until it answers as a
-// standby again. What it replayed before is forgotten: a standby that
-// restarted may show less than it did, until it has replayed again.
+// standby again.
 func (r *Replica) watch() {
 	t := time.NewTicker(r.recheck)
 	defer t.Stop()
@@ -325,7 +346,6 @@ func (r *Replica) watch() {
 			return
 		case <-t.C:
 		}
-		r.replayed.Store(0)
 		err := r.check(r.ctx)
 		if err == nil {
 			r.down.Store(false)

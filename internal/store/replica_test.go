@@ -52,3 +52,19 @@ func TestReplicaDownSendsReadsToThePrimary(t *testing.T) {
 	require.Zero(t, status.Reads)
 	require.Equal(t, int64(-1), status.LagBytes, "unknown, not zero")
 }
+
+// RecordEnd: a position inside a page header is the end of the record
+// before the page; any other position is itself.
+func TestRecordEnd(t *testing.T) {
+	const block, segment = 8192, 16 << 20
+	for _, c := range []struct{ lsn, want int64 }{
+		{3*segment + 40, 3 * segment},                   // after a segment switch: the long header
+		{3*segment + 5*block + 24, 3*segment + 5*block}, // a record ended at a page's end
+		{3*segment + 5*block + 32, 3*segment + 5*block + 32},
+		{3*segment + 5*block - 8, 3*segment + 5*block - 8},
+		{3*segment + 24, 3*segment + 24}, // a segment's first page has the long header, not the short
+		{0, 0},
+	} {
+		require.Equal(t, c.want, store.RecordEnd(c.lsn, block, segment), "%d", c.lsn)
+	}
+}
