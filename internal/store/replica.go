@@ -23,9 +23,10 @@ import (
 //
 //   - Everything committed before the read. A read first asks the
 //     primary for its WAL insert position and the replica for its replay
-//     position (one small statement on each; the replica is asked every
-//     time, not from a remembered answer, since a standby that restarted
-//     may come back behind where it was), and goes to the replica only
+//     position (one small statement on each; the replica is asked anew for
+//     every read, not answered from a remembered position, since a standby
+//     that restarted may come back behind where it was, and the reads
+//     waiting at once share the question: replayProbe), and goes to the replica only
 //     once it has replayed up to the primary's, waiting at most Wait, else
 //     to the primary. Every transaction the primary had
 //     committed when the read began — by this process or any other: a
@@ -63,6 +64,10 @@ type Replica struct {
 
 	reads     atomic.Int64
 	fallbacks [fallbackReasons]atomic.Int64
+	// replay shares the replay position among the reads waiting for it;
+	// questions counts the times it was asked.
+	replay    replayProbe
+	questions atomic.Int64
 }
 
 // Why a read went to the primary although a replica is configured.
@@ -270,7 +275,7 @@ func RecordEnd(lsn, blockSize, segmentSize int64) int64 {
 // point), and what it answers must hold every committed redaction.
 func (r *Replica) caughtUp(ctx context.Context, need int64) (bool, error) {
 	return r.waitFor(ctx, func(ctx context.Context) (bool, error) {
-		got, err := r.replayLSN(ctx)
+		got, err := r.sharedReplayLSN(ctx)
 		return got >= need, err
 	})
 }
@@ -303,6 +308,7 @@ var errNotStandby = errors.New("the read database is not a streaming standby (pg
 
 // replayLSN asks the replica how far it has replayed.
 func (r *Replica) replayLSN(ctx context.Context) (int64, error) {
+	r.questions.Add(1)
 	var lsn *int64
 	if err := r.st.DB.ex.QueryRow(ctx, "select (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint").Scan(&lsn); err != nil {
 		return 0, interpret(err)
