@@ -23,12 +23,12 @@ import (
 //
 //   - Everything committed before the read. A read first asks the
 //     primary for its WAL insert position and the replica for its replay
-//     position (one small statement on each; the replica is asked anew for
-//     every read, not answered from a remembered position, since a standby
-//     that restarted may come back behind where it was, and the reads
-//     waiting at once share the question: replayProbe), and goes to the replica only
-//     once it has replayed up to the primary's, waiting at most Wait, else
-//     to the primary. Every transaction the primary had
+//     position (one small statement on each; the replica is asked anew
+//     for every read, not answered from a remembered position, since a
+//     standby that restarted may come back behind where it was, and the
+//     reads waiting at once share the question: replayProbe), and goes to
+//     the replica only once it has replayed up to the primary's, waiting
+//     at most Wait, else to the primary. Every transaction the primary had
 //     committed when the read began — by this process or any other: a
 //     packet, a handoff event, a redaction, which rewrites history in
 //     place — has its commit record before that position, so the replica's
