@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // replayProbe shares the questions "how far has the replica replayed?"
@@ -11,7 +12,8 @@ import (
 // read began may predate a restart after which the standby is behind what
 // it showed (see Replica). So N reads waiting together cost one question
 // per poll, not N; before, under a steady stream of writes, when most
-// reads wait a millisecond or two, each asked on its own every poll.
+// reads wait a millisecond or two, each asked on its own every poll (and
+// back to back, the questions of 40 reads waiting ran ~1 a millisecond).
 type replayProbe struct {
 	mu sync.Mutex
 	// next is the question the reads arriving now join; asking says one
@@ -52,10 +54,17 @@ func (r *Replica) sharedReplayLSN(ctx context.Context) (int64, error) {
 }
 
 // askReplay sends a's question, then the one the reads that came
-// meanwhile joined, until none is waiting.
+// meanwhile joined, until none is waiting: at most one question every
+// replicaPoll, so the standby is asked at most ~500 times a second however
+// many reads wait.
 func (r *Replica) askReplay(a *replayAnswer) {
 	p := &r.replay
+	var last time.Time
 	for a != nil {
+		if wait := time.Until(last.Add(replicaPoll)); wait > 0 {
+			time.Sleep(wait)
+		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(r.ctx, r.probe)
 		a.lsn, a.err = r.replayLSN(ctx)
 		cancel()
