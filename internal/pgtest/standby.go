@@ -116,10 +116,11 @@ func (s *Standby) CatchUp(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var lsn, block, segment int64
-	s.must(t, queryRow(ctx, s.PrimaryURL, `select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint,
-		current_setting('wal_block_size')::bigint, (select setting::bigint from pg_settings where name = 'wal_segment_size')`, &lsn, &block, &segment))
-	lsn = store.RecordEnd(lsn, block, segment) // as the store compares it
+	primary, err := pgx.Connect(ctx, s.PrimaryURL)
+	s.must(t, err)
+	lsn, err := store.WrittenLSN(ctx, primary) // as the store compares it
+	_ = primary.Close(context.WithoutCancel(ctx))
+	s.must(t, err)
 	for {
 		var replayed int64
 		s.must(t, queryRow(ctx, s.StandbyURL, "select (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint", &replayed))

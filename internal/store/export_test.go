@@ -87,3 +87,6 @@ func DBTwoStatementsForTest(ctx context.Context, db DB) error {
 	_, err := db.ex.Exec(ctx, "SELECT 2")
 	return err
 }
+
+// RecordEnd is recordEnd, for its test.
+var RecordEnd = recordEnd

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contextd/contextd/internal/fault"
 )
 
@@ -234,13 +236,24 @@ func (r *Replica) usable(ctx context.Context, primary *Store) bool {
 // last record written: past the commit record of every transaction
 // committed so far (see Replica).
 func primaryLSN(ctx context.Context, primary *Store) (int64, error) {
+	lsn, err := WrittenLSN(ctx, primary.DB.ex)
+	return lsn, interpret(err)
+}
+
+// WrittenLSN is the WAL insert position of the server q asks, as the end
+// of the last record written (recordEnd), in bytes: what a standby's
+// pg_last_wal_replay_lsn() reaches once it has replayed all of it.
+// (pgtest's Standby.CatchUp waits for it too.)
+func WrittenLSN(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int64, error) {
 	var lsn, block, segment int64
-	err := primary.DB.ex.QueryRow(ctx, `select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint,
+	err := q.QueryRow(ctx, `select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint,
 		current_setting('wal_block_size')::bigint, (select setting::bigint from pg_settings where name = 'wal_segment_size')`).Scan(&lsn, &block, &segment)
 	if err != nil {
-		return 0, interpret(err)
+		return 0, err
 	}
-	return RecordEnd(lsn, block, segment), nil
+	return recordEnd(lsn, block, segment), nil
 }
 
 // The sizes of a WAL page's header: the first page of a segment has the
@@ -250,14 +263,14 @@ const (
 	walLongPageHeader  = 40
 )
 
-// RecordEnd is an insert position as the end of the record before it.
+// recordEnd is an insert position as the end of the record before it.
 // The insert position of a record that would start a page lies past the
 // page's header, where no record ends; the replay position a standby
 // reports is the end of the last record it replayed, the page's start.
 // Compared as they are, a primary whose last record ended at a page's end
 // (one in ~1,000, and every segment switch) would stay ahead of every
 // standby until its next write, and each read would wait the whole wait.
-func RecordEnd(lsn, blockSize, segmentSize int64) int64 {
+func recordEnd(lsn, blockSize, segmentSize int64) int64 {
 	switch {
 	case segmentSize > 0 && lsn%segmentSize == walLongPageHeader:
 		return lsn - walLongPageHeader

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/contextd/contextd/internal/app"
 	"github.com/contextd/contextd/internal/ctxtype"
 	"github.com/contextd/contextd/internal/item"
 	"github.com/contextd/contextd/internal/pgtest"
@@ -29,11 +28,7 @@ func TestSnapshotTermsComputeEachVectorOnce(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewURL(t)
 	rec := &recorder{}
-	a := app.New(recordingStore(t, url, rec))
-	admin, _, err := a.Agents.Bootstrap(ctx)
-	require.NoError(t, err)
-	_, _, err = a.Projects.Put(ctx, admin, "acme", "")
-	require.NoError(t, err)
+	a, admin := withAcme(t, recordingStore(t, url, rec))
 	batch := func(round int) []item.Input {
 		var out []item.Input
 		for i := range 40 {
@@ -42,7 +37,7 @@ func TestSnapshotTermsComputeEachVectorOnce(t *testing.T) {
 		}
 		return out
 	}
-	_, err = a.Items.Batch(ctx, admin, "acme", batch(1))
+	_, err := a.Items.Batch(ctx, admin, "acme", batch(1))
 	require.NoError(t, err)
 	p, err := a.Packets.Assemble(ctx, admin, "acme", &ctxtype.Request{TargetRole: "implementer", Query: "refund invoices"})
 	require.NoError(t, err)
