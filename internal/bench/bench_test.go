@@ -398,3 +398,29 @@ func TestParseSweep(t *testing.T) {
 		require.ErrorContains(t, err, want)
 	}
 }
+
+// TestPacketIDOf: the load generator's short read of an assembly answer
+// finds the same packet_id as a whole decode, wherever the key stands and
+// whatever the strings before it hold, and refuses what is not an answer.
+func TestPacketIDOf(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`{"budget":{"limit":10,"used":"x\"packet_id\":\"no"},"excluded":{"packet_id":1},"packet_id":"ctxpkt_1","rendered":"a"}`,
+		`{"rendered":"\"packet_id\":\"ctxpkt_0\"","sections":[{"packet_id":"no"}],"packet_id":"ctxpkt_1"}`,
+		` {"packet_id" : "ctxpkt_1"}`,
+	} {
+		var whole packetAnswer
+		require.NoError(t, json.Unmarshal([]byte(raw), &whole), raw)
+		got, err := packetIDOf([]byte(raw))
+		require.NoError(t, err, raw)
+		require.Equal(t, whole.PacketID, got, raw)
+		require.Equal(t, "ctxpkt_1", got, raw)
+	}
+	got, err := packetIDOf([]byte(`{"rendered":"x"}`))
+	require.NoError(t, err)
+	require.Empty(t, got, "no packet_id: the caller reports the answer")
+	for _, bad := range []string{``, `[]`, `"x"`, `{"packet_id":1}`, `{"budget":`, `{"budget":{} "packet_id":"x"}`} {
+		_, err := packetIDOf([]byte(bad))
+		require.Error(t, err, bad)
+	}
+}
