@@ -304,25 +304,40 @@ type stepFunc func(ctx context.Context, system string, w int, deadline time.Time
 // goroutines run step until the phase's deadline. It returns the phases,
 // each system's total wall time, and the server's RSS at the end.
 func (r *runner) phased(ctx context.Context, n int, alternate bool, step stepFunc) ([]Phase, map[string]time.Duration, float64, error) {
+	return r.phasesOf(ctx, phasePlan{first: 0, n: n, of: n, length: r.cfg.Duration / time.Duration(n), alternate: alternate}, step)
+}
+
+// A phasePlan is a run of n phases of one length, numbered first+1 to
+// first+n of of (a sweep's level runs its phases in two visits); with
+// alternate, the even-numbered phases from 0 are contextd's, the odd the
+// floor's.
+type phasePlan struct {
+	first, n, of int
+	length       time.Duration
+	alternate    bool
+}
+
+// phasesOf runs plan's phases (phased).
+func (r *runner) phasesOf(ctx context.Context, plan phasePlan, step stepFunc) ([]Phase, map[string]time.Duration, float64, error) {
 	if r.cfg.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(r.cfg.CPUProfile); err != nil {
 			return nil, nil, 0, fmt.Errorf("cpu profile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	phaseLen := r.cfg.Duration / time.Duration(n)
+	n := plan.n
 	walls := map[string]time.Duration{}
 	var phases []Phase
 	loadStart := time.Now()
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		system := "contextd"
-		if alternate && i%2 == 1 {
+		if plan.alternate && (plan.first+i)%2 == 1 {
 			system = OpFloor
 		}
 		before := r.rec.counts()
 		start := time.Now()
-		deadline := start.Add(phaseLen)
-		stop := r.progress(fmt.Sprintf("%sphase %d/%d %-8s", r.label, i+1, n, system), before, start, deadline)
+		deadline := start.Add(plan.length)
+		stop := r.progress(fmt.Sprintf("%sphase %d/%d %-8s", r.label, plan.first+i+1, plan.of, system), before, start, deadline)
 		var wg sync.WaitGroup
 		for w := range r.cfg.Concurrency {
 			wg.Add(1)

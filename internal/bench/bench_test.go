@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -370,8 +371,18 @@ func TestShortSweep(t *testing.T) {
 	require.Regexp(t, `(?m)^ +2 +\d+ +[\d.]+ .* 0 +[\d.]+ +[\d.]+ +[\d.]+$`, table.String())
 	require.Regexp(t, `(?m)^ +1 +\d+ `, table.String())
 	require.Contains(t, table.String(), "statistics  analyzed")
-	require.Contains(t, progress.String(), "agents 2: phase 4/4 floor")
-	require.Contains(t, progress.String(), "agents 1: phase 1/4 contextd")
+	// Half of each level's phases going up the list, half coming back:
+	// 2 (1, 2), 1 (1, 2), 1 (3, 4), 2 (3, 4).
+	at := func(s string) int {
+		i := strings.Index(progress.String(), s)
+		require.GreaterOrEqual(t, i, 0, "%q not in the progress:\n%s", s, progress.String())
+		return i
+	}
+	order := []int{at("agents 2: phase 1/4 contextd"), at("agents 2: phase 2/4 floor"), at("agents 1: phase 1/4 contextd"),
+		at("agents 1: phase 2/4 floor"), at("agents 1: phase 3/4 contextd"), at("agents 1: phase 4/4 floor"),
+		at("agents 2: phase 3/4 contextd"), at("agents 2: phase 4/4 floor")}
+	require.True(t, slices.IsSorted(order), "%v\n%s", order, progress.String())
+	require.Contains(t, table.String(), "half going up the list of levels and half coming back")
 }
 
 func TestParseSweep(t *testing.T) {
@@ -392,9 +403,9 @@ func TestParseSweep(t *testing.T) {
 		require.ErrorContains(t, err, want, in)
 	}
 	cfg := ownServer()
-	cfg.URLs, cfg.AdminKey, cfg.Sweep, cfg.Only, cfg.Phases = []string{"http://x"}, "k", []int{1, 8}, ModePut, 3
+	cfg.URLs, cfg.AdminKey, cfg.Sweep, cfg.Only, cfg.Phases = []string{"http://x"}, "k", []int{1, 8}, ModePut, 6
 	_, err = Run(t.Context(), cfg)
-	for _, want := range []string{"--sweep runs assembly alone", "--sweep measures a floor", "--phases must be even"} {
+	for _, want := range []string{"--sweep runs assembly alone", "--sweep measures a floor", "--phases must be a multiple of 4"} {
 		require.ErrorContains(t, err, want)
 	}
 }

@@ -90,15 +90,20 @@ func (cfg *Config) validateSweep() error {
 	if cfg.DatabaseURL == "" {
 		errs = append(errs, errors.New("--sweep measures a floor at each level: give --database-url with --url"))
 	}
-	if cfg.Phases < 4 || cfg.Phases%2 != 0 {
-		errs = append(errs, fmt.Errorf("--phases must be even and at least 4 (A B A B), not %d", cfg.Phases))
+	if cfg.Phases < 4 || cfg.Phases%4 != 0 {
+		errs = append(errs, fmt.Errorf("with --sweep, --phases must be a multiple of 4 (each level runs half its phases going up the list, half coming back: A B, then A B), not %d", cfg.Phases))
 	}
 	return errors.Join(errs...)
 }
 
 // sweep runs the assembly workload at each level of cfg.Sweep, each for
 // cfg.Duration in cfg.Phases alternating phases of contextd and the floor,
-// on a corpus seeded (and settled) once.
+// on a corpus seeded (and settled) once. Each level runs half its phases
+// going up the list and the other half coming back (1, 8, 64, 64, 8, 1):
+// the machine and the database drift while a sweep runs (every packet is
+// stored, so the tables grow), and in this order a drift that is steady
+// over the sweep weighs the same on every level, where one pass in order
+// handed all of it to the last levels.
 func (r *runner) sweep(ctx context.Context) (*Result, error) {
 	r.cfg.Only, r.cfg.Floor = OpAssemble, true
 	most := slices.Max(r.cfg.Sweep)
@@ -116,40 +121,66 @@ func (r *runner) sweep(ctx context.Context) (*Result, error) {
 	if err := r.createAgents(ctx); err != nil {
 		return nil, err
 	}
+	length := r.cfg.Duration / time.Duration(r.cfg.Phases)
 	out := &SweepResult{Statistics: r.stats, Analyzed: r.stats == StatsAnalyzed, Phases: r.cfg.Phases, FloorConns: conns,
-		PhaseS: round((r.cfg.Duration / time.Duration(r.cfg.Phases)).Seconds(), 3)}
-	for _, n := range r.cfg.Sweep {
-		row, err := r.sweepLevel(ctx, n)
-		if err != nil {
+		PhaseS: round(length.Seconds(), 3)}
+	levels := make([]*sweepLevel, len(r.cfg.Sweep))
+	for i, n := range r.cfg.Sweep {
+		levels[i] = &sweepLevel{n: n, rec: newRecorder(), walls: map[string]time.Duration{}}
+	}
+	half := r.cfg.Phases / 2
+	for visit := range 2 * len(levels) {
+		i := visit // up the list, then back
+		if visit >= len(levels) {
+			i = 2*len(levels) - 1 - visit
+		}
+		l := levels[i]
+		plan := phasePlan{first: half * (visit / len(levels)), n: half, of: r.cfg.Phases, length: length, alternate: true}
+		if err := r.visit(ctx, l, plan); err != nil {
 			return nil, err
 		}
-		out.Rows = append(out.Rows, row)
+	}
+	for _, l := range levels {
+		out.Rows = append(out.Rows, r.sweepRow(l))
 	}
 	return &Result{Sweep: out}, nil
 }
 
-// sweepLevel runs one level with a fresh recorder and returns its row.
-func (r *runner) sweepLevel(ctx context.Context, n int) (SweepRow, error) {
-	r.cfg.Concurrency, r.rec, r.label = n, newRecorder(), fmt.Sprintf("agents %d: ", n)
+// sweepLevel is what a level's visits gathered.
+type sweepLevel struct {
+	n     int
+	rec   *recorder
+	walls map[string]time.Duration
+	rss   float64 // the server's peak resident memory over the visits, MiB
+}
+
+// visit runs plan's phases of level l, recording into l.
+func (r *runner) visit(ctx context.Context, l *sweepLevel, plan phasePlan) error {
+	r.cfg.Concurrency, r.rec, r.label = l.n, l.rec, fmt.Sprintf("agents %d: ", l.n)
 	peak := sampleRSS(r.cfg.RSS)
-	_, walls, _, err := r.phased(ctx, r.cfg.Phases, true, r.work)
-	rss := peak()
-	if err != nil {
-		return SweepRow{}, err
+	_, walls, _, err := r.phasesOf(ctx, plan, r.work)
+	l.rss = max(l.rss, peak())
+	for system, w := range walls {
+		l.walls[system] += w
 	}
-	for _, e := range r.rec.errors {
-		r.logf("agents %d: error: %s", n, e)
+	return err
+}
+
+// sweepRow is level l's row, over both of its visits.
+func (r *runner) sweepRow(l *sweepLevel) SweepRow {
+	for _, e := range l.rec.errors {
+		r.logf("agents %d: error: %s", l.n, e)
 	}
-	cs, fs := r.rec.stats(OpAssemble, walls["contextd"]), r.rec.stats(OpFloor, walls[OpFloor])
-	row := SweepRow{Concurrency: n, Ops: cs.Ops, OpsPerS: cs.OpsPerS, P50: cs.P50, P95: cs.P95, P99: cs.P99, Errors: cs.Errors,
-		FloorOpsPerS: fs.OpsPerS, FloorP50: fs.P50, FloorP99: fs.P99, FloorErrors: fs.Errors, ServerRSSPeak: round(rss, 1)}
+	cs, fs := l.rec.stats(OpAssemble, l.walls["contextd"]), l.rec.stats(OpFloor, l.walls[OpFloor])
+	row := SweepRow{Concurrency: l.n, Ops: cs.Ops, OpsPerS: cs.OpsPerS, P50: cs.P50, P95: cs.P95, P99: cs.P99, Errors: cs.Errors,
+		FloorOpsPerS: fs.OpsPerS, FloorP50: fs.P50, FloorP99: fs.P99, FloorErrors: fs.Errors, ServerRSSPeak: round(l.rss, 1)}
 	if cs.P50 > 0 {
 		row.P99OverP50 = round(cs.P99/cs.P50, 2)
 	}
 	if fs.OpsPerS > 0 {
 		row.Ratio = round(cs.OpsPerS/fs.OpsPerS, 3)
 	}
-	return row, nil
+	return row
 }
 
 // sampleRSS reads rss every 100 ms until the returned function is called,
@@ -208,6 +239,6 @@ func (s *SweepResult) writeTable(w io.Writer) {
 	if len(s.Rows) > 0 && s.Rows[0].ServerRSSPeak == 0 {
 		rss = "not known for a server elsewhere (--url)"
 	}
-	fmt.Fprintf(w, "each level  %d phases of %.3gs, contextd and the floor in turn (the floor on %d connections at most)\n", s.Phases, s.PhaseS, s.FloorConns)
+	fmt.Fprintf(w, "each level  %d phases of %.3gs, contextd and the floor in turn (the floor on %d connections at most), half going up the list of levels and half coming back\n", s.Phases, s.PhaseS, s.FloorConns)
 	fmt.Fprintf(w, "RSS         %s\n", rss)
 }

@@ -77,11 +77,13 @@ none, present (statistics from before this run: not a new database) or
 unknown (no database).
 
 --sweep 1,8,32,64 runs the assembly workload (--only assemble) at each of
-these concurrencies in turn (at most 256 agents), each level for --duration
-in --phases alternating phases of contextd and the floor, on one corpus, and
-prints one row per level: ops/s, p50, p95, p99, p99/p50, errors, the floor's
-ops/s, the ratio, and the in-process server's peak RSS during the level
-(sampled every 100 ms). The floor's pool holds at most 16 connections; more
+these concurrencies (at most 256 agents), each level for --duration in
+--phases alternating phases of contextd and the floor (a multiple of 4: half
+of them going up the list of levels, half coming back, 1 8 64 64 8 1, so
+that the machine's and the growing tables' drift weighs the same on every
+level), on one corpus, and prints one row per level: ops/s, p50, p95,
+p99, p99/p50, errors, the floor's ops/s, the ratio, and the in-process
+server's peak RSS during the level (sampled every 100 ms). The floor's pool holds at most 16 connections; more
 of its clients queue, as contextd's requests queue for its pool. --json
 prints one object with a rows array.
 
