@@ -156,6 +156,7 @@ type runner struct {
 	workers  []*worker
 	accept   map[string]agent // an agent of each role, to accept handoffs
 	floor    *floor
+	cpu      *cpuMeter // nil: no phase is priced in CPU
 	// stats is what the planner knew when the load began (settle.go).
 	stats string
 	// label is put before the progress line's phase (a sweep's level).
@@ -214,6 +215,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.createAgents(ctx); err != nil {
 		return nil, err
 	}
+	r.cpu = openCPUMeter(ctx, cfg.DatabaseURL, cfg.RSS != nil)
+	defer r.cpu.close()
 	phases, walls, rss, err := r.load(ctx)
 	if err != nil {
 		return nil, err
@@ -335,6 +338,7 @@ func (r *runner) phasesOf(ctx context.Context, plan phasePlan, step stepFunc) ([
 			system = OpFloor
 		}
 		before := r.rec.counts()
+		cpuBefore := r.cpu.sample(ctx)
 		start := time.Now()
 		deadline := start.Add(plan.length)
 		stop := r.progress(fmt.Sprintf("%sphase %d/%d %-8s", r.label, plan.first+i+1, plan.of, system), before, start, deadline)
@@ -350,7 +354,9 @@ func (r *runner) phasesOf(ctx context.Context, plan phasePlan, step stepFunc) ([
 		end := time.Now()
 		stop()
 		walls[system] += end.Sub(start)
-		phases = append(phases, r.phaseOf(system, before, start.Sub(loadStart), end.Sub(loadStart)))
+		ph := r.phaseOf(system, before, start.Sub(loadStart), end.Sub(loadStart))
+		phaseCPU(&ph, cpuBefore, r.cpu.sample(ctx))
+		phases = append(phases, ph)
 	}
 	rss := 0.0
 	if r.cfg.RSS != nil {
@@ -429,6 +435,14 @@ func (r *runner) result(ctx context.Context, phases []Phase, walls map[string]ti
 		PutItem:  r.rec.stats(OpPutItem, cw), Why: r.rec.stats(OpWhy, cw),
 		Injections: r.rec.stats(OpInjections, cw), Handoff: r.rec.stats(OpHandoff, cw),
 		ServerRSSMiB: round(rss, 1), Phases: phases,
+	}
+	for _, system := range []string{"contextd", OpFloor} {
+		if c := cpuPerOp(phases, system); c != nil {
+			if res.CPU == nil {
+				res.CPU = map[string]*CPUPerOp{}
+			}
+			res.CPU[system] = c
+		}
 	}
 	if n := r.answers.Load(); n > 0 {
 		res.Assemble.AnswerBytes = round(float64(r.answerBytes.Load())/float64(n), 0)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"regexp"
 	"slices"
@@ -188,6 +189,20 @@ func TestShortRunWithFloor(t *testing.T) {
 		prevEnd = p.EndS
 	}
 	require.Equal(t, res.Phases[1].Ops+res.Phases[3].Ops, res.Floor.Ops)
+	local := clusterIsLocal(t, dbURL)
+	requireCPU(t, res.CPU["contextd"], local, "contextd")
+	requireCPU(t, res.CPU["floor"], local, "floor")
+	for _, p := range res.Phases {
+		require.NotNil(t, p.CPUProcessMS)
+		require.Equal(t, local, p.CPUPostgresMS != nil)
+	}
+	cpu, ok := j["cpu_ms_per_op"].(map[string]any)
+	require.True(t, ok, out.String())
+	require.Contains(t, cpu, "contextd")
+	require.Contains(t, cpu, "floor")
+	var table bytes.Buffer
+	res.WriteTable(&table)
+	require.Regexp(t, `(?m)^cpu/call    contextd [\d.]+ ms in this process \+ `, table.String())
 	require.Contains(t, progress.String(), "seeding [")
 	require.Contains(t, progress.String(), "phase 4/4 floor")
 }
@@ -366,11 +381,17 @@ func TestShortSweep(t *testing.T) {
 		require.InEpsilon(t, row.OpsPerS/row.Floor, row.Ratio, 0.01)
 		require.Positive(t, row.RSS)
 	}
+	local := clusterIsLocal(t, dbURL)
+	for _, row := range res.Sweep.Rows {
+		requireCPU(t, row.CPU, local, fmt.Sprintf("agents %d", row.Concurrency))
+		requireCPU(t, row.FloorCPU, local, fmt.Sprintf("agents %d, floor", row.Concurrency))
+	}
 	var table bytes.Buffer
 	res.WriteTable(&table)
 	require.Regexp(t, `(?m)^ +2 +\d+ +[\d.]+ .* 0 +[\d.]+ +[\d.]+ +[\d.]+$`, table.String())
 	require.Regexp(t, `(?m)^ +1 +\d+ `, table.String())
 	require.Contains(t, table.String(), "statistics  analyzed")
+	require.Regexp(t, `(?m)^cpu/packet  agents 2: contextd [\d.]+ ms in this process`, table.String())
 	// Half of each level's phases going up the list, half coming back:
 	// 2 (1, 2), 1 (1, 2), 1 (3, 4), 2 (3, 4).
 	at := func(s string) int {

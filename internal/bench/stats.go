@@ -94,6 +94,11 @@ type Phase struct {
 	EndS   float64 `json:"end_s"`
 	Ops    int     `json:"ops"`
 	Errors int     `json:"errors"`
+	// CPUProcessMS and CPUPostgresMS are the CPU this process and the
+	// PostgreSQL cluster used during the phase (cpuMeter); absent when
+	// not measured.
+	CPUProcessMS  *float64 `json:"cpu_process_ms,omitempty"`
+	CPUPostgresMS *float64 `json:"cpu_postgres_ms,omitempty"`
 }
 
 // Result is what a run measured. Floor and Ratio are null without --floor.
@@ -108,6 +113,9 @@ type Result struct {
 	Handoff      OpStats       `json:"handoff"`
 	ServerRSSMiB float64       `json:"server_rss_mib"`
 	Phases       []Phase       `json:"phases"`
+	// CPU is each system's CPU per call of its phases ("contextd",
+	// "floor"), when measured.
+	CPU map[string]*CPUPerOp `json:"cpu_ms_per_op,omitempty"`
 	// Analyzed says whether bench ran VACUUM (ANALYZE) after seeding, and
 	// Statistics what the planner knew of the corpus when the load began
 	// (StatsAnalyzed, StatsNone, StatsPresent or StatsUnknown).
@@ -195,6 +203,11 @@ func (res *Result) WriteTable(w io.Writer) {
 	}
 	if res.Ratio != nil {
 		fmt.Fprintf(w, "ratio       %.3f  (contextd's assembly ops/s in its phases / the floor's in its phases)\n", *res.Ratio)
+	}
+	for _, system := range []string{"contextd", OpFloor} {
+		if c := res.CPU[system]; c != nil {
+			fmt.Fprintf(w, "cpu/call    %-8s %s\n", system, c)
+		}
 	}
 	fmt.Fprintf(w, "packets     %.1f records each, answers of %.0f bytes\n", res.Assemble.RecordsPerPacket, res.Assemble.AnswerBytes)
 	fmt.Fprintf(w, "statistics  %s\n", statsText(res.Statistics))

@@ -43,6 +43,10 @@ type SweepRow struct {
 	FloorErrors   int     `json:"floor_errors"`
 	Ratio         float64 `json:"ratio"`
 	ServerRSSPeak float64 `json:"server_rss_peak_mib"`
+	// CPU and FloorCPU are the CPU per packet of contextd's phases and of
+	// the floor's (cpuMeter), when measured.
+	CPU      *CPUPerOp `json:"cpu_ms_per_packet,omitempty"`
+	FloorCPU *CPUPerOp `json:"floor_cpu_ms_per_packet,omitempty"`
 }
 
 // SweepResult is --sweep's output: one row per level, in the order asked.
@@ -121,6 +125,8 @@ func (r *runner) sweep(ctx context.Context) (*Result, error) {
 	if err := r.createAgents(ctx); err != nil {
 		return nil, err
 	}
+	r.cpu = openCPUMeter(ctx, r.cfg.DatabaseURL, r.cfg.RSS != nil)
+	defer r.cpu.close()
 	length := r.cfg.Duration / time.Duration(r.cfg.Phases)
 	out := &SweepResult{Statistics: r.stats, Analyzed: r.stats == StatsAnalyzed, Phases: r.cfg.Phases, FloorConns: conns,
 		PhaseS: round(length.Seconds(), 3)}
@@ -148,18 +154,20 @@ func (r *runner) sweep(ctx context.Context) (*Result, error) {
 
 // sweepLevel is what a level's visits gathered.
 type sweepLevel struct {
-	n     int
-	rec   *recorder
-	walls map[string]time.Duration
-	rss   float64 // the server's peak resident memory over the visits, MiB
+	n      int
+	rec    *recorder
+	walls  map[string]time.Duration
+	phases []Phase
+	rss    float64 // the server's peak resident memory over the visits, MiB
 }
 
 // visit runs plan's phases of level l, recording into l.
 func (r *runner) visit(ctx context.Context, l *sweepLevel, plan phasePlan) error {
 	r.cfg.Concurrency, r.rec, r.label = l.n, l.rec, fmt.Sprintf("agents %d: ", l.n)
 	peak := sampleRSS(r.cfg.RSS)
-	_, walls, _, err := r.phasesOf(ctx, plan, r.work)
+	phases, walls, _, err := r.phasesOf(ctx, plan, r.work)
 	l.rss = max(l.rss, peak())
+	l.phases = append(l.phases, phases...)
 	for system, w := range walls {
 		l.walls[system] += w
 	}
@@ -173,7 +181,8 @@ func (r *runner) sweepRow(l *sweepLevel) SweepRow {
 	}
 	cs, fs := l.rec.stats(OpAssemble, l.walls["contextd"]), l.rec.stats(OpFloor, l.walls[OpFloor])
 	row := SweepRow{Concurrency: l.n, Ops: cs.Ops, OpsPerS: cs.OpsPerS, P50: cs.P50, P95: cs.P95, P99: cs.P99, Errors: cs.Errors,
-		FloorOpsPerS: fs.OpsPerS, FloorP50: fs.P50, FloorP99: fs.P99, FloorErrors: fs.Errors, ServerRSSPeak: round(l.rss, 1)}
+		FloorOpsPerS: fs.OpsPerS, FloorP50: fs.P50, FloorP99: fs.P99, FloorErrors: fs.Errors, ServerRSSPeak: round(l.rss, 1),
+		CPU: cpuPerOp(l.phases, "contextd"), FloorCPU: cpuPerOp(l.phases, OpFloor)}
 	if cs.P50 > 0 {
 		row.P99OverP50 = round(cs.P99/cs.P50, 2)
 	}
@@ -233,6 +242,11 @@ func (s *SweepResult) writeTable(w io.Writer) {
 	for _, r := range s.Rows {
 		fmt.Fprintf(w, "%6d %8d %9.1f %9.2f %9.2f %9.2f %7.2f %7d %11.1f %7.3f %9.1f\n",
 			r.Concurrency, r.Ops, r.OpsPerS, r.P50, r.P95, r.P99, r.P99OverP50, r.Errors, r.FloorOpsPerS, r.Ratio, r.ServerRSSPeak)
+	}
+	for _, r := range s.Rows {
+		if r.CPU != nil || r.FloorCPU != nil {
+			fmt.Fprintf(w, "cpu/packet  agents %d: contextd %s; floor %s\n", r.Concurrency, r.CPU, r.FloorCPU)
+		}
 	}
 	fmt.Fprintf(w, "statistics  %s\n", statsText(s.Statistics))
 	rss := "the server process's peak during the level (sampled every 100 ms)"

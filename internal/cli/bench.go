@@ -67,6 +67,14 @@ the mixed workload contextd's agents also spend ~30% of their time on the
 other operations, so use --only assemble for a like-for-like ratio. With
 --url, --floor needs --database-url.
 
+The cpu/call lines (JSON: cpu_ms_per_op; a sweep's cpu/packet lines and
+cpu_ms_per_packet) price each system's phases in CPU: this process's
+(contextd's server and the load generator, or the floor's program and the
+load generator) and the PostgreSQL cluster's, summed from /proc over its
+processes when --database-url names a cluster on this machine that bench
+may see. On a machine whose cores a run saturates, the ratio is the floor's
+CPU per call over contextd's, and these lines say whose CPU it is.
+
 With --database-url (or without --url), bench runs VACUUM (ANALYZE) on the
 database after seeding, so the figures are those after an operator's
 VACUUM ANALYZE. --no-analyze leaves the database as seeding left it, for
