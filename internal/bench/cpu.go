@@ -140,7 +140,7 @@ func (m *cpuMeter) postgres(ctx context.Context) (time.Duration, bool) {
 
 // procStat is what the meter reads of /proc/<pid>/stat, in clock ticks.
 type procStat struct {
-	ppid                          int64
+	ppid                         int64
 	utime, stime, cutime, cstime int64
 }
 
