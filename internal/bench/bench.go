@@ -436,14 +436,7 @@ func (r *runner) result(ctx context.Context, phases []Phase, walls map[string]ti
 		Injections: r.rec.stats(OpInjections, cw), Handoff: r.rec.stats(OpHandoff, cw),
 		ServerRSSMiB: round(rss, 1), Phases: phases,
 	}
-	for _, system := range []string{"contextd", OpFloor} {
-		if c := cpuPerOp(phases, system); c != nil {
-			if res.CPU == nil {
-				res.CPU = map[string]*CPUPerOp{}
-			}
-			res.CPU[system] = c
-		}
-	}
+	res.CPU = cpuOf(phases)
 	if n := r.answers.Load(); n > 0 {
 		res.Assemble.AnswerBytes = round(float64(r.answerBytes.Load())/float64(n), 0)
 	}

@@ -230,6 +230,21 @@ func cpuPerOp(phases []Phase, system string) *CPUPerOp {
 	return out
 }
 
+// cpuOf is contextd's and the floor's CPU per call over phases (nil when
+// neither was measured).
+func cpuOf(phases []Phase) map[string]*CPUPerOp {
+	var out map[string]*CPUPerOp
+	for _, system := range []string{"contextd", OpFloor} {
+		if c := cpuPerOp(phases, system); c != nil {
+			if out == nil {
+				out = map[string]*CPUPerOp{}
+			}
+			out[system] = c
+		}
+	}
+	return out
+}
+
 // phaseCPU sets p's CPU from the samples at its start and end.
 func phaseCPU(p *Phase, a, b cpuSample) {
 	if a.process >= 0 && b.process >= 0 {

@@ -62,6 +62,8 @@ type ModeResult struct {
 	Outcomes     *OutcomesReport   `json:"outcomes,omitempty"`
 	ServerRSSMiB float64           `json:"server_rss_mib"`
 	Phases       []Phase           `json:"phases"`
+	// CPU is as in Result: each system's CPU per call of its phases.
+	CPU map[string]*CPUPerOp `json:"cpu_ms_per_op,omitempty"`
 	// Analyzed and Statistics are as in Result: whether bench analysed
 	// the database, and what the planner knew when the load began.
 	Analyzed   bool   `json:"analyzed"`
@@ -77,6 +79,8 @@ type ModeResult struct {
 func runMode(ctx context.Context, cfg Config) (*Result, error) {
 	r := newRunner(&cfg)
 	defer r.reportMade()
+	r.cpu = openCPUMeter(ctx, cfg.DatabaseURL, cfg.RSS != nil)
+	defer r.cpu.close()
 	var (
 		m   *ModeResult
 		err error
@@ -157,7 +161,7 @@ func (r *runner) phasedMode(ctx context.Context, op string, step stepFunc) (*Mod
 func (r *runner) compare(op string, phases []Phase, walls map[string]time.Duration) *ModeResult {
 	cs := r.rec.stats(op, walls["contextd"])
 	fs := r.rec.stats(floorOp(op), walls[OpFloor])
-	m := &ModeResult{Contextd: &cs, Floor: &fs, Phases: phases}
+	m := &ModeResult{Contextd: &cs, Floor: &fs, Phases: phases, CPU: cpuOf(phases)}
 	if cs.OpsPerS > 0 && fs.OpsPerS > 0 {
 		ratio := round(cs.OpsPerS/fs.OpsPerS, 3)
 		m.Ratio = &ratio
@@ -240,6 +244,11 @@ func (m *ModeResult) writeTable(w io.Writer) {
 			what = "median versions/s / the floor's, one batch at a time"
 		}
 		fmt.Fprintf(w, "ratio          %.3f  (contextd's %s)\n", *m.Ratio, what)
+	}
+	for _, system := range []string{"contextd", OpFloor} {
+		if c := m.CPU[system]; c != nil {
+			fmt.Fprintf(w, "cpu/call       %-8s %s\n", system, c)
+		}
 	}
 	if m.Note != "" {
 		fmt.Fprintf(w, "note           %s\n", m.Note)

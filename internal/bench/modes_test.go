@@ -102,6 +102,9 @@ func TestPutAndGetModes(t *testing.T) {
 			}
 			require.NotNil(t, m.Ratio)
 			require.Len(t, m.Phases, 4)
+			local := clusterIsLocal(t, cfg.DatabaseURL)
+			requireCPU(t, m.CPU["contextd"], local, mode)
+			requireCPU(t, m.CPU["floor"], local, mode+" floor")
 			var table *string
 			require.NoError(t, dbPool(t, cfg.DatabaseURL).QueryRow(t.Context(),
 				`SELECT coalesce(to_regclass('bench_put_floor'), to_regclass('bench_put_floor_items'), to_regclass('bench_put_floor_terms'), to_regclass('bench_store_floor'))::text`).Scan(&table))
