@@ -192,6 +192,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.seed(ctx); err != nil {
 		return nil, err
 	}
+	r.cpu = openCPUMeter(ctx, cfg.DatabaseURL, cfg.RSS != nil)
+	defer r.cpu.close()
 	if len(cfg.Sweep) > 0 {
 		return r.sweep(ctx)
 	}
@@ -215,8 +217,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.createAgents(ctx); err != nil {
 		return nil, err
 	}
-	r.cpu = openCPUMeter(ctx, cfg.DatabaseURL, cfg.RSS != nil)
-	defer r.cpu.close()
 	phases, walls, rss, err := r.load(ctx)
 	if err != nil {
 		return nil, err

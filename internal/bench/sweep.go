@@ -125,8 +125,6 @@ func (r *runner) sweep(ctx context.Context) (*Result, error) {
 	if err := r.createAgents(ctx); err != nil {
 		return nil, err
 	}
-	r.cpu = openCPUMeter(ctx, r.cfg.DatabaseURL, r.cfg.RSS != nil)
-	defer r.cpu.close()
 	length := r.cfg.Duration / time.Duration(r.cfg.Phases)
 	out := &SweepResult{Statistics: r.stats, Analyzed: r.stats == StatsAnalyzed, Phases: r.cfg.Phases, FloorConns: conns,
 		PhaseS: round(length.Seconds(), 3)}
